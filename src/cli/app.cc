@@ -1,0 +1,104 @@
+// Root of the CLI11 tree. Global flags are accepted before or after the verb (fallthrough).
+#include "cli/app.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+
+#include "cli/exit_codes.h"
+#include "cli/info_cmd.h"
+#include "cli/serve_cmd.h"
+#include "cli/snapshot_cmd.h"
+#include "cli/volume_cmd.h"
+#include "core/log.h"
+#include "core/version.h"
+
+namespace rosetctl::cli {
+namespace {
+
+constexpr const char* kDefaultConfig = "/etc/rosetctl/config.toml";
+
+struct RawGlobals {
+  std::string output = "table";
+};
+
+void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) {
+  const char* config = std::getenv("ROSETCTL_CONFIG");
+  app.set_config("--config", config != nullptr ? config : kDefaultConfig,
+                 "TOML file of defaults for these flags (env ROSETCTL_CONFIG, default " +
+                     std::string(kDefaultConfig) + " when it exists)");
+  app.add_option("--output,-o", raw.output, "Output format: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->envname("ROSETCTL_OUTPUT")
+      ->capture_default_str();
+  app.add_option("--state-dir", globals.state_dir,
+                 "Where this host keeps its state and local volumes")
+      ->envname("ROSETCTL_STATE_DIR")
+      ->capture_default_str();
+  app.add_option("--provider", globals.provider, "Provider for new volumes: local")
+      ->envname("ROSETCTL_PROVIDER")
+      ->capture_default_str();
+  app.add_option("--node-id", globals.node_id, "This node's CSI node id (default: the host name)")
+      ->envname("ROSETCTL_NODE_ID");
+  app.add_option("--driver-name", globals.driver_name, "CSI driver name (default io.roset.csi)")
+      ->envname("ROSETCTL_DRIVER_NAME");
+  app.add_flag("-v,--verbose", globals.verbose, "Debug logs on stderr (secrets are redacted)");
+}
+
+std::string version_text() {
+  return fmt::format("rosetctl {} (commit {}, {} build, {})", kVersion, kGitCommit, kBuildType,
+                     kCompiler);
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app("rosetctl: provision volumes, attach them to hosts and serve them over CSI.",
+               "rosetctl");
+  app.fallthrough();  // global flags work after the verb too
+  app.require_subcommand(1);
+  app.set_version_flag("--version", version_text());
+  app.footer(
+      "Exit codes: 0 ok, 1 failed, 2 bad usage or input, 3 not found, 4 exists with other\n"
+      "properties, 5 wrong state (e.g. in use), 6 busy (retry), 7 not permitted, 8 out of\n"
+      "space/limits, 9 not implemented, 10 timed out.\n\n"
+      "Start with:\n  rosetctl volume create demo\n  rosetctl volume connect demo --target "
+      "/mnt/demo");
+
+  GlobalOptions globals;
+  RawGlobals raw;
+  Action action;
+  add_global_options(app, globals, raw);
+  setup_volume(app, globals, action);
+  setup_snapshot(app, globals, action);
+  setup_serve(app, globals, action);
+  setup_info(app, globals, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "rosetctl: %s\nRun with --help for usage.\n", e.what());
+    return kExitUsage;
+  }
+  globals.output = raw.output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+  // `serve` replaces this with its long-running format.
+  setup_logging(globals.verbose ? Verbosity::kDebug : Verbosity::kNormal, /*long_running=*/false);
+  if (!action) {
+    std::fprintf(stderr, "rosetctl: no command given\nRun with --help for usage.\n");
+    return kExitUsage;
+  }
+  Status status = action();
+  if (!status.is_ok()) {
+    std::fprintf(stderr, "rosetctl: %s\n", status.message().c_str());
+    return exit_code_for(status.code());
+  }
+  return kExitOk;
+}
+
+}  // namespace rosetctl::cli

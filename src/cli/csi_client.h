@@ -1,0 +1,76 @@
+// The CLI's side of "CSI is the internal API": typed calls on a channel, with deadlines and a
+// patient retry when another operation on the same volume is in flight (ABORTED).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "core/status.h"
+#include "csi.grpc.pb.h"
+#include "daemon/grpc_status.h"
+
+namespace rosetctl::cli {
+
+class CsiClient {
+ public:
+  explicit CsiClient(std::shared_ptr<grpc::Channel> channel)
+      : identity_(csi::v1::Identity::NewStub(channel)),
+        controller_(csi::v1::Controller::NewStub(channel)),
+        node_(csi::v1::Node::NewStub(channel)) {}
+
+  template <typename Request, typename Response>
+  using IdentityMethod = grpc::Status (csi::v1::Identity::Stub::*)(grpc::ClientContext*,
+                                                                   const Request&, Response*);
+  template <typename Request, typename Response>
+  using ControllerMethod = grpc::Status (csi::v1::Controller::Stub::*)(grpc::ClientContext*,
+                                                                       const Request&, Response*);
+  template <typename Request, typename Response>
+  using NodeMethod = grpc::Status (csi::v1::Node::Stub::*)(grpc::ClientContext*, const Request&,
+                                                           Response*);
+
+  template <typename Request, typename Response>
+  Status identity(IdentityMethod<Request, Response> method, const Request& request,
+                  Response* response) {
+    return call(*identity_, method, request, response);
+  }
+  template <typename Request, typename Response>
+  Status controller(ControllerMethod<Request, Response> method, const Request& request,
+                    Response* response) {
+    return call(*controller_, method, request, response);
+  }
+  template <typename Request, typename Response>
+  Status node(NodeMethod<Request, Response> method, const Request& request, Response* response) {
+    return call(*node_, method, request, response);
+  }
+
+ private:
+  static constexpr auto kCallDeadline = std::chrono::minutes(10);
+  static constexpr auto kBusyPatience = std::chrono::seconds(30);
+
+  template <typename Stub, typename Method, typename Request, typename Response>
+  Status call(Stub& stub, Method method, const Request& request, Response* response) {
+    auto give_up = std::chrono::steady_clock::now() + kBusyPatience;
+    auto pause = std::chrono::milliseconds(20);
+    while (true) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+      Status status = from_grpc((stub.*method)(&context, request, response));
+      // Every CSI call is idempotent, so repeating one that met a concurrent call is safe.
+      if (status.code() != Code::kAborted || std::chrono::steady_clock::now() > give_up) {
+        return status;
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(500));
+    }
+  }
+
+  std::unique_ptr<csi::v1::Identity::Stub> identity_;
+  std::unique_ptr<csi::v1::Controller::Stub> controller_;
+  std::unique_ptr<csi::v1::Node::Stub> node_;
+};
+
+}  // namespace rosetctl::cli

@@ -1,0 +1,13 @@
+// `rosetctl node info`, `rosetctl plugin info`, `rosetctl probe`: what the plugin reports.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "cli/global_options.h"
+
+namespace rosetctl::cli {
+
+void setup_info(CLI::App& app, const GlobalOptions& globals, Action& action);
+
+}  // namespace rosetctl::cli

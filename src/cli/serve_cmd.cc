@@ -1,0 +1,71 @@
+// Flags of `serve` and the hand-over to the daemon layer.
+#include "cli/serve_cmd.h"
+
+#include "core/log.h"
+#include "daemon/server.h"
+
+namespace rosetctl::cli {
+namespace {
+
+struct ServeOptions {
+  std::string endpoint = "unix:///run/rosetctl/csi.sock";
+  std::string role = "all";
+  int64_t max_volumes_per_node = 0;
+  int grace_seconds = 30;
+};
+
+Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
+  setup_logging(globals.verbose ? Verbosity::kDebug : Verbosity::kNormal, /*long_running=*/true);
+  auto socket = parse_unix_endpoint(options.endpoint);
+  if (!socket) return socket.status();
+
+  PluginOptions plugin_options;
+  plugin_options.state_dir = globals.state_dir;
+  plugin_options.default_provider = globals.provider;
+  plugin_options.node_id = globals.node_id;
+  if (!globals.driver_name.empty()) plugin_options.driver_name = globals.driver_name;
+  plugin_options.max_volumes_per_node = options.max_volumes_per_node;
+  plugin_options.role = options.role == "controller" ? PluginRole::kController
+                        : options.role == "node"     ? PluginRole::kNode
+                                                     : PluginRole::kAll;
+  auto plugin = Plugin::open(std::move(plugin_options));
+  if (!plugin) return plugin.status();
+  return serve_until_signalled(**plugin, *socket, std::chrono::seconds(options.grace_seconds));
+}
+
+}  // namespace
+
+void setup_serve(CLI::App& app, const GlobalOptions& globals, Action& action) {
+  auto options = std::make_shared<ServeOptions>();
+  CLI::App* serve =
+      app.add_subcommand("serve", "Run as a CSI v1.10 plugin (Identity, Controller, Node)");
+  serve
+      ->add_option("--endpoint,-e", options->endpoint,
+                   "Where to listen: unix:///path/to/csi.sock (TCP is not supported yet)")
+      ->envname("CSI_ENDPOINT")
+      ->capture_default_str();
+  serve->add_option("--role", options->role, "Which services to offer")
+      ->check(CLI::IsMember({"all", "controller", "node"}))
+      ->capture_default_str();
+  serve
+      ->add_option("--max-volumes-per-node", options->max_volumes_per_node,
+                   "Reported by NodeGetInfo and enforced by ControllerPublish (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  serve
+      ->add_option("--grace-period", options->grace_seconds,
+                   "Seconds in-flight calls may take to finish after SIGTERM/SIGINT")
+      ->check(CLI::Range(0, 3600))
+      ->capture_default_str();
+  serve->footer(
+      "The socket is created with mode 0660; a stale socket file is replaced, a live one is not.\n"
+      "Logs go to stderr, one line per call; -v adds request and response bodies with every\n"
+      "secret redacted.\n\n"
+      "Example:\n  rosetctl serve --endpoint "
+      "unix:///var/lib/kubelet/plugins/io.roset.csi/csi.sock");
+  serve->callback([&globals, &action, options] {
+    action = [&globals, options] { return run_serve(globals, *options); };
+  });
+}
+
+}  // namespace rosetctl::cli

@@ -1,0 +1,23 @@
+// Opening the in-process plugin for a CLI run.
+#include "cli/session.h"
+
+namespace rosetctl::cli {
+
+Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
+  PluginOptions plugin_options;
+  plugin_options.state_dir = options.state_dir;
+  plugin_options.default_provider = options.provider;
+  plugin_options.node_id = options.node_id;
+  if (!options.driver_name.empty()) plugin_options.driver_name = options.driver_name;
+
+  auto plugin = Plugin::open(std::move(plugin_options));
+  if (!plugin) return plugin.status();
+  ROSETCTL_RETURN_IF_ERROR((*plugin)->start(std::nullopt));
+
+  auto session = std::make_unique<Session>();
+  session->client_ = std::make_unique<CsiClient>((*plugin)->in_process_channel());
+  session->plugin_ = std::move(*plugin);
+  return session;
+}
+
+}  // namespace rosetctl::cli

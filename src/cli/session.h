@@ -1,0 +1,28 @@
+// One CLI invocation's connection to the CSI services: the plugin hosted in this process,
+// reached over gRPC's in-process channel (the same code path `serve` exposes).
+#pragma once
+
+#include <memory>
+
+#include "cli/csi_client.h"
+#include "cli/global_options.h"
+#include "daemon/plugin.h"
+
+namespace rosetctl::cli {
+
+class Session {
+ public:
+  static Expected<std::unique_ptr<Session>> open(const GlobalOptions& options);
+
+  CsiClient& client() { return *client_; }
+  // Node-local facts (where volumes are mounted on this host) come from this host's store.
+  StateStore& store() { return plugin_->store(); }
+  const StateLayout& layout() const { return plugin_->layout(); }
+  const std::string& node_id() const { return plugin_->options().node_id; }
+
+ private:
+  std::unique_ptr<Plugin> plugin_;
+  std::unique_ptr<CsiClient> client_;
+};
+
+}  // namespace rosetctl::cli

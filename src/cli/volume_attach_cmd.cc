@@ -1,0 +1,309 @@
+// Node-side volume verbs: connect (ControllerPublish + NodeStage + NodePublish), disconnect
+// (the reverse, each step only when nothing else still needs it) and stats.
+#include <unistd.h>
+
+#include <climits>
+#include <vector>
+
+#include "cli/render.h"
+#include "cli/session.h"
+#include "cli/volume_cmd.h"
+#include "cli/volume_lookup.h"
+#include "cli/volume_view.h"
+#include "daemon/node_paths.h"
+
+namespace rosetctl::cli {
+namespace {
+
+struct AttachOptions {
+  std::string volume;
+  std::string target;
+  bool read_only = false;
+};
+
+csi::v1::VolumeCapability connect_capability() {
+  csi::v1::VolumeCapability capability;
+  capability.mutable_mount();
+  capability.mutable_access_mode()->set_mode(
+      csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+  return capability;
+}
+
+// Relative targets are taken from the current directory, as a shell user expects.
+Expected<std::string> absolute_target(const std::string& target) {
+  if (target.empty() || target.front() == '/') return target;
+  char cwd[PATH_MAX];
+  if (::getcwd(cwd, sizeof(cwd)) == nullptr)
+    return errno_status(errno, "cannot read the current directory");
+  return fmt::format("{}/{}", cwd, target);
+}
+
+// Steps to take back if a later step of `connect` fails, newest first.
+class Rollback {
+ public:
+  void add(std::function<void()> undo) { steps_.push_back(std::move(undo)); }
+  void commit() { steps_.clear(); }
+  ~Rollback() {
+    for (auto it = steps_.rbegin(); it != steps_.rend(); ++it)
+      (*it)();
+  }
+
+ private:
+  std::vector<std::function<void()>> steps_;
+};
+
+Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  CsiClient& client = (*session)->client();
+  auto info = resolve_volume(client, options.volume);
+  if (!info) return info.status();
+  const std::string& id = info->volume.volume_id();
+  std::string name = volume_name(info->volume);
+  auto target = absolute_target(options.target.empty()
+                                    ? fmt::format("{}/{}", (*session)->layout().mounts_dir(), name)
+                                    : options.target);
+  if (!target) return target.status();
+  std::string staging = fmt::format("{}/{}", (*session)->layout().staging_dir(), id);
+  const std::string& node = (*session)->node_id();
+  Rollback rollback;
+
+  bool mapped = std::find(info->published_nodes.begin(), info->published_nodes.end(), node) !=
+                info->published_nodes.end();
+  csi::v1::ControllerPublishVolumeRequest publish;
+  publish.set_volume_id(id);
+  publish.set_node_id(node);
+  *publish.mutable_volume_capability() = connect_capability();
+  *publish.mutable_volume_context() = info->volume.volume_context();
+  csi::v1::ControllerPublishVolumeResponse published;
+  ROSETCTL_RETURN_IF_ERROR(
+      client.controller(&csi::v1::Controller::Stub::ControllerPublishVolume, publish, &published));
+  if (!mapped) {
+    rollback.add([&] {
+      csi::v1::ControllerUnpublishVolumeRequest undo;
+      undo.set_volume_id(id);
+      undo.set_node_id(node);
+      csi::v1::ControllerUnpublishVolumeResponse ignored;
+      (void)client.controller(&csi::v1::Controller::Stub::ControllerUnpublishVolume, undo,
+                              &ignored);
+    });
+  }
+
+  auto staged_before = (*session)->store().find_staging(id, staging);
+  if (!staged_before) return staged_before.status();
+  csi::v1::NodeStageVolumeRequest stage;
+  stage.set_volume_id(id);
+  stage.set_staging_target_path(staging);
+  *stage.mutable_volume_capability() = connect_capability();
+  *stage.mutable_publish_context() = published.publish_context();
+  *stage.mutable_volume_context() = info->volume.volume_context();
+  csi::v1::NodeStageVolumeResponse stage_response;
+  ROSETCTL_RETURN_IF_ERROR(
+      client.node(&csi::v1::Node::Stub::NodeStageVolume, stage, &stage_response));
+  if (!staged_before->has_value()) {
+    rollback.add([&] {
+      csi::v1::NodeUnstageVolumeRequest undo;
+      undo.set_volume_id(id);
+      undo.set_staging_target_path(staging);
+      csi::v1::NodeUnstageVolumeResponse ignored;
+      (void)client.node(&csi::v1::Node::Stub::NodeUnstageVolume, undo, &ignored);
+    });
+  }
+
+  csi::v1::NodePublishVolumeRequest mount;
+  mount.set_volume_id(id);
+  mount.set_staging_target_path(staging);
+  mount.set_target_path(*target);
+  mount.set_readonly(options.read_only);
+  *mount.mutable_volume_capability() = connect_capability();
+  *mount.mutable_publish_context() = published.publish_context();
+  *mount.mutable_volume_context() = info->volume.volume_context();
+  csi::v1::NodePublishVolumeResponse mount_response;
+  ROSETCTL_RETURN_IF_ERROR(
+      client.node(&csi::v1::Node::Stub::NodePublishVolume, mount, &mount_response));
+  rollback.commit();
+
+  auto connection = (*session)->store().find_node_publication(*target);
+  if (!connection) return connection.status();
+  std::string path = connection->has_value() ? (*connection)->target_path : *target;
+  auto connections = (*session)->store().node_publications(id);
+  if (!connections) return connections.status();
+  auto refreshed = resolve_volume(client, id);
+  nlohmann::json out = volume_json(refreshed ? *refreshed : *info, *connections);
+  out["path"] = path;
+  out["readonly"] = options.read_only;
+  print_line_or_json(globals.output, path, out);
+  return Status::ok();
+}
+
+// Unmounts the chosen targets, then unstages and unmaps when no mount of the volume is left.
+Status run_disconnect(const GlobalOptions& globals, const AttachOptions& options) {
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  CsiClient& client = (*session)->client();
+  StateStore& store = (*session)->store();
+  auto info = resolve_volume(client, options.volume);
+  if (!info) return info.status();
+  const std::string& id = info->volume.volume_id();
+  std::string name = volume_name(info->volume);
+
+  auto connections = store.node_publications(id);
+  if (!connections) return connections.status();
+  std::vector<std::string> targets;
+  if (options.target.empty()) {
+    for (const auto& connection : *connections)
+      targets.push_back(connection.target_path);
+  } else {
+    auto absolute = absolute_target(options.target);
+    if (!absolute) return absolute.status();
+    auto canonical = canonical_mount_path(*absolute, "--target");
+    if (!canonical) return canonical.status();
+    for (const auto& connection : *connections) {
+      if (connection.target_path == *canonical) targets.push_back(connection.target_path);
+    }
+  }
+
+  nlohmann::json removed = nlohmann::json::array();
+  for (const std::string& target : targets) {
+    csi::v1::NodeUnpublishVolumeRequest request;
+    request.set_volume_id(id);
+    request.set_target_path(target);
+    csi::v1::NodeUnpublishVolumeResponse response;
+    ROSETCTL_RETURN_IF_ERROR(
+        client.node(&csi::v1::Node::Stub::NodeUnpublishVolume, request, &response));
+    removed.push_back(target);
+  }
+
+  auto remaining = store.node_publications(id);
+  if (!remaining) return remaining.status();
+  bool still_connected = !remaining->empty();
+  if (!still_connected) {
+    // Only our own staging: a kubelet staging on this host belongs to kubelet.
+    std::string staging = fmt::format("{}/{}", (*session)->layout().staging_dir(), id);
+    csi::v1::NodeUnstageVolumeRequest unstage;
+    unstage.set_volume_id(id);
+    unstage.set_staging_target_path(staging);
+    csi::v1::NodeUnstageVolumeResponse unstaged;
+    ROSETCTL_RETURN_IF_ERROR(
+        client.node(&csi::v1::Node::Stub::NodeUnstageVolume, unstage, &unstaged));
+
+    auto stagings = store.stagings(id);
+    if (!stagings) return stagings.status();
+    if (stagings->empty()) {
+      csi::v1::ControllerUnpublishVolumeRequest unpublish;
+      unpublish.set_volume_id(id);
+      unpublish.set_node_id((*session)->node_id());
+      csi::v1::ControllerUnpublishVolumeResponse unpublished;
+      ROSETCTL_RETURN_IF_ERROR(client.controller(
+          &csi::v1::Controller::Stub::ControllerUnpublishVolume, unpublish, &unpublished));
+    }
+  }
+
+  std::string text = removed.empty()
+                         ? fmt::format("volume \"{}\" was not connected{}", name,
+                                       options.target.empty() ? "" : " at " + options.target)
+                         : fmt::format("disconnected volume \"{}\" from {}", name,
+                                       fmt::join(removed.get<std::vector<std::string>>(), ", "));
+  print_line_or_json(
+      globals.output, text,
+      {{"id", id}, {"name", name}, {"disconnected", removed}, {"connected", still_connected}});
+  return Status::ok();
+}
+
+Status run_stats(const GlobalOptions& globals, const AttachOptions& options) {
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  auto info = resolve_volume((*session)->client(), options.volume);
+  if (!info) return info.status();
+  const std::string& id = info->volume.volume_id();
+  std::string path = options.target;
+  if (path.empty()) {
+    auto connections = (*session)->store().node_publications(id);
+    if (!connections) return connections.status();
+    if (connections->empty()) {
+      return error(Code::kFailedPrecondition,
+                   "volume \"{}\" is not connected on this node; connect it to see its usage",
+                   volume_name(info->volume));
+    }
+    path = connections->front().target_path;
+  }
+  csi::v1::NodeGetVolumeStatsRequest request;
+  request.set_volume_id(id);
+  request.set_volume_path(path);
+  csi::v1::NodeGetVolumeStatsResponse response;
+  ROSETCTL_RETURN_IF_ERROR(
+      (*session)->client().node(&csi::v1::Node::Stub::NodeGetVolumeStats, request, &response));
+
+  nlohmann::json out = {{"id", id}, {"name", volume_name(info->volume)}, {"path", path}};
+  for (const auto& usage : response.usage()) {
+    std::string unit = usage.unit() == csi::v1::VolumeUsage::INODES ? "inodes" : "bytes";
+    out[unit] = {
+        {"total", usage.total()}, {"used", usage.used()}, {"available", usage.available()}};
+  }
+  out["condition"] = {{"abnormal", response.volume_condition().abnormal()},
+                      {"message", response.volume_condition().message()}};
+  auto number = [](const char* unit, const char* field) {
+    return Column{fmt::format("{} {}", unit, field), [unit, field](const nlohmann::json& v) {
+                    return v.contains(unit) ? text_of(v[unit][field]) : std::string("-");
+                  }};
+  };
+  print_object(globals.output, out,
+               {{"Name", [](const nlohmann::json& v) { return text_of(v["name"]); }},
+                {"Path", [](const nlohmann::json& v) { return text_of(v["path"]); }},
+                number("bytes", "total"),
+                number("bytes", "used"),
+                number("bytes", "available"),
+                number("inodes", "total"),
+                number("inodes", "used"),
+                number("inodes", "available"),
+                {"Condition", [](const nlohmann::json& v) {
+                   return v["condition"]["abnormal"].get<bool>()
+                              ? "abnormal: " + v["condition"]["message"].get<std::string>()
+                              : std::string("ok");
+                 }}});
+  return Status::ok();
+}
+
+}  // namespace
+
+void setup_volume_attach(CLI::App& volume, const GlobalOptions& globals, Action& action) {
+  auto connect_options = std::make_shared<AttachOptions>();
+  CLI::App* connect = volume.add_subcommand("connect", "Attach a volume to this host and mount it");
+  connect->add_option("volume", connect_options->volume, "Volume name or id")->required();
+  connect->add_option("--target,-t", connect_options->target,
+                      "Mount point to create (its parent must exist); default "
+                      "<state-dir>/mnt/<name>");
+  connect->add_flag("--read-only", connect_options->read_only, "Mount it read-only");
+  connect->footer(
+      "Prints the mount path (JSON: the volume with \"path\"). Connecting again to the same\n"
+      "target is a no-op; a volume may be connected at several targets at once.\n\n"
+      "Example:\n  rosetctl volume connect demo --target /mnt/demo");
+  connect->callback([&globals, &action, connect_options] {
+    action = [&globals, connect_options] { return run_connect(globals, *connect_options); };
+  });
+
+  auto disconnect_options = std::make_shared<AttachOptions>();
+  CLI::App* disconnect =
+      volume.add_subcommand("disconnect", "Unmount a volume from this host (data is kept)");
+  disconnect->add_option("volume", disconnect_options->volume, "Volume name or id")->required();
+  disconnect->add_option("--target,-t", disconnect_options->target,
+                         "Only this mount point (default: every mount of the volume here)");
+  disconnect->footer("Disconnecting a volume that is not connected succeeds and says so.");
+  disconnect->callback([&globals, &action, disconnect_options] {
+    action = [&globals, disconnect_options] {
+      return run_disconnect(globals, *disconnect_options);
+    };
+  });
+
+  auto stats_options = std::make_shared<AttachOptions>();
+  CLI::App* stats =
+      volume.add_subcommand("stats", "Used and free bytes and inodes of a connected volume");
+  stats->add_option("volume", stats_options->volume, "Volume name or id")->required();
+  stats->add_option("--target,-t", stats_options->target,
+                    "Mount point to measure (default: the first)");
+  stats->callback([&globals, &action, stats_options] {
+    action = [&globals, stats_options] { return run_stats(globals, *stats_options); };
+  });
+}
+
+}  // namespace rosetctl::cli

@@ -1,0 +1,259 @@
+// Controller-side volume verbs: create, list, show, expand, delete, map, unmap.
+#include "cli/volume_cmd.h"
+
+#include "cli/render.h"
+#include "cli/session.h"
+#include "cli/volume_lookup.h"
+#include "cli/volume_view.h"
+#include "core/size.h"
+
+namespace rosetctl::cli {
+namespace {
+
+struct CreateOptions {
+  std::string name;
+  std::string size;
+  std::vector<std::string> parameters;
+};
+
+struct VolumeOptions {
+  std::string volume;
+  std::string size;
+  std::string node;
+  bool read_only = false;
+};
+
+csi::v1::VolumeCapability default_capability() {
+  csi::v1::VolumeCapability capability;
+  capability.mutable_mount();
+  capability.mutable_access_mode()->set_mode(
+      csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+  return capability;
+}
+
+Status print_volume(Session& session, OutputFormat format, const VolumeInfo& info) {
+  auto connections = session.store().node_publications(info.volume.volume_id());
+  if (!connections) return connections.status();
+  print_object(format, volume_json(info, *connections), volume_fields());
+  return Status::ok();
+}
+
+Status parse_parameters(const std::vector<std::string>& items,
+                        google::protobuf::Map<std::string, std::string>* out) {
+  for (const std::string& item : items) {
+    std::size_t equals = item.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      return error(Code::kInvalidArgument, "--param \"{}\" must look like KEY=VALUE", item);
+    }
+    (*out)[item.substr(0, equals)] = item.substr(equals + 1);
+  }
+  return Status::ok();
+}
+
+Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
+  csi::v1::CreateVolumeRequest request;
+  request.set_name(options.name);
+  if (!options.size.empty()) {
+    auto bytes = parse_size(options.size);
+    if (!bytes) return bytes.status();
+    request.mutable_capacity_range()->set_required_bytes(*bytes);
+  }
+  ROSETCTL_RETURN_IF_ERROR(parse_parameters(options.parameters, request.mutable_parameters()));
+  *request.add_volume_capabilities() = default_capability();
+
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  csi::v1::CreateVolumeResponse response;
+  ROSETCTL_RETURN_IF_ERROR((*session)->client().controller(&csi::v1::Controller::Stub::CreateVolume,
+                                                           request, &response));
+  auto info = resolve_volume((*session)->client(), response.volume().volume_id());
+  if (!info) return info.status();
+  return print_volume(**session, globals.output, *info);
+}
+
+Status run_list(const GlobalOptions& globals) {
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  auto volumes = list_all_volumes((*session)->client());
+  if (!volumes) return volumes.status();
+  nlohmann::json items = nlohmann::json::array();
+  for (const VolumeInfo& info : *volumes) {
+    auto connections = (*session)->store().node_publications(info.volume.volume_id());
+    if (!connections) return connections.status();
+    items.push_back(volume_json(info, *connections));
+  }
+  print_list(globals.output, items, volume_columns());
+  return Status::ok();
+}
+
+Status run_show(const GlobalOptions& globals, const VolumeOptions& options) {
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  auto info = resolve_volume((*session)->client(), options.volume);
+  if (!info) return info.status();
+  return print_volume(**session, globals.output, *info);
+}
+
+Status run_expand(const GlobalOptions& globals, const VolumeOptions& options) {
+  auto bytes = parse_size(options.size);
+  if (!bytes) return bytes.status();
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  auto info = resolve_volume((*session)->client(), options.volume);
+  if (!info) return info.status();
+
+  csi::v1::ControllerExpandVolumeRequest request;
+  request.set_volume_id(info->volume.volume_id());
+  request.mutable_capacity_range()->set_required_bytes(*bytes);
+  *request.mutable_volume_capability() = default_capability();
+  csi::v1::ControllerExpandVolumeResponse response;
+  ROSETCTL_RETURN_IF_ERROR((*session)->client().controller(
+      &csi::v1::Controller::Stub::ControllerExpandVolume, request, &response));
+  auto updated = resolve_volume((*session)->client(), info->volume.volume_id());
+  if (!updated) return updated.status();
+  return print_volume(**session, globals.output, *updated);
+}
+
+Status run_delete(const GlobalOptions& globals, const VolumeOptions& options) {
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  auto info = resolve_volume((*session)->client(), options.volume);
+  if (!info) {
+    // Deleting what is not there is done already: the same answer CSI's DeleteVolume gives.
+    if (info.status().code() != Code::kNotFound) return info.status();
+    print_line_or_json(
+        globals.output,
+        fmt::format("volume \"{}\" does not exist; nothing to delete", options.volume),
+        {{"id", nullptr}, {"name", options.volume}, {"deleted", false}});
+    return Status::ok();
+  }
+  csi::v1::DeleteVolumeRequest request;
+  request.set_volume_id(info->volume.volume_id());
+  csi::v1::DeleteVolumeResponse response;
+  ROSETCTL_RETURN_IF_ERROR((*session)->client().controller(&csi::v1::Controller::Stub::DeleteVolume,
+                                                           request, &response));
+  std::string name = volume_name(info->volume);
+  print_line_or_json(globals.output,
+                     fmt::format("deleted volume \"{}\" ({})", name, info->volume.volume_id()),
+                     {{"id", info->volume.volume_id()}, {"name", name}, {"deleted", true}});
+  return Status::ok();
+}
+
+Status run_map(const GlobalOptions& globals, const VolumeOptions& options, bool map) {
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  auto info = resolve_volume((*session)->client(), options.volume);
+  if (!info) return info.status();
+  std::string node = options.node.empty() ? (*session)->node_id() : options.node;
+  nlohmann::json out = {
+      {"id", info->volume.volume_id()}, {"name", volume_name(info->volume)}, {"node", node}};
+  if (map) {
+    csi::v1::ControllerPublishVolumeRequest request;
+    request.set_volume_id(info->volume.volume_id());
+    request.set_node_id(node);
+    request.set_readonly(options.read_only);
+    *request.mutable_volume_capability() = default_capability();
+    *request.mutable_volume_context() = info->volume.volume_context();
+    csi::v1::ControllerPublishVolumeResponse response;
+    ROSETCTL_RETURN_IF_ERROR((*session)->client().controller(
+        &csi::v1::Controller::Stub::ControllerPublishVolume, request, &response));
+    out["publish_context"] = std::map<std::string, std::string>(response.publish_context().begin(),
+                                                                response.publish_context().end());
+    out["mapped"] = true;
+  } else {
+    csi::v1::ControllerUnpublishVolumeRequest request;
+    request.set_volume_id(info->volume.volume_id());
+    request.set_node_id(node);
+    csi::v1::ControllerUnpublishVolumeResponse response;
+    ROSETCTL_RETURN_IF_ERROR((*session)->client().controller(
+        &csi::v1::Controller::Stub::ControllerUnpublishVolume, request, &response));
+    out["mapped"] = false;
+  }
+  print_line_or_json(globals.output,
+                     fmt::format("{} volume \"{}\" {} node \"{}\"", map ? "mapped" : "unmapped",
+                                 out["name"].get<std::string>(), map ? "to" : "from", node),
+                     out);
+  return Status::ok();
+}
+
+void add_volume_argument(CLI::App* command, VolumeOptions* options) {
+  command->add_option("volume", options->volume, "Volume name or id")->required();
+}
+
+}  // namespace
+
+void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
+  CLI::App* volume = app.add_subcommand("volume", "Create, attach, inspect and delete volumes");
+  volume->require_subcommand(1);
+
+  auto create_options = std::make_shared<CreateOptions>();
+  CLI::App* create = volume->add_subcommand("create", "Create a volume (idempotent by name)");
+  create
+      ->add_option("name", create_options->name,
+                   "Volume name: 1-128 letters, digits, '.', '_' or '-'")
+      ->required();
+  create->add_option("--size,-s", create_options->size,
+                     "Requested size: bytes or 64Mi, 10Gi, 1.5Ti, 500M (dir volumes record it; "
+                     "they do not enforce it)");
+  create->add_option("--param,-p", create_options->parameters,
+                     "Provider parameter KEY=VALUE, repeatable (local: type=dir)");
+  create->footer(
+      "Creating a name that exists returns the existing volume when size and parameters match,\n"
+      "and fails with exit code 4 when they differ.\n\n"
+      "Examples:\n  rosetctl volume create demo\n  rosetctl volume create data --size 10Gi -o "
+      "json");
+  create->callback([&globals, &action, create_options] {
+    action = [&globals, create_options] { return run_create(globals, *create_options); };
+  });
+
+  CLI::App* list = volume->add_subcommand("list", "List volumes with where they are connected");
+  list->callback([&globals, &action] { action = [&globals] { return run_list(globals); }; });
+
+  auto show_options = std::make_shared<VolumeOptions>();
+  CLI::App* show = volume->add_subcommand("show", "Show one volume: size, nodes, mounts, health");
+  add_volume_argument(show, show_options.get());
+  show->callback([&globals, &action, show_options] {
+    action = [&globals, show_options] { return run_show(globals, *show_options); };
+  });
+
+  auto expand_options = std::make_shared<VolumeOptions>();
+  CLI::App* expand = volume->add_subcommand("expand", "Grow a volume (volumes never shrink)");
+  add_volume_argument(expand, expand_options.get());
+  expand->add_option("--size,-s", expand_options->size, "New size, e.g. 20Gi")->required();
+  expand->callback([&globals, &action, expand_options] {
+    action = [&globals, expand_options] { return run_expand(globals, *expand_options); };
+  });
+
+  auto delete_options = std::make_shared<VolumeOptions>();
+  CLI::App* remove = volume->add_subcommand("delete", "Delete a volume and its data");
+  add_volume_argument(remove, delete_options.get());
+  remove->footer(
+      "Refused (exit code 5) while the volume is connected or mapped anywhere.\n"
+      "Deleting a volume that does not exist succeeds and says so.");
+  remove->callback([&globals, &action, delete_options] {
+    action = [&globals, delete_options] { return run_delete(globals, *delete_options); };
+  });
+
+  auto map_options = std::make_shared<VolumeOptions>();
+  CLI::App* map =
+      volume->add_subcommand("map", "Allow a node to attach the volume (ControllerPublish)");
+  add_volume_argument(map, map_options.get());
+  map->add_option("--node", map_options->node, "Node id (default: this node)");
+  map->add_flag("--read-only", map_options->read_only, "The node may only attach it read-only");
+  map->callback([&globals, &action, map_options] {
+    action = [&globals, map_options] { return run_map(globals, *map_options, true); };
+  });
+
+  auto unmap_options = std::make_shared<VolumeOptions>();
+  CLI::App* unmap =
+      volume->add_subcommand("unmap", "Withdraw a node's access (ControllerUnpublish)");
+  add_volume_argument(unmap, unmap_options.get());
+  unmap->add_option("--node", unmap_options->node, "Node id (default: this node)");
+  unmap->callback([&globals, &action, unmap_options] {
+    action = [&globals, unmap_options] { return run_map(globals, *unmap_options, false); };
+  });
+
+  setup_volume_attach(*volume, globals, action);
+}
+
+}  // namespace rosetctl::cli

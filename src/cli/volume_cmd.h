@@ -1,0 +1,17 @@
+// `rosetctl volume ...`: the verb tree and what each verb asks of the CSI services.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/global_options.h"
+
+namespace rosetctl::cli {
+
+void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action);
+
+// connect / disconnect / stats (volume_attach_cmd.cc): the node-side verbs.
+void setup_volume_attach(CLI::App& volume, const GlobalOptions& globals, Action& action);
+
+}  // namespace rosetctl::cli

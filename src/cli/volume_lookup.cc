@@ -1,0 +1,59 @@
+// Name/id resolution via ControllerGetVolume and ListVolumes.
+#include "cli/volume_lookup.h"
+
+#include "core/validate.h"
+#include "daemon/convert.h"
+
+namespace rosetctl::cli {
+namespace {
+
+template <typename VolumeStatus>
+VolumeInfo info_of(const csi::v1::Volume& volume, const VolumeStatus& status) {
+  VolumeInfo info{volume,
+                  {status.published_node_ids().begin(), status.published_node_ids().end()},
+                  status.volume_condition().abnormal(),
+                  status.volume_condition().message()};
+  return info;
+}
+
+}  // namespace
+
+std::string volume_name(const csi::v1::Volume& volume) {
+  auto it = volume.volume_context().find(kContextName);
+  return it == volume.volume_context().end() ? "" : it->second;
+}
+
+Expected<std::vector<VolumeInfo>> list_all_volumes(CsiClient& client) {
+  std::vector<VolumeInfo> out;
+  csi::v1::ListVolumesRequest request;
+  request.set_max_entries(500);
+  do {
+    csi::v1::ListVolumesResponse response;
+    ROSETCTL_RETURN_IF_ERROR(
+        client.controller(&csi::v1::Controller::Stub::ListVolumes, request, &response));
+    for (const auto& entry : response.entries())
+      out.push_back(info_of(entry.volume(), entry.status()));
+    request.set_starting_token(response.next_token());
+  } while (!request.starting_token().empty());
+  return out;
+}
+
+Expected<VolumeInfo> resolve_volume(CsiClient& client, std::string_view name_or_id) {
+  ROSETCTL_RETURN_IF_ERROR(validate_name(name_or_id, "volume name or id"));
+  csi::v1::ControllerGetVolumeRequest request;
+  request.set_volume_id(std::string(name_or_id));
+  csi::v1::ControllerGetVolumeResponse response;
+  Status status =
+      client.controller(&csi::v1::Controller::Stub::ControllerGetVolume, request, &response);
+  if (status.is_ok()) return info_of(response.volume(), response.status());
+  if (status.code() != Code::kNotFound) return status;
+
+  auto all = list_all_volumes(client);
+  if (!all) return all.status();
+  for (VolumeInfo& info : *all) {
+    if (volume_name(info.volume) == name_or_id) return std::move(info);
+  }
+  return error(Code::kNotFound, "no volume is named \"{}\" or has that id", name_or_id);
+}
+
+}  // namespace rosetctl::cli

@@ -1,0 +1,97 @@
+// Building and laying out the volume model.
+#include "cli/volume_view.h"
+
+#include "core/size.h"
+#include "daemon/convert.h"
+
+namespace rosetctl::cli {
+namespace {
+
+std::string context_value(const csi::v1::Volume& volume, const std::string& key) {
+  auto it = volume.volume_context().find(key);
+  return it == volume.volume_context().end() ? "" : it->second;
+}
+
+std::string join_targets(const nlohmann::json& connections) {
+  std::string out;
+  for (const auto& connection : connections) {
+    if (!out.empty()) out += ", ";
+    out += connection["target"].get<std::string>();
+    if (connection["readonly"].get<bool>()) out += " (ro)";
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string size_cell(const nlohmann::json& volume) {
+  int64_t bytes = volume["capacity_bytes"].get<int64_t>();
+  if (bytes == 0) return "-";
+  std::string size = format_size(bytes);
+  return volume["size_enforced"].get<bool>() ? size : size + " (not enforced)";
+}
+
+std::string condition_cell(const nlohmann::json& volume) {
+  const auto& condition = volume["condition"];
+  return condition["abnormal"].get<bool>() ? "abnormal: " + condition["message"].get<std::string>()
+                                           : "ok";
+}
+
+}  // namespace
+
+nlohmann::json volume_json(const VolumeInfo& info,
+                           const std::vector<NodePublication>& connections) {
+  const csi::v1::Volume& volume = info.volume;
+  std::string type = context_value(volume, "type");
+  nlohmann::json out = {
+      {"id", volume.volume_id()},
+      {"name", context_value(volume, kContextName)},
+      {"provider", context_value(volume, kContextProvider)},
+      {"type", type},
+      {"capacity_bytes", volume.capacity_bytes()},
+      {"size", volume.capacity_bytes() > 0 ? format_size(volume.capacity_bytes()) : ""},
+      // Directory volumes record the requested size but cannot enforce it.
+      {"size_enforced", type != "dir" && !type.empty()},
+      {"published_nodes", info.published_nodes},
+      {"connections", nlohmann::json::array()},
+      {"condition", {{"abnormal", info.abnormal}, {"message", info.condition}}},
+      {"context", nlohmann::json(std::map<std::string, std::string>(
+                      volume.volume_context().begin(), volume.volume_context().end()))},
+  };
+  for (const NodePublication& connection : connections) {
+    out["connections"].push_back({{"target", connection.target_path},
+                                  {"staging_path", connection.staging_path},
+                                  {"readonly", connection.readonly}});
+  }
+  return out;
+}
+
+std::vector<Column> volume_fields() {
+  return {
+      {"ID", [](const nlohmann::json& v) { return text_of(v["id"]); }},
+      {"Name", [](const nlohmann::json& v) { return text_of(v["name"]); }},
+      {"Provider", [](const nlohmann::json& v) { return text_of(v["provider"]); }},
+      {"Type", [](const nlohmann::json& v) { return text_of(v["type"]); }},
+      {"Size", size_cell},
+      {"Published to",
+       [](const nlohmann::json& v) {
+         std::string nodes;
+         for (const auto& node : v["published_nodes"])
+           nodes += (nodes.empty() ? "" : ", ") + node.get<std::string>();
+         return nodes.empty() ? std::string("-") : nodes;
+       }},
+      {"Connected at", [](const nlohmann::json& v) { return join_targets(v["connections"]); }},
+      {"Condition", condition_cell},
+  };
+}
+
+std::vector<Column> volume_columns() {
+  return {
+      {"NAME", [](const nlohmann::json& v) { return text_of(v["name"]); }},
+      {"ID", [](const nlohmann::json& v) { return text_of(v["id"]); }},
+      {"PROVIDER", [](const nlohmann::json& v) { return text_of(v["provider"]); }},
+      {"SIZE", size_cell},
+      {"CONNECTED AT", [](const nlohmann::json& v) { return join_targets(v["connections"]); }},
+      {"CONDITION", condition_cell},
+  };
+}
+
+}  // namespace rosetctl::cli

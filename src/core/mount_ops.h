@@ -1,0 +1,79 @@
+// Mount operations through mount(2)/umount2(2) (no shelling out): bind mounts with per-mount
+// flags, unmounting, the MountGuard that undoes a mount on failure, and probing for dead mounts.
+#pragma once
+
+#include <sys/mount.h>  // the MS_* values in MountOptions::flags
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace rosetctl {
+
+struct MountOptions {
+  bool read_only = false;
+  // MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME |
+  // MS_STRICTATIME | MS_SYNCHRONOUS; never MS_RDONLY (that is read_only).
+  unsigned long flags = 0;
+};
+
+// Turns CSI mount_flags / mountOptions ("ro", "noexec", or "nosuid,nodev" in one entry) into
+// MountOptions, applied left to right as mount(8) does: "rw" undoes an earlier "ro". Anything
+// else is INVALID_ARGUMENT naming the flag and listing the supported ones.
+Expected<MountOptions> parse_mount_flags(const std::vector<std::string>& flags);
+
+// Bind-mounts `source` on `target` (not recursively). Read-only and flags need a second
+// MS_REMOUNT|MS_BIND call because the kernel ignores them on the first; if that fails the bind
+// is undone, so the caller never sees a writable mount it asked to be read-only. The bind keeps
+// the source mount's nosuid/nodev/noexec (and atime mode unless one is given), which the kernel
+// requires in a user namespace. MS_SYNCHRONOUS belongs to the filesystem, not the mount: a bind
+// inherits it from the mount it shows, so it is not applied here.
+Status bind_mount(const std::string& source, const std::string& target,
+                  const MountOptions& options);
+
+// Unmounts the topmost mount at `target` without following a symlink there. Codes the caller
+// branches on: FAILED_PRECONDITION when `target` is not a mount point, NOT_FOUND when it does
+// not exist (both mean "nothing to unmount"), UNAVAILABLE when it is busy (retry later).
+Status unmount(const std::string& target);
+
+// Unmounts every mount stacked at `target` (re-reading the mount table between unmounts), for
+// recovery from duplicate mounts. OK when nothing is mounted there.
+Status unmount_all(const std::string& target);
+
+// Owns a fresh mount until release(): on any early return the destructor unmounts it, lazily
+// (MNT_DETACH) if it is busy. Best effort, as a destructor cannot report.
+class MountGuard {
+ public:
+  MountGuard() = default;
+  explicit MountGuard(std::string target) : target_(std::move(target)), active_(true) {}
+  ~MountGuard();
+  MountGuard(MountGuard&& other) noexcept;
+  MountGuard& operator=(MountGuard&& other) noexcept;
+  MountGuard(const MountGuard&) = delete;
+  MountGuard& operator=(const MountGuard&) = delete;
+
+  // Success: keep the mount.
+  void release() { active_ = false; }
+  bool active() const { return active_; }
+  const std::string& target() const { return target_; }
+
+ private:
+  void reset();
+
+  std::string target_;
+  bool active_ = false;
+};
+
+enum class PathHealth {
+  kOk,
+  kMissing,
+  kDisconnected,  // ENOTCONN, ESTALE, EIO, ECONNABORTED: a dead FUSE or network mount
+  kOther,
+};
+
+// stat(2)s `path`; `err_out` (when given) receives the errno, 0 on kOk.
+PathHealth probe_path(const std::string& path, int* err_out = nullptr);
+
+}  // namespace rosetctl

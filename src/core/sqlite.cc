@@ -1,0 +1,211 @@
+// The SQLite RAII layer: opening connections with our settings, statements, transactions, and the
+// mapping of SQLite result codes to Status codes.
+#include "core/sqlite.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cctype>
+#include <thread>
+
+namespace rosetctl::sqlite {
+namespace {
+
+std::string database_name(sqlite3* db) {
+  const char* file = db != nullptr ? sqlite3_db_filename(db, "main") : nullptr;
+  return fmt::format("state database {}", file != nullptr && *file != '\0' ? file : "(unnamed)");
+}
+
+// Busy and locked only come back once the busy timeout has run out, so the caller may retry;
+// a UNIQUE/PRIMARY KEY violation is the caller's duplicate; a full disk is the operator's to fix.
+Status sqlite_error(sqlite3* db, int rc) {
+  const std::string where = database_name(db);
+  const std::string what = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return error(Code::kAborted, "state store busy: {}: {}; retry", where, what);
+    case SQLITE_FULL:
+      return error(Code::kResourceExhausted, "{}: {}; free space on its filesystem", where, what);
+    case SQLITE_CONSTRAINT:
+      if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+        return error(Code::kAlreadyExists, "{}: {}", where, what);
+      }
+      break;
+    default:
+      break;
+  }
+  return error(Code::kInternal, "{}: {}", where, what);
+}
+
+bool only_whitespace(const char* begin, const char* end) {
+  for (const char* p = begin; p < end; ++p) {
+    if (std::isspace(static_cast<unsigned char>(*p)) == 0) return false;
+  }
+  return true;
+}
+
+// SQLite answers a journal-mode switch that races another connection's with SQLITE_BUSY at once,
+// without calling the busy handler (seen when several processes open a fresh database together),
+// so we retry it ourselves until the busy timeout runs out. Once the file is in WAL mode the
+// pragma is a no-op.
+Expected<std::string> enable_wal(Connection& connection, std::chrono::milliseconds busy_timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + busy_timeout;
+  std::chrono::milliseconds pause{1};
+  for (;;) {
+    Expected<Statement> statement = connection.prepare("PRAGMA journal_mode=WAL");
+    Expected<bool> row = statement ? statement->step() : Expected<bool>(statement.status());
+    if (row) return *row ? statement->column_text(0) : std::string();
+    if (row.status().code() != Code::kAborted || std::chrono::steady_clock::now() >= deadline) {
+      return row.status();
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace
+
+void Statement::Finalizer::operator()(sqlite3_stmt* stmt) const {
+  sqlite3_finalize(stmt);
+}
+
+Statement& Statement::check_bind(int rc) {
+  if (rc != SQLITE_OK && bind_status_.is_ok()) bind_status_ = sqlite_error(db_, rc);
+  return *this;
+}
+
+Statement& Statement::bind_text(int index, std::string_view value) {
+  // An empty string_view may carry a null data pointer, which SQLite would store as NULL.
+  const char* data = value.data() != nullptr ? value.data() : "";
+  return check_bind(
+      sqlite3_bind_text64(stmt_.get(), index, data, value.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
+}
+
+Statement& Statement::bind_int64(int index, int64_t value) {
+  return check_bind(sqlite3_bind_int64(stmt_.get(), index, value));
+}
+
+Statement& Statement::bind_null(int index) {
+  return check_bind(sqlite3_bind_null(stmt_.get(), index));
+}
+
+Expected<bool> Statement::step() {
+  if (!bind_status_.is_ok()) return bind_status_;
+  const int rc = sqlite3_step(stmt_.get());
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  Status status = sqlite_error(db_, rc);
+  sqlite3_reset(stmt_.get());  // so the statement can run again after a transient failure
+  return status;
+}
+
+Status Statement::run() {
+  for (;;) {
+    Expected<bool> row = step();
+    if (!row) return row.status();
+    if (!*row) return Status::ok();
+  }
+}
+
+void Statement::reset() {
+  sqlite3_reset(stmt_.get());
+}
+
+std::string Statement::column_text(int index) const {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_.get(), index));
+  if (text == nullptr) return {};
+  return std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), index)));
+}
+
+int64_t Statement::column_int64(int index) const {
+  return sqlite3_column_int64(stmt_.get(), index);
+}
+
+bool Statement::column_is_null(int index) const {
+  return sqlite3_column_type(stmt_.get(), index) == SQLITE_NULL;
+}
+
+void Connection::Closer::operator()(sqlite3* db) const {
+  sqlite3_close_v2(db);
+}
+
+Expected<Connection> Connection::open(const std::string& path,
+                                      std::chrono::milliseconds busy_timeout) {
+  sqlite3* raw = nullptr;
+  // NOMUTEX: a connection is only ever used by one thread at a time, so SQLite's own per-call
+  // mutex would be pure overhead.
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  Connection connection(raw);  // owns the handle even when opening failed
+  if (rc != SQLITE_OK) return sqlite_error(raw, rc).with_context(fmt::format("opening {}", path));
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, static_cast<int>(busy_timeout.count()));
+
+  Expected<std::string> mode = enable_wal(connection, busy_timeout);
+  if (!mode) return mode.status();
+  if (*mode != "wal") {
+    return error(Code::kFailedPrecondition,
+                 "{}: cannot use a WAL journal (got \"{}\"); put the state directory on a local "
+                 "filesystem",
+                 path, *mode);
+  }
+  ROSETCTL_RETURN_IF_ERROR(connection.exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON"));
+  return connection;
+}
+
+Status Connection::exec(std::string_view sql) {
+  const std::string text(sql);  // sqlite3_exec wants a NUL-terminated string
+  const int rc = sqlite3_exec(db_.get(), text.c_str(), nullptr, nullptr, nullptr);
+  return rc == SQLITE_OK ? Status::ok() : sqlite_error(db_.get(), rc);
+}
+
+Expected<Statement> Connection::prepare(std::string_view sql) {
+  sqlite3_stmt* raw = nullptr;
+  const char* tail = nullptr;
+  const int rc =
+      sqlite3_prepare_v3(db_.get(), sql.data(), static_cast<int>(sql.size()), 0, &raw, &tail);
+  Statement statement(db_.get(), raw);
+  if (rc != SQLITE_OK) return sqlite_error(db_.get(), rc);
+  // Both are programming errors: the rest of a multi-statement string would be silently ignored.
+  if (raw == nullptr) return error(Code::kInternal, "empty SQL statement");
+  if (!only_whitespace(tail, sql.data() + sql.size())) {
+    return error(Code::kInternal, "more than one SQL statement in \"{}\"; use exec()", sql);
+  }
+  return statement;
+}
+
+int64_t Connection::changes() const {
+  return sqlite3_changes64(db_.get());
+}
+
+bool Connection::in_transaction() const {
+  return sqlite3_get_autocommit(db_.get()) == 0;
+}
+
+std::string Connection::path() const {
+  const char* file = sqlite3_db_filename(db_.get(), "main");
+  return file != nullptr ? file : "";
+}
+
+Expected<Transaction> Transaction::begin(Connection& connection) {
+  ROSETCTL_RETURN_IF_ERROR(connection.exec("BEGIN IMMEDIATE"));
+  return Transaction(&connection);
+}
+
+Transaction::~Transaction() {
+  // A failed statement or COMMIT may already have ended the transaction; then there is nothing
+  // to undo, and ROLLBACK would only fail.
+  if (connection_ != nullptr && connection_->in_transaction()) {
+    static_cast<void>(connection_->exec("ROLLBACK"));
+  }
+}
+
+Status Transaction::commit() {
+  if (connection_ == nullptr) return error(Code::kInternal, "transaction already finished");
+  ROSETCTL_RETURN_IF_ERROR(connection_->exec("COMMIT"));
+  connection_ = nullptr;
+  return Status::ok();
+}
+
+}  // namespace rosetctl::sqlite

@@ -1,0 +1,636 @@
+// The state database: opening and migrating it, the connection pool, and the record queries.
+#include "core/state_store.h"
+
+#include <fcntl.h>
+#include <fmt/ranges.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <type_traits>
+
+namespace rosetctl {
+namespace {
+
+using StringMap = std::map<std::string, std::string>;
+
+// Idle connections kept for reuse; a burst beyond this opens extra ones that are closed after.
+constexpr size_t kMaxIdleConnections = 8;
+
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+// Append-only: a released binary's databases carry these versions. Never edit a shipped step.
+constexpr Migration kMigrations[] = {
+    {1, R"sql(
+CREATE TABLE volumes (
+  id TEXT NOT NULL PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  provider TEXT NOT NULL,
+  capacity_bytes INTEGER NOT NULL,
+  parameters TEXT NOT NULL,
+  context TEXT NOT NULL,
+  access_type TEXT NOT NULL,
+  content_source TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE controller_publications (
+  volume_id TEXT NOT NULL REFERENCES volumes(id) ON DELETE RESTRICT,
+  node_id TEXT NOT NULL,
+  readonly INTEGER NOT NULL,
+  capability TEXT NOT NULL,
+  publish_context TEXT NOT NULL,
+  PRIMARY KEY (volume_id, node_id)
+) STRICT;
+CREATE INDEX controller_publications_by_node ON controller_publications(node_id);
+-- No foreign keys to volumes below: on a node host the volume row lives on the controller host.
+CREATE TABLE stagings (
+  volume_id TEXT NOT NULL,
+  staging_path TEXT NOT NULL,
+  capability TEXT NOT NULL,
+  created_dir INTEGER NOT NULL,
+  PRIMARY KEY (volume_id, staging_path)
+) STRICT;
+CREATE TABLE node_publications (
+  target_path TEXT NOT NULL PRIMARY KEY,
+  volume_id TEXT NOT NULL,
+  staging_path TEXT NOT NULL,
+  readonly INTEGER NOT NULL,
+  capability TEXT NOT NULL,
+  created_target INTEGER NOT NULL
+) STRICT;
+CREATE INDEX node_publications_by_staging ON node_publications(volume_id, staging_path);
+)sql"},
+};
+static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
+              "kSchemaVersion must name the last migration");
+
+constexpr const char* kVolumeColumns =
+    "id, name, provider, capacity_bytes, parameters, context, access_type, content_source, "
+    "created_at";
+constexpr const char* kControllerPublicationColumns =
+    "volume_id, node_id, readonly, capability, publish_context";
+constexpr const char* kStagingColumns = "volume_id, staging_path, capability, created_dir";
+constexpr const char* kNodePublicationColumns =
+    "volume_id, target_path, staging_path, readonly, capability, created_target";
+
+// --- Opening ---------------------------------------------------------------------------------
+
+Status make_private_dirs(const std::string& dir) {
+  std::filesystem::path prefix;
+  for (const std::filesystem::path& part : std::filesystem::path(dir)) {
+    prefix /= part;
+    if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      return errno_status(errno, fmt::format("creating state directory {}", prefix.string()));
+    }
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0)
+    return errno_status(errno, fmt::format("state directory {}", dir));
+  if (!S_ISDIR(st.st_mode)) {
+    return error(Code::kFailedPrecondition, "state directory {} is not a directory", dir);
+  }
+  return Status::ok();
+}
+
+// Created here rather than by SQLite, which would use 0644; its -wal and -shm files copy our mode.
+Status create_private_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return errno_status(errno, fmt::format("creating state database {}", path));
+  ::close(fd);
+  return Status::ok();
+}
+
+Expected<int> user_version(sqlite::Connection& connection) {
+  Expected<sqlite::Statement> statement = connection.prepare("PRAGMA user_version");
+  if (!statement) return statement.status();
+  Expected<bool> row = statement->step();
+  if (!row) return row.status();
+  return *row ? static_cast<int>(statement->column_int64(0)) : 0;
+}
+
+Status refuse_newer(int version, const std::string& path) {
+  if (version <= StateStore::kSchemaVersion) return Status::ok();
+  return error(Code::kFailedPrecondition,
+               "state database {} has schema version {}, newer than this rosetctl understands "
+               "({}); upgrade rosetctl",
+               path, version, StateStore::kSchemaVersion);
+}
+
+// In WAL mode BEGIN IMMEDIATE excludes every other writer, so one process applies each step; the
+// others wait on the lock, then see the new user_version and skip it.
+Status apply_migration(sqlite::Connection& connection, const Migration& migration,
+                       const std::string& path) {
+  Expected<sqlite::Transaction> transaction = sqlite::Transaction::begin(connection);
+  if (!transaction) return transaction.status();
+  Expected<int> version = user_version(connection);
+  if (!version) return version.status();
+  ROSETCTL_RETURN_IF_ERROR(refuse_newer(*version, path));
+  if (*version >= migration.version) return Status::ok();
+  ROSETCTL_RETURN_IF_ERROR(connection.exec(migration.sql));
+  ROSETCTL_RETURN_IF_ERROR(
+      connection.exec(fmt::format("PRAGMA user_version = {}", migration.version)));
+  return transaction->commit();
+}
+
+Status migrate(sqlite::Connection& connection, const std::string& path) {
+  Expected<int> version = user_version(connection);
+  if (!version) return version.status();
+  ROSETCTL_RETURN_IF_ERROR(refuse_newer(*version, path));
+  for (const Migration& migration : kMigrations) {
+    if (migration.version <= *version) continue;
+    Status status = apply_migration(connection, migration, path);
+    if (!status) {
+      return status.with_context(
+          fmt::format("migrating {} to schema version {}", path, migration.version));
+    }
+  }
+  return Status::ok();
+}
+
+// --- Statements and rows ---------------------------------------------------------------------
+
+template <typename T>
+void bind_arg(sqlite::Statement& statement, int index, const T& value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    statement.bind_bool(index, value);
+  } else if constexpr (std::is_integral_v<T>) {
+    statement.bind_int64(index, value);
+  } else {
+    statement.bind_text(index, std::string_view(value));
+  }
+}
+
+// Prepares `sql` and binds `args` to ?1, ?2, ... by type.
+template <typename... Args>
+Expected<sqlite::Statement> prepare(sqlite::Connection& connection, const std::string& sql,
+                                    const Args&... args) {
+  Expected<sqlite::Statement> statement = connection.prepare(sql);
+  if (!statement) return statement;
+  int index = 0;
+  (bind_arg(*statement, ++index, args), ...);
+  return statement;
+}
+
+template <typename T>
+using RowReader = Expected<T> (*)(const sqlite::Statement&);
+
+template <typename T>
+Expected<std::vector<T>> select_all(Expected<sqlite::Statement> statement, RowReader<T> read) {
+  if (!statement) return statement.status();
+  std::vector<T> rows;
+  for (;;) {
+    Expected<bool> has_row = statement->step();
+    if (!has_row) return has_row.status();
+    if (!*has_row) return rows;
+    Expected<T> row = read(*statement);
+    if (!row) return row.status();
+    rows.push_back(std::move(*row));
+  }
+}
+
+template <typename T>
+Expected<std::optional<T>> select_one(Expected<sqlite::Statement> statement, RowReader<T> read) {
+  if (!statement) return statement.status();
+  Expected<bool> has_row = statement->step();
+  if (!has_row) return has_row.status();
+  if (!*has_row) return std::optional<T>();
+  Expected<T> row = read(*statement);
+  if (!row) return row.status();
+  return std::optional<T>(std::move(*row));
+}
+
+Status run(Expected<sqlite::Statement> statement) {
+  return statement ? statement->run() : statement.status();
+}
+
+// Invalid UTF-8 is replaced rather than thrown about: CSI strings arrive UTF-8 checked anyway.
+std::string to_json(const StringMap& map) {
+  nlohmann::json object = nlohmann::json::object();
+  for (const auto& [key, value] : map)
+    object[key] = value;
+  return object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Expected<StringMap> from_json(const std::string& text, std::string_view column) {
+  const nlohmann::json object = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  StringMap map;
+  if (object.is_object()) {
+    for (auto it = object.begin(); it != object.end(); ++it) {
+      if (!it.value().is_string()) break;
+      map.emplace(it.key(), it.value().get_ref<const std::string&>());
+    }
+    if (map.size() == object.size()) return map;
+  }
+  return error(Code::kDataLoss, "state database column {} is not a JSON object of strings: {}",
+               column, text);
+}
+
+Expected<std::string> read_text(const sqlite::Statement& row) {
+  return row.column_text(0);
+}
+Expected<int64_t> read_int64(const sqlite::Statement& row) {
+  return row.column_int64(0);
+}
+
+Expected<VolumeRecord> read_volume(const sqlite::Statement& row) {
+  VolumeRecord volume;
+  volume.id = row.column_text(0);
+  volume.name = row.column_text(1);
+  volume.provider = row.column_text(2);
+  volume.capacity_bytes = row.column_int64(3);
+  Expected<StringMap> parameters = from_json(row.column_text(4), "volumes.parameters");
+  if (!parameters) return parameters.status();
+  volume.parameters = std::move(*parameters);
+  Expected<StringMap> context = from_json(row.column_text(5), "volumes.context");
+  if (!context) return context.status();
+  volume.context = std::move(*context);
+  volume.access_type = row.column_text(6);
+  volume.content_source = row.column_text(7);
+  volume.created_at = row.column_int64(8);
+  return volume;
+}
+
+Expected<ControllerPublication> read_controller_publication(const sqlite::Statement& row) {
+  ControllerPublication publication;
+  publication.volume_id = row.column_text(0);
+  publication.node_id = row.column_text(1);
+  publication.readonly = row.column_bool(2);
+  publication.capability = row.column_text(3);
+  Expected<StringMap> context =
+      from_json(row.column_text(4), "controller_publications.publish_context");
+  if (!context) return context.status();
+  publication.publish_context = std::move(*context);
+  return publication;
+}
+
+Expected<Staging> read_staging(const sqlite::Statement& row) {
+  return Staging{row.column_text(0), row.column_text(1), row.column_text(2), row.column_bool(3)};
+}
+
+Expected<NodePublication> read_node_publication(const sqlite::Statement& row) {
+  return NodePublication{row.column_text(0), row.column_text(1), row.column_text(2),
+                         row.column_bool(3), row.column_text(4), row.column_bool(5)};
+}
+
+// What still holds a volume, as phrases: `published to node "n1"`, `staged at "/p"`, ...
+Expected<std::vector<std::string>> volume_users(sqlite::Connection& connection,
+                                                std::string_view id) {
+  return select_all<std::string>(
+      prepare(connection,
+              "SELECT 'published to node \"' || node_id || '\"' FROM controller_publications "
+              "WHERE volume_id = ?1 "
+              "UNION ALL SELECT 'staged at \"' || staging_path || '\"' FROM stagings "
+              "WHERE volume_id = ?1 "
+              "UNION ALL SELECT 'published at \"' || target_path || '\"' FROM node_publications "
+              "WHERE volume_id = ?1",
+              id),
+      read_text);
+}
+
+}  // namespace
+
+// --- Pool ------------------------------------------------------------------------------------
+
+// A borrowed connection; goes back to the pool when the lease ends.
+class StateStore::Lease {
+ public:
+  Lease(StateStore* store, sqlite::Connection connection)
+      : store_(store), connection_(std::move(connection)) {}
+  Lease(Lease&& other) noexcept
+      : store_(std::exchange(other.store_, nullptr)), connection_(std::move(other.connection_)) {}
+  Lease& operator=(Lease&&) = delete;
+  ~Lease() {
+    if (store_ != nullptr) store_->give_back(std::move(connection_));
+  }
+
+  sqlite::Connection& connection() { return connection_; }
+
+ private:
+  StateStore* store_;  // null once moved from
+  sqlite::Connection connection_;
+};
+
+Expected<StateStore::Lease> StateStore::borrow() {
+  {
+    std::lock_guard lock(pool_mutex_);
+    if (!idle_connections_.empty()) {
+      sqlite::Connection connection = std::move(idle_connections_.back());
+      idle_connections_.pop_back();
+      return Lease(this, std::move(connection));
+    }
+  }
+  // Opened outside the lock: opening touches the disk and may wait on the busy timeout.
+  Expected<sqlite::Connection> connection = sqlite::Connection::open(path_);
+  if (!connection) return connection.status();
+  return Lease(this, std::move(*connection));
+}
+
+void StateStore::give_back(sqlite::Connection connection) {
+  // A connection stuck in a transaction (a failed ROLLBACK) would hold the write lock: drop it.
+  if (connection.in_transaction()) return;
+  std::lock_guard lock(pool_mutex_);
+  if (idle_connections_.size() < kMaxIdleConnections) {
+    idle_connections_.push_back(std::move(connection));
+  }
+}
+
+template <typename Body>
+auto StateStore::read(Body&& body) -> decltype(body(std::declval<sqlite::Connection&>())) {
+  Expected<Lease> lease = borrow();
+  if (!lease) return lease.status();
+  return body(lease->connection());
+}
+
+template <typename Body>
+Status StateStore::write(Body&& body) {
+  std::unique_lock writer(writer_mutex_, sqlite::kDefaultBusyTimeout);
+  if (!writer.owns_lock()) {
+    return error(
+        Code::kAborted, "state store busy: {}: another thread kept writing for {} s; retry", path_,
+        std::chrono::duration_cast<std::chrono::seconds>(sqlite::kDefaultBusyTimeout).count());
+  }
+  Expected<Lease> lease = borrow();
+  if (!lease) return lease.status();
+  sqlite::Connection& connection = lease->connection();
+  Expected<sqlite::Transaction> transaction = sqlite::Transaction::begin(connection);
+  if (!transaction) return transaction.status();
+  ROSETCTL_RETURN_IF_ERROR(body(connection));
+  return transaction->commit();
+}
+
+Expected<std::unique_ptr<StateStore>> StateStore::open(const std::string& state_dir) {
+  if (state_dir.empty()) {
+    return error(Code::kInvalidArgument, "state directory is empty; pass --state-dir");
+  }
+  ROSETCTL_RETURN_IF_ERROR(make_private_dirs(state_dir));
+  std::string path = (std::filesystem::path(state_dir) / "state.db").string();
+  ROSETCTL_RETURN_IF_ERROR(create_private_file(path));
+  Expected<sqlite::Connection> connection = sqlite::Connection::open(path);
+  if (!connection) return connection.status();
+  ROSETCTL_RETURN_IF_ERROR(migrate(*connection, path));
+  std::unique_ptr<StateStore> store(new StateStore(std::move(path)));
+  store->give_back(std::move(*connection));
+  return store;
+}
+
+// --- Volumes ---------------------------------------------------------------------------------
+
+Status StateStore::insert_volume(const VolumeRecord& volume) {
+  return write([&](sqlite::Connection& connection) -> Status {
+    // Checked first so the message can say which key clashed, and with whom.
+    Expected<std::optional<std::string>> holder = select_one<std::string>(
+        prepare(connection, "SELECT name FROM volumes WHERE id = ?1", volume.id), read_text);
+    if (!holder) return holder.status();
+    if (*holder) {
+      return error(Code::kAlreadyExists, "volume id \"{}\" is already taken by volume named \"{}\"",
+                   volume.id, **holder);
+    }
+    holder = select_one<std::string>(
+        prepare(connection, "SELECT id FROM volumes WHERE name = ?1", volume.name), read_text);
+    if (!holder) return holder.status();
+    if (*holder) {
+      return error(Code::kAlreadyExists, "volume name \"{}\" is already taken by volume \"{}\"",
+                   volume.name, **holder);
+    }
+    return run(prepare(connection,
+                       fmt::format("INSERT INTO volumes ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                                   "?8, ?9)",
+                                   kVolumeColumns),
+                       volume.id, volume.name, volume.provider, volume.capacity_bytes,
+                       to_json(volume.parameters), to_json(volume.context), volume.access_type,
+                       volume.content_source, volume.created_at));
+  });
+}
+
+Expected<std::optional<VolumeRecord>> StateStore::find_volume(std::string_view id) {
+  return read([&](sqlite::Connection& connection) {
+    return select_one(
+        prepare(connection, fmt::format("SELECT {} FROM volumes WHERE id = ?1", kVolumeColumns),
+                id),
+        read_volume);
+  });
+}
+
+Expected<std::optional<VolumeRecord>> StateStore::find_volume_by_name(std::string_view name) {
+  return read([&](sqlite::Connection& connection) {
+    return select_one(
+        prepare(connection, fmt::format("SELECT {} FROM volumes WHERE name = ?1", kVolumeColumns),
+                name),
+        read_volume);
+  });
+}
+
+Expected<std::vector<VolumeRecord>> StateStore::list_volumes(std::string_view after_id, int limit) {
+  return read([&](sqlite::Connection& connection) {
+    // SQLite reads a negative LIMIT as "no limit".
+    return select_all(prepare(connection,
+                              fmt::format("SELECT {} FROM volumes WHERE id > ?1 ORDER BY id "
+                                          "LIMIT ?2",
+                                          kVolumeColumns),
+                              after_id, limit > 0 ? limit : -1),
+                      read_volume);
+  });
+}
+
+Expected<int64_t> StateStore::count_volumes() {
+  return read([&](sqlite::Connection& connection) -> Expected<int64_t> {
+    Expected<std::optional<int64_t>> count =
+        select_one(prepare(connection, "SELECT COUNT(*) FROM volumes"), read_int64);
+    if (!count) return count.status();
+    return count->value_or(0);
+  });
+}
+
+Status StateStore::update_volume_capacity(std::string_view id, int64_t capacity_bytes) {
+  return write([&](sqlite::Connection& connection) -> Status {
+    ROSETCTL_RETURN_IF_ERROR(run(prepare(
+        connection, "UPDATE volumes SET capacity_bytes = ?2 WHERE id = ?1", id, capacity_bytes)));
+    if (connection.changes() == 0) return error(Code::kNotFound, "volume \"{}\" not found", id);
+    return Status::ok();
+  });
+}
+
+Status StateStore::delete_volume(std::string_view id) {
+  return write([&](sqlite::Connection& connection) -> Status {
+    Expected<std::vector<std::string>> users = volume_users(connection, id);
+    if (!users) return users.status();
+    if (!users->empty()) {
+      return error(Code::kFailedPrecondition,
+                   "volume \"{}\" is still {}; unpublish and unstage it before deleting", id,
+                   fmt::join(*users, ", "));
+    }
+    return run(prepare(connection, "DELETE FROM volumes WHERE id = ?1", id));
+  });
+}
+
+// --- Controller publications -----------------------------------------------------------------
+
+Status StateStore::upsert_controller_publication(const ControllerPublication& publication) {
+  return write([&](sqlite::Connection& connection) -> Status {
+    Expected<std::optional<std::string>> volume = select_one<std::string>(
+        prepare(connection, "SELECT id FROM volumes WHERE id = ?1", publication.volume_id),
+        read_text);
+    if (!volume) return volume.status();
+    if (!*volume) return error(Code::kNotFound, "volume \"{}\" not found", publication.volume_id);
+    return run(prepare(connection,
+                       fmt::format("INSERT INTO controller_publications ({}) VALUES (?1, ?2, ?3, "
+                                   "?4, ?5) ON CONFLICT (volume_id, node_id) DO UPDATE SET "
+                                   "readonly = ?3, capability = ?4, publish_context = ?5",
+                                   kControllerPublicationColumns),
+                       publication.volume_id, publication.node_id, publication.readonly,
+                       publication.capability, to_json(publication.publish_context)));
+  });
+}
+
+Expected<std::optional<ControllerPublication>> StateStore::find_controller_publication(
+    std::string_view volume_id, std::string_view node_id) {
+  return read([&](sqlite::Connection& connection) {
+    return select_one(prepare(connection,
+                              fmt::format("SELECT {} FROM controller_publications WHERE "
+                                          "volume_id = ?1 AND node_id = ?2",
+                                          kControllerPublicationColumns),
+                              volume_id, node_id),
+                      read_controller_publication);
+  });
+}
+
+Expected<std::vector<ControllerPublication>> StateStore::controller_publications(
+    std::string_view volume_id) {
+  return read([&](sqlite::Connection& connection) {
+    return select_all(prepare(connection,
+                              fmt::format("SELECT {} FROM controller_publications WHERE "
+                                          "volume_id = ?1 ORDER BY node_id",
+                                          kControllerPublicationColumns),
+                              volume_id),
+                      read_controller_publication);
+  });
+}
+
+Status StateStore::delete_controller_publication(std::string_view volume_id,
+                                                 std::string_view node_id) {
+  return write([&](sqlite::Connection& connection) {
+    return run(prepare(connection,
+                       "DELETE FROM controller_publications WHERE volume_id = ?1 AND node_id = ?2",
+                       volume_id, node_id));
+  });
+}
+
+Expected<int64_t> StateStore::count_controller_publications_on_node(std::string_view node_id) {
+  return read([&](sqlite::Connection& connection) -> Expected<int64_t> {
+    Expected<std::optional<int64_t>> count = select_one(
+        prepare(connection, "SELECT COUNT(*) FROM controller_publications WHERE node_id = ?1",
+                node_id),
+        read_int64);
+    if (!count) return count.status();
+    return count->value_or(0);
+  });
+}
+
+// --- Stagings --------------------------------------------------------------------------------
+
+Status StateStore::upsert_staging(const Staging& staging) {
+  return write([&](sqlite::Connection& connection) {
+    return run(prepare(connection,
+                       fmt::format("INSERT INTO stagings ({}) VALUES (?1, ?2, ?3, ?4) ON CONFLICT "
+                                   "(volume_id, staging_path) DO UPDATE SET capability = ?3, "
+                                   "created_dir = ?4",
+                                   kStagingColumns),
+                       staging.volume_id, staging.staging_path, staging.capability,
+                       staging.created_dir));
+  });
+}
+
+Expected<std::optional<Staging>> StateStore::find_staging(std::string_view volume_id,
+                                                          std::string_view staging_path) {
+  return read([&](sqlite::Connection& connection) {
+    return select_one(
+        prepare(connection,
+                fmt::format("SELECT {} FROM stagings WHERE volume_id = ?1 AND staging_path = ?2",
+                            kStagingColumns),
+                volume_id, staging_path),
+        read_staging);
+  });
+}
+
+Expected<std::vector<Staging>> StateStore::stagings(std::string_view volume_id) {
+  return read([&](sqlite::Connection& connection) {
+    return select_all(prepare(connection,
+                              fmt::format("SELECT {} FROM stagings WHERE volume_id = ?1 ORDER BY "
+                                          "staging_path",
+                                          kStagingColumns),
+                              volume_id),
+                      read_staging);
+  });
+}
+
+Status StateStore::delete_staging(std::string_view volume_id, std::string_view staging_path) {
+  return write([&](sqlite::Connection& connection) {
+    return run(prepare(connection,
+                       "DELETE FROM stagings WHERE volume_id = ?1 AND staging_path = ?2", volume_id,
+                       staging_path));
+  });
+}
+
+// --- Node publications -----------------------------------------------------------------------
+
+Status StateStore::upsert_node_publication(const NodePublication& publication) {
+  return write([&](sqlite::Connection& connection) {
+    return run(prepare(connection,
+                       fmt::format("INSERT INTO node_publications ({}) VALUES (?1, ?2, ?3, ?4, "
+                                   "?5, ?6) ON CONFLICT (target_path) DO UPDATE SET volume_id = "
+                                   "?1, staging_path = ?3, readonly = ?4, capability = ?5, "
+                                   "created_target = ?6",
+                                   kNodePublicationColumns),
+                       publication.volume_id, publication.target_path, publication.staging_path,
+                       publication.readonly, publication.capability, publication.created_target));
+  });
+}
+
+Expected<std::optional<NodePublication>> StateStore::find_node_publication(
+    std::string_view target_path) {
+  return read([&](sqlite::Connection& connection) {
+    return select_one(prepare(connection,
+                              fmt::format("SELECT {} FROM node_publications WHERE target_path = ?1",
+                                          kNodePublicationColumns),
+                              target_path),
+                      read_node_publication);
+  });
+}
+
+Expected<std::vector<NodePublication>> StateStore::node_publications(std::string_view volume_id) {
+  return read([&](sqlite::Connection& connection) {
+    return select_all(prepare(connection,
+                              fmt::format("SELECT {} FROM node_publications WHERE volume_id = ?1 "
+                                          "ORDER BY target_path",
+                                          kNodePublicationColumns),
+                              volume_id),
+                      read_node_publication);
+  });
+}
+
+Expected<std::vector<NodePublication>> StateStore::node_publications_of_staging(
+    std::string_view volume_id, std::string_view staging_path) {
+  return read([&](sqlite::Connection& connection) {
+    return select_all(prepare(connection,
+                              fmt::format("SELECT {} FROM node_publications WHERE volume_id = ?1 "
+                                          "AND staging_path = ?2 ORDER BY target_path",
+                                          kNodePublicationColumns),
+                              volume_id, staging_path),
+                      read_node_publication);
+  });
+}
+
+Status StateStore::delete_node_publication(std::string_view target_path) {
+  return write([&](sqlite::Connection& connection) {
+    return run(
+        prepare(connection, "DELETE FROM node_publications WHERE target_path = ?1", target_path));
+  });
+}
+
+}  // namespace rosetctl

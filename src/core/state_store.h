@@ -1,0 +1,142 @@
+// The host's state database (<state_dir>/state.db): volumes, controller publications, stagings
+// and node publications as typed records, with versioned schema migrations.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/sqlite.h"
+#include "core/status.h"
+
+namespace rosetctl {
+
+struct VolumeRecord {
+  std::string id;        // primary key
+  std::string name;      // CSI name: unique
+  std::string provider;  // "local", "roset", "iscsi"
+  int64_t capacity_bytes = 0;
+  std::map<std::string, std::string> parameters;  // CreateVolume parameters as given
+  std::map<std::string, std::string> context;     // volume_context returned to the CO
+  std::string access_type;                        // "mount" or "block"
+  std::string content_source;                     // "" or "snapshot:<id>" / "volume:<id>"
+  int64_t created_at = 0;                         // unix seconds
+
+  bool operator==(const VolumeRecord&) const = default;
+};
+
+// A volume made available to a node by ControllerPublishVolume.
+struct ControllerPublication {
+  std::string volume_id;
+  std::string node_id;
+  bool readonly = false;
+  std::string capability;  // opaque serialized capability, compared on re-publish
+  std::map<std::string, std::string> publish_context;
+
+  bool operator==(const ControllerPublication&) const = default;
+};
+
+// A volume staged on this node (NodeStageVolume). The volume row may live on another host.
+struct Staging {
+  std::string volume_id;
+  std::string staging_path;
+  std::string capability;
+  bool created_dir = false;  // we made staging_path, so unstage removes it
+
+  bool operator==(const Staging&) const = default;
+};
+
+// A volume published on this node (NodePublishVolume); target_path identifies it.
+struct NodePublication {
+  std::string volume_id;
+  std::string target_path;
+  std::string staging_path;
+  bool readonly = false;
+  std::string capability;
+  bool created_target = false;  // we made target_path, so unpublish removes it
+
+  bool operator==(const NodePublication&) const = default;
+};
+
+// Safe to share between threads; several processes (CLI invocations beside `serve`) may open the
+// same directory at once: every mutating method is exactly one SQLite transaction. Not to be
+// used across fork(): open a new store in the child.
+class StateStore {
+ public:
+  // The schema version this binary creates and understands (the last migration's number).
+  static constexpr int kSchemaVersion = 1;
+
+  // Creates state_dir (0700, parents too) and state.db (0600) when missing, then migrates the
+  // schema up to kSchemaVersion. A database from a newer rosetctl is FAILED_PRECONDITION.
+  static Expected<std::unique_ptr<StateStore>> open(const std::string& state_dir);
+
+  const std::string& path() const { return path_; }
+
+  // Volumes. insert_volume is ALREADY_EXISTS when the id or the name is taken.
+  Status insert_volume(const VolumeRecord& volume);
+  Expected<std::optional<VolumeRecord>> find_volume(std::string_view id);
+  Expected<std::optional<VolumeRecord>> find_volume_by_name(std::string_view name);
+  // Keyset paging: ids strictly greater than after_id, ordered by id; limit <= 0 means all.
+  Expected<std::vector<VolumeRecord>> list_volumes(std::string_view after_id, int limit);
+  Expected<int64_t> count_volumes();
+  Status update_volume_capacity(std::string_view id, int64_t capacity_bytes);  // NOT_FOUND
+  // FAILED_PRECONDITION while the volume is published or staged; a missing id is OK.
+  Status delete_volume(std::string_view id);
+
+  // Controller publications: the volume must exist (NOT_FOUND otherwise).
+  Status upsert_controller_publication(const ControllerPublication& publication);
+  Expected<std::optional<ControllerPublication>> find_controller_publication(
+      std::string_view volume_id, std::string_view node_id);
+  Expected<std::vector<ControllerPublication>> controller_publications(std::string_view volume_id);
+  Status delete_controller_publication(std::string_view volume_id, std::string_view node_id);
+  Expected<int64_t> count_controller_publications_on_node(std::string_view node_id);
+
+  // Stagings on this node.
+  Status upsert_staging(const Staging& staging);
+  Expected<std::optional<Staging>> find_staging(std::string_view volume_id,
+                                                std::string_view staging_path);
+  Expected<std::vector<Staging>> stagings(std::string_view volume_id);
+  Status delete_staging(std::string_view volume_id, std::string_view staging_path);
+
+  // Node publications on this node.
+  Status upsert_node_publication(const NodePublication& publication);
+  Expected<std::optional<NodePublication>> find_node_publication(std::string_view target_path);
+  Expected<std::vector<NodePublication>> node_publications(std::string_view volume_id);
+  Expected<std::vector<NodePublication>> node_publications_of_staging(
+      std::string_view volume_id, std::string_view staging_path);
+  Status delete_node_publication(std::string_view target_path);
+
+ private:
+  class Lease;
+
+  explicit StateStore(std::string path) : path_(std::move(path)) {}
+
+  // Lends out an idle connection, opening a new one when none is free.
+  Expected<Lease> borrow();
+  void give_back(sqlite::Connection connection);
+  // Runs `body(connection)` on a borrowed connection; for single-statement reads, which SQLite
+  // already runs against one consistent snapshot.
+  template <typename Body>
+  auto read(Body&& body) -> decltype(body(std::declval<sqlite::Connection&>()));
+  // Runs `body(connection)` inside one BEGIN IMMEDIATE transaction; commits if it returned OK.
+  template <typename Body>
+  Status write(Body&& body);
+
+  const std::string path_;
+
+  std::mutex pool_mutex_;
+  std::vector<sqlite::Connection> idle_connections_;  // guarded by pool_mutex_
+
+  // Held for the whole of each write transaction: this process's threads queue here in order
+  // instead of polling SQLite's busy handler against each other. Other processes still meet us
+  // at SQLite's write lock.
+  std::timed_mutex writer_mutex_;
+};
+
+}  // namespace rosetctl

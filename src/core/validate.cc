@@ -1,0 +1,101 @@
+// Rules for names, ids and paths; see validate.h for why each rule exists.
+#include "core/validate.h"
+
+#include <climits>
+
+namespace rosetctl {
+namespace {
+
+bool is_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+bool is_name_char(char c) {
+  return is_alnum(c) || c == '.' || c == '_' || c == '-';
+}
+
+// Shows a hostile value safely inside an error message: printable ASCII only, bounded length.
+std::string quoted_for_message(std::string_view value) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < value.size() && i < 64; ++i) {
+    unsigned char c = static_cast<unsigned char>(value[i]);
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  if (value.size() > 64) out.append("...");
+  out.push_back('"');
+  return out;
+}
+
+Status validate_token(std::string_view value, std::string_view what, std::size_t max_bytes) {
+  if (value.empty()) return error(Code::kInvalidArgument, "{} is required", what);
+  if (value.size() > max_bytes) {
+    return error(Code::kInvalidArgument, "{} is {} bytes long; the limit is {} bytes", what,
+                 value.size(), max_bytes);
+  }
+  if (!is_alnum(value.front())) {
+    return error(Code::kInvalidArgument, "{} {} must start with a letter or digit", what,
+                 quoted_for_message(value));
+  }
+  for (char c : value) {
+    if (!is_name_char(c)) {
+      return error(Code::kInvalidArgument,
+                   "{} {} may only contain letters, digits, '.', '_' and '-'", what,
+                   quoted_for_message(value));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status validate_name(std::string_view value, std::string_view what) {
+  return validate_token(value, what, kMaxNameBytes);
+}
+
+Status validate_node_id(std::string_view value, std::string_view what) {
+  return validate_token(value, what, kMaxNodeIdBytes);
+}
+
+Expected<std::string> normalize_absolute_path(std::string_view path, std::string_view what) {
+  if (path.empty()) return error(Code::kInvalidArgument, "{} is required", what);
+  if (path.size() >= PATH_MAX) {
+    return error(Code::kInvalidArgument, "{} is {} bytes long; the limit is {} bytes", what,
+                 path.size(), PATH_MAX - 1);
+  }
+  if (path.front() != '/') {
+    return error(Code::kInvalidArgument, "{} {} must be an absolute path", what,
+                 quoted_for_message(path));
+  }
+  std::string out;
+  std::size_t pos = 0;
+  while (pos < path.size()) {
+    std::size_t next = path.find('/', pos);
+    if (next == std::string_view::npos) next = path.size();
+    std::string_view part = path.substr(pos, next - pos);
+    pos = next + 1;
+    if (part.empty()) continue;
+    if (part == "." || part == "..") {
+      return error(Code::kInvalidArgument, "{} {} must not contain \".\" or \"..\" components",
+                   what, quoted_for_message(path));
+    }
+    if (part.find('\0') != std::string_view::npos) {
+      return error(Code::kInvalidArgument, "{} contains a NUL byte", what);
+    }
+    out += '/';
+    out += part;
+  }
+  if (out.empty()) out.push_back('/');
+  return out;
+}
+
+bool path_is_within(std::string_view path, std::string_view dir) {
+  if (dir == "/") return !path.empty() && path.front() == '/';
+  if (path.size() < dir.size() || path.substr(0, dir.size()) != dir) return false;
+  return path.size() == dir.size() || path[dir.size()] == '/';
+}
+
+}  // namespace rosetctl

@@ -1,0 +1,54 @@
+// Formatting of the per-call log lines.
+#include "daemon/call_log.h"
+
+#include <google/protobuf/descriptor.h>
+#include <spdlog/spdlog.h>
+
+#include "daemon/redact.h"
+
+namespace rosetctl {
+namespace {
+
+// The object a call is about, for the one-line summary: the first of these fields that is set.
+std::string subject_of(const google::protobuf::Message& request) {
+  static constexpr std::string_view kFields[] = {"volume_id", "source_volume_id", "snapshot_id",
+                                                 "name"};
+  const auto* descriptor = request.GetDescriptor();
+  const auto* reflection = request.GetReflection();
+  for (std::string_view name : kFields) {
+    const auto* field = descriptor->FindFieldByName(std::string(name));
+    if (field == nullptr ||
+        field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_STRING ||
+        field->is_repeated()) {
+      continue;
+    }
+    std::string value = reflection->GetString(request, field);
+    if (!value.empty()) return fmt::format(" {}={}", name, value.substr(0, 200));
+  }
+  return "";
+}
+
+}  // namespace
+
+void log_call_start(std::string_view method, const google::protobuf::Message& request) {
+  if (spdlog::should_log(spdlog::level::debug)) {
+    spdlog::debug("{} request: {}", method, redacted_text(request));
+  }
+}
+
+void log_call_end(std::string_view method, const google::protobuf::Message& request,
+                  const google::protobuf::Message& response, const Status& status,
+                  std::chrono::steady_clock::duration elapsed) {
+  double ms = std::chrono::duration<double, std::milli>(elapsed).count();
+  if (spdlog::should_log(spdlog::level::debug) && status.is_ok()) {
+    spdlog::debug("{} response: {}", method, redacted_text(response));
+  }
+  if (status.is_ok()) {
+    spdlog::info("{}{} duration={:.2f}ms status=OK", method, subject_of(request), ms);
+  } else {
+    spdlog::info("{}{} duration={:.2f}ms status={} message=\"{}\"", method, subject_of(request), ms,
+                 code_name(status.code()), status.message());
+  }
+}
+
+}  // namespace rosetctl

@@ -1,0 +1,575 @@
+// Controller RPCs: validation, locking and idempotency around the provider's create/delete.
+#include "daemon/controller_service.h"
+
+#include <fmt/ranges.h>
+#include <time.h>
+
+#include "core/validate.h"
+#include "daemon/call_log.h"
+#include "daemon/convert.h"
+#include "daemon/volume_locks.h"
+#include "daemon/volume_lookup.h"
+
+namespace rosetctl {
+namespace {
+
+constexpr std::string_view kProviderParameter = "provider";
+constexpr std::string_view kKubernetesPrefix = "csi.storage.k8s.io/";
+
+struct CapacityRange {
+  int64_t required = 0;
+  int64_t limit = 0;  // 0: none
+};
+
+Expected<CapacityRange> capacity_from_proto(const csi::v1::CapacityRange& range) {
+  if (range.required_bytes() < 0 || range.limit_bytes() < 0) {
+    return error(Code::kInvalidArgument, "capacity_range must not be negative");
+  }
+  if (range.limit_bytes() > 0 && range.limit_bytes() < range.required_bytes()) {
+    return error(Code::kInvalidArgument,
+                 "capacity_range.limit_bytes ({}) is less than required_bytes ({})",
+                 range.limit_bytes(), range.required_bytes());
+  }
+  return CapacityRange{range.required_bytes(), range.limit_bytes()};
+}
+
+// Parameters that decide what a volume is: everything but the provisioner's PVC/PV metadata
+// and the provider choice (compared on its own, as it may come from a default).
+StringMap defining_parameters(const StringMap& parameters) {
+  StringMap out;
+  for (const auto& [key, value] : parameters) {
+    if (!key.starts_with(kKubernetesPrefix) && key != kProviderParameter) out.emplace(key, value);
+  }
+  return out;
+}
+
+// Parameters meant for the provider: without the daemon's own `provider` key.
+StringMap provider_parameters(const StringMap& parameters) {
+  StringMap out = parameters;
+  out.erase(std::string(kProviderParameter));
+  return out;
+}
+
+// Empty when an existing volume satisfies a repeated CreateVolume, else what differs.
+std::string incompatibility(const VolumeRecord& existing, std::string_view provider,
+                            const StringMap& parameters, const CapacityRange& range,
+                            AccessType access_type) {
+  if (existing.provider != provider) {
+    return fmt::format("it uses provider \"{}\", not \"{}\"", existing.provider, provider);
+  }
+  if (defining_parameters(existing.parameters) != defining_parameters(parameters)) {
+    return "it was created with different parameters";
+  }
+  if (existing.capacity_bytes < range.required ||
+      (range.limit > 0 && existing.capacity_bytes > range.limit)) {
+    return fmt::format("its capacity {} bytes is outside the requested range",
+                       existing.capacity_bytes);
+  }
+  std::string_view wanted = access_type == AccessType::kBlock ? "block" : "mount";
+  if (existing.access_type != wanted) {
+    return fmt::format("it is a {} volume, not {}", existing.access_type, wanted);
+  }
+  return "";
+}
+
+Expected<std::vector<Capability>> capabilities_from_proto(
+    const google::protobuf::RepeatedPtrField<csi::v1::VolumeCapability>& protos) {
+  if (protos.empty()) return error(Code::kInvalidArgument, "volume_capabilities is required");
+  std::vector<Capability> out;
+  for (int i = 0; i < protos.size(); ++i) {
+    auto capability = capability_from_proto(protos[i], fmt::format("volume_capabilities[{}]", i));
+    if (!capability) return capability.status();
+    out.push_back(std::move(*capability));
+  }
+  return out;
+}
+
+// One access type per volume: mixing block and mount in one request is contradictory.
+Expected<AccessType> single_access_type(const std::vector<Capability>& capabilities) {
+  AccessType type = capabilities.front().access_type;
+  for (const Capability& capability : capabilities) {
+    if (capability.access_type != type) {
+      return error(Code::kInvalidArgument,
+                   "volume_capabilities mix block and mount access; a volume is one or the other");
+    }
+  }
+  return type;
+}
+
+bool topology_allows_node(const csi::v1::TopologyRequirement& requirement,
+                          std::string_view node_id) {
+  if (requirement.requisite().empty()) return true;
+  for (const auto& topology : requirement.requisite()) {
+    auto it = topology.segments().find(kTopologyNodeKey);
+    if (it != topology.segments().end() && it->second == node_id) return true;
+  }
+  return false;
+}
+
+int64_t unix_now() {
+  return static_cast<int64_t>(::time(nullptr));
+}
+
+Status unimplemented(std::string_view what) {
+  return error(Code::kUnimplemented, "{} is not supported yet by rosetctl", what);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- CreateVolume / DeleteVolume
+
+Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& request,
+                                        csi::v1::CreateVolumeResponse* response) {
+  ROSETCTL_RETURN_IF_ERROR(validate_name(request.name(), "name"));
+  auto capabilities = capabilities_from_proto(request.volume_capabilities());
+  if (!capabilities) return capabilities.status();
+  auto access_type = single_access_type(*capabilities);
+  if (!access_type) return access_type.status();
+  auto range = capacity_from_proto(request.capacity_range());
+  if (!range) return range.status();
+  if (request.has_volume_content_source()) {
+    return error(Code::kInvalidArgument,
+                 "volume_content_source is not supported yet: rosetctl cannot create a volume "
+                 "from a snapshot or another volume in this release");
+  }
+
+  StringMap parameters = to_map(request.parameters());
+  auto provider = parameters.contains(std::string(kProviderParameter))
+                      ? context_.providers.by_name(parameters.at(std::string(kProviderParameter)))
+                      : Expected<Provider*>(&context_.providers.default_provider());
+  if (!provider) return provider.status();
+  if ((*provider)->volumes_are_node_local() &&
+      !topology_allows_node(request.accessibility_requirements(), context_.options.node_id)) {
+    return error(Code::kResourceExhausted,
+                 "accessibility_requirements.requisite does not include this node ({}={}); "
+                 "{} volumes live on the node that creates them",
+                 kTopologyNodeKey, context_.options.node_id, (*provider)->name());
+  }
+
+  CreateVolumeSpec spec{request.name(), range->required,
+                        range->limit,   provider_parameters(parameters),
+                        *capabilities,  to_map(request.secrets())};
+  ROSETCTL_RETURN_IF_ERROR((*provider)->validate_create(spec));
+
+  auto lock =
+      context_.locks.try_lock(name_lock_key(request.name()), LockMode::kExclusive,
+                              busy_message(fmt::format("volume name \"{}\"", request.name())));
+  if (!lock) return lock.status();
+
+  // Ids and names share one namespace on the command line, so a name may not be another
+  // volume's id.
+  auto clash = context_.store.find_volume(request.name());
+  if (!clash) return clash.status();
+  if (clash->has_value()) {
+    return error(Code::kAlreadyExists, "name \"{}\" is the id of an existing volume",
+                 request.name());
+  }
+
+  auto existing = context_.store.find_volume_by_name(request.name());
+  if (!existing) return existing.status();
+  VolumeRecord record;
+  if (existing->has_value()) {
+    record = std::move(**existing);
+    std::string why =
+        incompatibility(record, (*provider)->name(), parameters, *range, *access_type);
+    if (!why.empty()) {
+      return error(Code::kAlreadyExists, "volume \"{}\" already exists and {}", request.name(),
+                   why);
+    }
+  } else {
+    auto provisioned = (*provider)->create_volume(spec);
+    if (!provisioned)
+      return provisioned.status().with_context(fmt::format("volume \"{}\"", request.name()));
+    record.id = provisioned->id;
+    record.name = request.name();
+    record.provider = std::string((*provider)->name());
+    record.capacity_bytes = provisioned->capacity_bytes;
+    record.parameters = parameters;
+    record.context = provisioned->context;
+    record.access_type = *access_type == AccessType::kBlock ? "block" : "mount";
+    record.created_at = unix_now();
+    ROSETCTL_RETURN_IF_ERROR(context_.store.insert_volume(record));
+  }
+  fill_volume(record, **provider, context_.options.node_id, response->mutable_volume());
+  return Status::ok();
+}
+
+Status ControllerService::delete_volume(const csi::v1::DeleteVolumeRequest& request) {
+  if (request.volume_id().empty()) return error(Code::kInvalidArgument, "volume_id is required");
+  // An id we could never have issued names no volume: deleting it is already done.
+  if (!check_volume_id(request.volume_id())) return Status::ok();
+  auto lock =
+      context_.locks.try_lock(volume_lock_key(request.volume_id()), LockMode::kExclusive,
+                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  if (!lock) return lock.status();
+
+  auto volume = load_volume(context_, request.volume_id());
+  if (!volume) return volume.status().code() == Code::kNotFound ? Status::ok() : volume.status();
+
+  // Refuse while anything uses it, before any data is touched (the store re-checks atomically).
+  auto publications = context_.store.controller_publications(volume->record.id);
+  if (!publications) return publications.status();
+  if (!publications->empty()) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" is still published to node \"{}\"; disconnect it first",
+                 volume->record.name, publications->front().node_id);
+  }
+  auto stagings = context_.store.stagings(volume->record.id);
+  if (!stagings) return stagings.status();
+  if (!stagings->empty()) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" is still connected on this node (staged at \"{}\"); disconnect it "
+                 "first",
+                 volume->record.name, stagings->front().staging_path);
+  }
+  ROSETCTL_RETURN_IF_ERROR(volume->provider->delete_volume(volume->record));
+  return context_.store.delete_volume(volume->record.id);
+}
+
+// ---------------------------------------------------------------- publish / unpublish
+
+Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeRequest& request,
+                                         csi::v1::ControllerPublishVolumeResponse* response) {
+  ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  ROSETCTL_RETURN_IF_ERROR(validate_node_id(request.node_id(), "node_id"));
+  if (!request.has_volume_capability()) {
+    return error(Code::kInvalidArgument, "volume_capability is required");
+  }
+  auto capability = capability_from_proto(request.volume_capability(), "volume_capability");
+  if (!capability) return capability.status();
+
+  auto volume_lock =
+      context_.locks.try_lock(volume_lock_key(request.volume_id()), LockMode::kShared,
+                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  if (!volume_lock) return volume_lock.status();
+  auto publish_lock = context_.locks.try_lock(
+      node_publish_lock_key(request.volume_id(), request.node_id()), LockMode::kExclusive,
+      busy_message(
+          fmt::format("volume \"{}\" on node \"{}\"", request.volume_id(), request.node_id())));
+  if (!publish_lock) return publish_lock.status();
+
+  auto volume = load_volume(context_, request.volume_id());
+  if (!volume) return volume.status();
+  if (volume->provider->volumes_are_node_local() && request.node_id() != context_.options.node_id) {
+    return error(Code::kNotFound,
+                 "node \"{}\" is not known to this controller; {} volumes can only be published "
+                 "to node \"{}\"",
+                 request.node_id(), volume->provider->name(), context_.options.node_id);
+  }
+  std::string wanted_type = capability->access_type == AccessType::kBlock ? "block" : "mount";
+  if (volume->record.access_type != wanted_type) {
+    return error(Code::kInvalidArgument,
+                 "volume \"{}\" is a {} volume; it cannot be published for {} access",
+                 volume->record.name, volume->record.access_type, wanted_type);
+  }
+
+  std::string key = capability_key(*capability);
+  auto existing =
+      context_.store.find_controller_publication(request.volume_id(), request.node_id());
+  if (!existing) return existing.status();
+  if (existing->has_value()) {
+    const ControllerPublication& publication = **existing;
+    if (publication.readonly != request.readonly() || publication.capability != key) {
+      return error(Code::kAlreadyExists,
+                   "volume \"{}\" is already published to node \"{}\" with a different capability "
+                   "or read-only flag",
+                   volume->record.name, request.node_id());
+    }
+    fill_map(publication.publish_context, response->mutable_publish_context());
+    return Status::ok();
+  }
+
+  auto others = context_.store.controller_publications(request.volume_id());
+  if (!others) return others.status();
+  AccessMode mode = capability->access_mode;
+  bool single_node =
+      mode == AccessMode::kSingleNodeWriter || mode == AccessMode::kSingleNodeReaderOnly ||
+      mode == AccessMode::kSingleNodeSingleWriter || mode == AccessMode::kSingleNodeMultiWriter;
+  if (single_node && !others->empty()) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" is already published to node \"{}\" and its access mode {} allows "
+                 "one node",
+                 volume->record.name, others->front().node_id, access_mode_name(mode));
+  }
+  if (context_.options.max_volumes_per_node > 0) {
+    auto count = context_.store.count_controller_publications_on_node(request.node_id());
+    if (!count) return count.status();
+    if (*count >= context_.options.max_volumes_per_node) {
+      return error(Code::kResourceExhausted,
+                   "node \"{}\" already has {} volumes published (the limit)", request.node_id(),
+                   *count);
+    }
+  }
+
+  ControllerPublication publication{request.volume_id(),
+                                    request.node_id(),
+                                    request.readonly(),
+                                    key,
+                                    {{"readonly", request.readonly() ? "true" : "false"}}};
+  ROSETCTL_RETURN_IF_ERROR(context_.store.upsert_controller_publication(publication));
+  fill_map(publication.publish_context, response->mutable_publish_context());
+  return Status::ok();
+}
+
+Status ControllerService::unpublish_volume(
+    const csi::v1::ControllerUnpublishVolumeRequest& request) {
+  ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  if (!request.node_id().empty()) {
+    ROSETCTL_RETURN_IF_ERROR(validate_node_id(request.node_id(), "node_id"));
+  }
+  auto volume_lock =
+      context_.locks.try_lock(volume_lock_key(request.volume_id()), LockMode::kShared,
+                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  if (!volume_lock) return volume_lock.status();
+
+  auto publications = context_.store.controller_publications(request.volume_id());
+  if (!publications) return publications.status();
+  // A volume or node we do not know is, by definition, not published there: OK (spec).
+  for (const auto& publication : *publications) {
+    if (!request.node_id().empty() && publication.node_id != request.node_id()) continue;
+    auto lock = context_.locks.try_lock(
+        node_publish_lock_key(request.volume_id(), publication.node_id), LockMode::kExclusive,
+        busy_message(
+            fmt::format("volume \"{}\" on node \"{}\"", request.volume_id(), publication.node_id)));
+    if (!lock) return lock.status();
+    ROSETCTL_RETURN_IF_ERROR(
+        context_.store.delete_controller_publication(request.volume_id(), publication.node_id));
+  }
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------- queries
+
+Status ControllerService::validate_capabilities(
+    const csi::v1::ValidateVolumeCapabilitiesRequest& request,
+    csi::v1::ValidateVolumeCapabilitiesResponse* response) {
+  ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  auto capabilities = capabilities_from_proto(request.volume_capabilities());
+  if (!capabilities) return capabilities.status();
+  auto volume = load_volume(context_, request.volume_id());
+  if (!volume) return volume.status();
+
+  CreateVolumeSpec spec;
+  spec.name = volume->record.name;
+  spec.parameters = provider_parameters(to_map(request.parameters()));
+  spec.capabilities = *capabilities;
+  if (Status supported = volume->provider->validate_create(spec); !supported) {
+    response->set_message(supported.message());
+    return Status::ok();
+  }
+  for (const Capability& capability : *capabilities) {
+    std::string type = capability.access_type == AccessType::kBlock ? "block" : "mount";
+    if (type != volume->record.access_type) {
+      response->set_message(fmt::format("volume \"{}\" is a {} volume", volume->record.name,
+                                        volume->record.access_type));
+      return Status::ok();
+    }
+  }
+  auto* confirmed = response->mutable_confirmed();
+  *confirmed->mutable_volume_context() = request.volume_context();
+  *confirmed->mutable_volume_capabilities() = request.volume_capabilities();
+  *confirmed->mutable_parameters() = request.parameters();
+  return Status::ok();
+}
+
+Status ControllerService::list_volumes(const csi::v1::ListVolumesRequest& request,
+                                       csi::v1::ListVolumesResponse* response) {
+  if (request.max_entries() < 0) {
+    return error(Code::kInvalidArgument, "max_entries must not be negative");
+  }
+  // The token is the id of the last volume returned; any id a provider could have issued is a
+  // valid resume point, even if that volume has been deleted since.
+  const std::string& token = request.starting_token();
+  if (!token.empty() && (!check_volume_id(token) || !context_.providers.for_volume(token))) {
+    return error(Code::kAborted,
+                 "starting_token \"{}\" is not a token this plugin issued; "
+                 "start the listing again",
+                 token.substr(0, 128));
+  }
+  int limit = request.max_entries();
+  auto records = context_.store.list_volumes(token, limit > 0 ? limit + 1 : 0);
+  if (!records) return records.status();
+  bool more = limit > 0 && static_cast<int>(records->size()) > limit;
+  if (more) records->pop_back();
+
+  for (VolumeRecord& record : *records) {
+    auto provider = context_.providers.for_volume(record.id);
+    if (!provider) return provider.status();
+    auto* entry = response->add_entries();
+    LoadedVolume volume{std::move(record), *provider};
+    fill_volume(volume.record, *volume.provider, context_.options.node_id, entry->mutable_volume());
+    ROSETCTL_RETURN_IF_ERROR(fill_volume_status(context_, volume, entry->mutable_status()));
+  }
+  if (more) response->set_next_token(response->entries().rbegin()->volume().volume_id());
+  return Status::ok();
+}
+
+Status ControllerService::get_capacity(const csi::v1::GetCapacityRequest& request,
+                                       csi::v1::GetCapacityResponse* response) {
+  StringMap parameters = to_map(request.parameters());
+  auto provider = parameters.contains(std::string(kProviderParameter))
+                      ? context_.providers.by_name(parameters.at(std::string(kProviderParameter)))
+                      : Expected<Provider*>(&context_.providers.default_provider());
+  if (!provider) return provider.status();
+  if ((*provider)->volumes_are_node_local() && request.has_accessible_topology()) {
+    auto it = request.accessible_topology().segments().find(kTopologyNodeKey);
+    if (it == request.accessible_topology().segments().end() ||
+        it->second != context_.options.node_id) {
+      response->set_available_capacity(0);  // nothing can be provisioned in that segment
+      return Status::ok();
+    }
+  }
+  auto available = (*provider)->available_capacity();
+  if (!available) return available.status();
+  response->set_available_capacity(*available);
+  return Status::ok();
+}
+
+Status ControllerService::get_volume(const csi::v1::ControllerGetVolumeRequest& request,
+                                     csi::v1::ControllerGetVolumeResponse* response) {
+  ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  auto volume = load_volume(context_, request.volume_id());
+  if (!volume) return volume.status();
+  fill_volume(volume->record, *volume->provider, context_.options.node_id,
+              response->mutable_volume());
+  return fill_volume_status(context_, *volume, response->mutable_status());
+}
+
+Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeRequest& request,
+                                        csi::v1::ControllerExpandVolumeResponse* response) {
+  ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  if (!request.has_capacity_range())
+    return error(Code::kInvalidArgument, "capacity_range is required");
+  auto range = capacity_from_proto(request.capacity_range());
+  if (!range) return range.status();
+  if (range->required == 0) {
+    return error(Code::kInvalidArgument, "capacity_range.required_bytes is required");
+  }
+  auto lock =
+      context_.locks.try_lock(volume_lock_key(request.volume_id()), LockMode::kExclusive,
+                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  if (!lock) return lock.status();
+  auto volume = load_volume(context_, request.volume_id());
+  if (!volume) return volume.status();
+
+  int64_t current = volume->record.capacity_bytes;
+  if (range->limit > 0 && current > range->limit) {
+    return error(Code::kOutOfRange,
+                 "volume \"{}\" is already {} bytes, above capacity_range.limit_bytes {}; volumes "
+                 "never shrink",
+                 volume->record.name, current, range->limit);
+  }
+  // Directory volumes only record their size (it is not enforced), so growing is bookkeeping.
+  if (range->required > current) {
+    ROSETCTL_RETURN_IF_ERROR(
+        context_.store.update_volume_capacity(volume->record.id, range->required));
+    current = range->required;
+  }
+  response->set_capacity_bytes(current);
+  response->set_node_expansion_required(false);
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------- gRPC entry points
+
+grpc::Status ControllerService::CreateVolume(Request*, const csi::v1::CreateVolumeRequest* request,
+                                             csi::v1::CreateVolumeResponse* response) {
+  return run_logged("CreateVolume", *request, response,
+                    [&] { return create_volume(*request, response); });
+}
+
+grpc::Status ControllerService::DeleteVolume(Request*, const csi::v1::DeleteVolumeRequest* request,
+                                             csi::v1::DeleteVolumeResponse* response) {
+  return run_logged("DeleteVolume", *request, response, [&] { return delete_volume(*request); });
+}
+
+grpc::Status ControllerService::ControllerPublishVolume(
+    Request*, const csi::v1::ControllerPublishVolumeRequest* request,
+    csi::v1::ControllerPublishVolumeResponse* response) {
+  return run_logged("ControllerPublishVolume", *request, response,
+                    [&] { return publish_volume(*request, response); });
+}
+
+grpc::Status ControllerService::ControllerUnpublishVolume(
+    Request*, const csi::v1::ControllerUnpublishVolumeRequest* request,
+    csi::v1::ControllerUnpublishVolumeResponse* response) {
+  return run_logged("ControllerUnpublishVolume", *request, response,
+                    [&] { return unpublish_volume(*request); });
+}
+
+grpc::Status ControllerService::ValidateVolumeCapabilities(
+    Request*, const csi::v1::ValidateVolumeCapabilitiesRequest* request,
+    csi::v1::ValidateVolumeCapabilitiesResponse* response) {
+  return run_logged("ValidateVolumeCapabilities", *request, response,
+                    [&] { return validate_capabilities(*request, response); });
+}
+
+grpc::Status ControllerService::ListVolumes(Request*, const csi::v1::ListVolumesRequest* request,
+                                            csi::v1::ListVolumesResponse* response) {
+  return run_logged("ListVolumes", *request, response,
+                    [&] { return list_volumes(*request, response); });
+}
+
+grpc::Status ControllerService::GetCapacity(Request*, const csi::v1::GetCapacityRequest* request,
+                                            csi::v1::GetCapacityResponse* response) {
+  return run_logged("GetCapacity", *request, response,
+                    [&] { return get_capacity(*request, response); });
+}
+
+grpc::Status ControllerService::ControllerGetCapabilities(
+    Request*, const csi::v1::ControllerGetCapabilitiesRequest* request,
+    csi::v1::ControllerGetCapabilitiesResponse* response) {
+  return run_logged("ControllerGetCapabilities", *request, response, [&] {
+    using Rpc = csi::v1::ControllerServiceCapability::RPC;
+    for (auto type : {Rpc::CREATE_DELETE_VOLUME, Rpc::PUBLISH_UNPUBLISH_VOLUME, Rpc::LIST_VOLUMES,
+                      Rpc::GET_CAPACITY, Rpc::PUBLISH_READONLY, Rpc::EXPAND_VOLUME,
+                      Rpc::LIST_VOLUMES_PUBLISHED_NODES, Rpc::VOLUME_CONDITION, Rpc::GET_VOLUME}) {
+      response->add_capabilities()->mutable_rpc()->set_type(type);
+    }
+    return Status::ok();
+  });
+}
+
+grpc::Status ControllerService::ControllerGetVolume(
+    Request*, const csi::v1::ControllerGetVolumeRequest* request,
+    csi::v1::ControllerGetVolumeResponse* response) {
+  return run_logged("ControllerGetVolume", *request, response,
+                    [&] { return get_volume(*request, response); });
+}
+
+grpc::Status ControllerService::ControllerExpandVolume(
+    Request*, const csi::v1::ControllerExpandVolumeRequest* request,
+    csi::v1::ControllerExpandVolumeResponse* response) {
+  return run_logged("ControllerExpandVolume", *request, response,
+                    [&] { return expand_volume(*request, response); });
+}
+
+grpc::Status ControllerService::CreateSnapshot(Request*,
+                                               const csi::v1::CreateSnapshotRequest* request,
+                                               csi::v1::CreateSnapshotResponse* response) {
+  return run_logged("CreateSnapshot", *request, response,
+                    [] { return unimplemented("CreateSnapshot"); });
+}
+
+grpc::Status ControllerService::DeleteSnapshot(Request*,
+                                               const csi::v1::DeleteSnapshotRequest* request,
+                                               csi::v1::DeleteSnapshotResponse* response) {
+  return run_logged("DeleteSnapshot", *request, response,
+                    [] { return unimplemented("DeleteSnapshot"); });
+}
+
+grpc::Status ControllerService::ListSnapshots(Request*,
+                                              const csi::v1::ListSnapshotsRequest* request,
+                                              csi::v1::ListSnapshotsResponse* response) {
+  return run_logged("ListSnapshots", *request, response,
+                    [] { return unimplemented("ListSnapshots"); });
+}
+
+grpc::Status ControllerService::ControllerModifyVolume(
+    Request*, const csi::v1::ControllerModifyVolumeRequest* request,
+    csi::v1::ControllerModifyVolumeResponse* response) {
+  return run_logged("ControllerModifyVolume", *request, response,
+                    [] { return unimplemented("ControllerModifyVolume"); });
+}
+
+}  // namespace rosetctl

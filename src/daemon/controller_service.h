@@ -1,0 +1,65 @@
+// CSI Controller: volume lifecycle, publication to nodes, listing and capacity.
+#pragma once
+
+#include "csi.grpc.pb.h"
+#include "daemon/service_context.h"
+
+namespace rosetctl {
+
+class ControllerService final : public csi::v1::Controller::Service {
+ public:
+  explicit ControllerService(ServiceContext& context) : context_(context) {}
+
+  using Request = grpc::ServerContext;
+  grpc::Status CreateVolume(Request*, const csi::v1::CreateVolumeRequest*,
+                            csi::v1::CreateVolumeResponse*) override;
+  grpc::Status DeleteVolume(Request*, const csi::v1::DeleteVolumeRequest*,
+                            csi::v1::DeleteVolumeResponse*) override;
+  grpc::Status ControllerPublishVolume(Request*, const csi::v1::ControllerPublishVolumeRequest*,
+                                       csi::v1::ControllerPublishVolumeResponse*) override;
+  grpc::Status ControllerUnpublishVolume(Request*, const csi::v1::ControllerUnpublishVolumeRequest*,
+                                         csi::v1::ControllerUnpublishVolumeResponse*) override;
+  grpc::Status ValidateVolumeCapabilities(Request*,
+                                          const csi::v1::ValidateVolumeCapabilitiesRequest*,
+                                          csi::v1::ValidateVolumeCapabilitiesResponse*) override;
+  grpc::Status ListVolumes(Request*, const csi::v1::ListVolumesRequest*,
+                           csi::v1::ListVolumesResponse*) override;
+  grpc::Status GetCapacity(Request*, const csi::v1::GetCapacityRequest*,
+                           csi::v1::GetCapacityResponse*) override;
+  grpc::Status ControllerGetCapabilities(Request*, const csi::v1::ControllerGetCapabilitiesRequest*,
+                                         csi::v1::ControllerGetCapabilitiesResponse*) override;
+  grpc::Status ControllerGetVolume(Request*, const csi::v1::ControllerGetVolumeRequest*,
+                                   csi::v1::ControllerGetVolumeResponse*) override;
+  grpc::Status ControllerExpandVolume(Request*, const csi::v1::ControllerExpandVolumeRequest*,
+                                      csi::v1::ControllerExpandVolumeResponse*) override;
+  grpc::Status CreateSnapshot(Request*, const csi::v1::CreateSnapshotRequest*,
+                              csi::v1::CreateSnapshotResponse*) override;
+  grpc::Status DeleteSnapshot(Request*, const csi::v1::DeleteSnapshotRequest*,
+                              csi::v1::DeleteSnapshotResponse*) override;
+  grpc::Status ListSnapshots(Request*, const csi::v1::ListSnapshotsRequest*,
+                             csi::v1::ListSnapshotsResponse*) override;
+  grpc::Status ControllerModifyVolume(Request*, const csi::v1::ControllerModifyVolumeRequest*,
+                                      csi::v1::ControllerModifyVolumeResponse*) override;
+
+ private:
+  Status create_volume(const csi::v1::CreateVolumeRequest& request,
+                       csi::v1::CreateVolumeResponse* response);
+  Status delete_volume(const csi::v1::DeleteVolumeRequest& request);
+  Status publish_volume(const csi::v1::ControllerPublishVolumeRequest& request,
+                        csi::v1::ControllerPublishVolumeResponse* response);
+  Status unpublish_volume(const csi::v1::ControllerUnpublishVolumeRequest& request);
+  Status validate_capabilities(const csi::v1::ValidateVolumeCapabilitiesRequest& request,
+                               csi::v1::ValidateVolumeCapabilitiesResponse* response);
+  Status list_volumes(const csi::v1::ListVolumesRequest& request,
+                      csi::v1::ListVolumesResponse* response);
+  Status get_capacity(const csi::v1::GetCapacityRequest& request,
+                      csi::v1::GetCapacityResponse* response);
+  Status get_volume(const csi::v1::ControllerGetVolumeRequest& request,
+                    csi::v1::ControllerGetVolumeResponse* response);
+  Status expand_volume(const csi::v1::ControllerExpandVolumeRequest& request,
+                       csi::v1::ControllerExpandVolumeResponse* response);
+
+  ServiceContext& context_;
+};
+
+}  // namespace rosetctl

@@ -1,0 +1,63 @@
+// Identity RPCs. Probe really checks the state store and every provider.
+#include "daemon/identity_service.h"
+
+#include <fmt/ranges.h>
+
+#include "core/version.h"
+#include "daemon/call_log.h"
+
+namespace rosetctl {
+
+grpc::Status IdentityService::GetPluginInfo(grpc::ServerContext*,
+                                            const csi::v1::GetPluginInfoRequest* request,
+                                            csi::v1::GetPluginInfoResponse* response) {
+  return run_logged("GetPluginInfo", *request, response, [&] {
+    response->set_name(context_.options.driver_name);
+    response->set_vendor_version(kVersion);
+    auto& manifest = *response->mutable_manifest();
+    manifest["git_commit"] = kGitCommit;
+    manifest["build_type"] = kBuildType;
+    manifest["compiler"] = kCompiler;
+    manifest["providers"] = fmt::format("{}", fmt::join(context_.providers.names(), ","));
+    return Status::ok();
+  });
+}
+
+grpc::Status IdentityService::GetPluginCapabilities(
+    grpc::ServerContext*, const csi::v1::GetPluginCapabilitiesRequest* request,
+    csi::v1::GetPluginCapabilitiesResponse* response) {
+  return run_logged("GetPluginCapabilities", *request, response, [&] {
+    using Service = csi::v1::PluginCapability::Service;
+    if (context_.options.role != PluginRole::kNode) {
+      response->add_capabilities()->mutable_service()->set_type(Service::CONTROLLER_SERVICE);
+    }
+    response->add_capabilities()->mutable_service()->set_type(
+        Service::VOLUME_ACCESSIBILITY_CONSTRAINTS);
+    // Expanding a volume never needs it to be unpublished first.
+    response->add_capabilities()->mutable_volume_expansion()->set_type(
+        csi::v1::PluginCapability::VolumeExpansion::ONLINE);
+    return Status::ok();
+  });
+}
+
+grpc::Status IdentityService::Probe(grpc::ServerContext*, const csi::v1::ProbeRequest* request,
+                                    csi::v1::ProbeResponse* response) {
+  return run_logged("Probe", *request, response, [&]() -> Status {
+    if (auto count = context_.store.count_volumes(); !count) {
+      return error(Code::kFailedPrecondition, "state store is not usable: {}",
+                   count.status().message());
+    }
+    for (const std::string& name : context_.providers.names()) {
+      auto provider = context_.providers.by_name(name);
+      if (!provider) return provider.status();
+      if (Status health = (*provider)->check_health(); !health) {
+        return error(Code::kFailedPrecondition, "provider \"{}\" is not healthy: {}", name,
+                     health.message());
+      }
+    }
+    response->mutable_ready()->set_value(true);
+    return Status::ok();
+  });
+}
+
+}  // namespace rosetctl

@@ -1,0 +1,27 @@
+// Filesystem checks for the paths the node service mounts on: canonical form, directories it
+// creates (and so may remove), emptiness.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace rosetctl {
+
+// The absolute path with its parent resolved through symlinks (mountinfo shows resolved paths,
+// so this is the form records and mount lookups must use). The last component itself must not
+// be a symlink: a mount would follow it somewhere else. The parent must exist.
+Expected<std::string> canonical_mount_path(std::string_view path, std::string_view field);
+
+// Makes sure `path` is a directory. Returns true when this call created it (so the caller
+// may remove it later), false when it was already there.
+Expected<bool> ensure_directory(const std::string& path, std::string_view field);
+
+// True when the directory has no entries.
+Expected<bool> directory_is_empty(const std::string& path);
+
+// rmdir that tolerates a missing path.
+Status remove_directory(const std::string& path);
+
+}  // namespace rosetctl

@@ -1,0 +1,400 @@
+// Node RPCs. Each mutation writes its record first (the intent) and then mounts, so a crash
+// in between leaves a record a retry completes, never a mount nobody knows about.
+#include "daemon/node_service.h"
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <cstring>
+
+#include "core/mount_ops.h"
+#include "core/mountinfo.h"
+#include "core/validate.h"
+#include "daemon/call_log.h"
+#include "daemon/convert.h"
+#include "daemon/node_paths.h"
+#include "daemon/volume_locks.h"
+#include "daemon/volume_lookup.h"
+
+namespace rosetctl {
+namespace {
+
+Expected<HeldLock> lock_volume(const ServiceContext& context, std::string_view volume_id) {
+  return context.locks.try_lock(volume_lock_key(volume_id), LockMode::kShared,
+                                busy_message(fmt::format("volume \"{}\"", volume_id)));
+}
+
+Expected<Capability> required_capability(bool present, const csi::v1::VolumeCapability& proto) {
+  if (!present) return error(Code::kInvalidArgument, "volume_capability is required");
+  return capability_from_proto(proto, "volume_capability");
+}
+
+}  // namespace
+
+Expected<std::string> NodeService::checked_path(std::string_view path, std::string_view field,
+                                                const std::string& allowed_inside_state) const {
+  auto canonical = canonical_mount_path(path, field);
+  if (!canonical) return canonical.status();
+  const std::string& root = context_.layout.root;
+  if ((path_is_within(*canonical, root) || path_is_within(root, *canonical)) &&
+      !(path_is_within(*canonical, allowed_inside_state) && *canonical != allowed_inside_state)) {
+    return error(Code::kInvalidArgument,
+                 "{} \"{}\" is inside (or contains) the rosetctl state directory \"{}\"; pick a "
+                 "path elsewhere",
+                 field, *canonical, root);
+  }
+  return canonical;
+}
+
+// ---------------------------------------------------------------- stage / unstage
+
+Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request) {
+  ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  auto staging = checked_path(request.staging_target_path(), "staging_target_path",
+                              context_.layout.staging_dir());
+  if (!staging) return staging.status();
+  auto capability =
+      required_capability(request.has_volume_capability(), request.volume_capability());
+  if (!capability) return capability.status();
+
+  auto volume_lock = lock_volume(context_, request.volume_id());
+  if (!volume_lock) return volume_lock.status();
+  auto stage_lock =
+      context_.locks.try_lock(stage_lock_key(request.volume_id()), LockMode::kExclusive,
+                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  if (!stage_lock) return stage_lock.status();
+
+  auto provider = context_.providers.for_volume(request.volume_id());
+  if (!provider) return provider.status();
+  ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+
+  auto record = context_.store.find_staging(request.volume_id(), *staging);
+  if (!record) return record.status();
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  std::string key = capability_key(*capability);
+  if (table->find_by_target(*staging) != nullptr) {
+    if (!record->has_value()) {
+      return error(Code::kAlreadyExists,
+                   "staging_target_path \"{}\" already has a mount that is not volume \"{}\"",
+                   *staging, request.volume_id());
+    }
+    if ((*record)->capability != key) {
+      return error(Code::kAlreadyExists,
+                   "volume \"{}\" is already staged at \"{}\" with a different capability",
+                   request.volume_id(), *staging);
+    }
+    return Status::ok();
+  }
+
+  auto created = ensure_directory(*staging, "staging_target_path");
+  if (!created) return created.status();
+  Staging staged{request.volume_id(), *staging, key,
+                 *created || (record->has_value() && (*record)->created_dir)};
+  ROSETCTL_RETURN_IF_ERROR(context_.store.upsert_staging(staged));
+
+  StageSpec spec{request.volume_id(),
+                 *staging,
+                 *capability,
+                 to_map(request.publish_context()),
+                 to_map(request.volume_context()),
+                 to_map(request.secrets())};
+  if (Status status = (*provider)->stage_volume(spec); !status) {
+    (void)context_.store.delete_staging(request.volume_id(), *staging);
+    if (staged.created_dir) (void)remove_directory(*staging);
+    return status;
+  }
+  return Status::ok();
+}
+
+Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& request) {
+  ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  auto staging = checked_path(request.staging_target_path(), "staging_target_path",
+                              context_.layout.staging_dir());
+  if (!staging) return staging.status();
+
+  auto volume_lock = lock_volume(context_, request.volume_id());
+  if (!volume_lock) return volume_lock.status();
+  auto stage_lock =
+      context_.locks.try_lock(stage_lock_key(request.volume_id()), LockMode::kExclusive,
+                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  if (!stage_lock) return stage_lock.status();
+
+  auto record = context_.store.find_staging(request.volume_id(), *staging);
+  if (!record) return record.status();
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  bool mounted = table->find_by_target(*staging) != nullptr;
+  if (!record->has_value()) {
+    if (mounted) {
+      return error(
+          Code::kFailedPrecondition,
+          "\"{}\" is mounted but rosetctl did not stage volume \"{}\" there; not touching it",
+          *staging, request.volume_id());
+    }
+    auto provider = context_.providers.for_volume(request.volume_id());
+    if (!provider) return provider.status();
+    return (*provider)->check_volume_on_node(request.volume_id());  // NOT_FOUND or already done
+  }
+
+  auto publications = context_.store.node_publications_of_staging(request.volume_id(), *staging);
+  if (!publications) return publications.status();
+  for (const NodePublication& publication : *publications) {
+    if (table->find_by_target(publication.target_path) != nullptr) {
+      return error(Code::kFailedPrecondition,
+                   "volume \"{}\" is still published at \"{}\"; unpublish it first",
+                   request.volume_id(), publication.target_path);
+    }
+    // The target was unmounted behind our back: the record is stale.
+    ROSETCTL_RETURN_IF_ERROR(context_.store.delete_node_publication(publication.target_path));
+  }
+
+  auto provider = context_.providers.for_volume(request.volume_id());
+  if (!provider) return provider.status();
+  if (mounted) ROSETCTL_RETURN_IF_ERROR((*provider)->unstage_volume(request.volume_id(), *staging));
+  if ((*record)->created_dir) ROSETCTL_RETURN_IF_ERROR(remove_directory(*staging));
+  return context_.store.delete_staging(request.volume_id(), *staging);
+}
+
+// ---------------------------------------------------------------- publish / unpublish
+
+Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& request) {
+  ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  if (request.staging_target_path().empty()) {
+    return error(Code::kInvalidArgument,
+                 "staging_target_path is required (this plugin stages volumes)");
+  }
+  auto staging = checked_path(request.staging_target_path(), "staging_target_path",
+                              context_.layout.staging_dir());
+  if (!staging) return staging.status();
+  auto target = checked_path(request.target_path(), "target_path", context_.layout.mounts_dir());
+  if (!target) return target.status();
+  if (path_is_within(*target, *staging) || path_is_within(*staging, *target)) {
+    return error(Code::kInvalidArgument,
+                 "target_path \"{}\" and staging_target_path \"{}\" overlap", *target, *staging);
+  }
+  auto capability =
+      required_capability(request.has_volume_capability(), request.volume_capability());
+  if (!capability) return capability.status();
+
+  auto volume_lock = lock_volume(context_, request.volume_id());
+  if (!volume_lock) return volume_lock.status();
+  auto stage_lock =
+      context_.locks.try_lock(stage_lock_key(request.volume_id()), LockMode::kShared,
+                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  if (!stage_lock) return stage_lock.status();
+  auto target_lock = context_.locks.try_lock(target_lock_key(*target), LockMode::kExclusive,
+                                             busy_message(fmt::format("target \"{}\"", *target)));
+  if (!target_lock) return target_lock.status();
+
+  auto provider = context_.providers.for_volume(request.volume_id());
+  if (!provider) return provider.status();
+  ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  auto staged = context_.store.find_staging(request.volume_id(), *staging);
+  if (!staged) return staged.status();
+  const MountEntry* staging_mount = table->find_by_target(*staging);
+  if (!staged->has_value() || staging_mount == nullptr) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" is not staged at \"{}\"; call NodeStageVolume first",
+                 request.volume_id(), *staging);
+  }
+
+  auto existing = context_.store.find_node_publication(*target);
+  if (!existing) return existing.status();
+  std::string key = capability_key(*capability);
+  if (const MountEntry* target_mount = table->find_by_target(*target)) {
+    bool ours = existing->has_value() && (*existing)->volume_id == request.volume_id() &&
+                same_source(*target_mount, *staging_mount);
+    if (!ours) {
+      return error(Code::kAlreadyExists, "target_path \"{}\" already has another mount", *target);
+    }
+    if ((*existing)->readonly != request.readonly() || (*existing)->capability != key) {
+      return error(Code::kAlreadyExists,
+                   "volume \"{}\" is already published at \"{}\" with a different capability or "
+                   "read-only flag",
+                   request.volume_id(), *target);
+    }
+    return Status::ok();
+  }
+  if (existing->has_value() && (*existing)->volume_id != request.volume_id()) {
+    return error(Code::kAlreadyExists, "target_path \"{}\" is recorded for volume \"{}\"", *target,
+                 (*existing)->volume_id);
+  }
+
+  auto created = ensure_directory(*target, "target_path");
+  if (!created) return created.status();
+  if (!*created) {
+    auto empty = directory_is_empty(*target);
+    if (!empty) return empty.status();
+    if (!*empty) {
+      return error(Code::kFailedPrecondition,
+                   "target_path \"{}\" is not empty; mounting over it would hide its contents",
+                   *target);
+    }
+  }
+  NodePublication publication{request.volume_id(),
+                              *target,
+                              *staging,
+                              request.readonly(),
+                              key,
+                              *created || (existing->has_value() && (*existing)->created_target)};
+  ROSETCTL_RETURN_IF_ERROR(context_.store.upsert_node_publication(publication));
+
+  PublishSpec spec{request.volume_id(), *staging,           *target,
+                   *capability,         request.readonly(), to_map(request.volume_context())};
+  if (Status status = (*provider)->publish_volume(spec); !status) {
+    (void)context_.store.delete_node_publication(*target);
+    if (publication.created_target) (void)remove_directory(*target);
+    return status;
+  }
+  return Status::ok();
+}
+
+Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& request) {
+  ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  auto target = checked_path(request.target_path(), "target_path", context_.layout.mounts_dir());
+  if (!target) return target.status();
+
+  auto volume_lock = lock_volume(context_, request.volume_id());
+  if (!volume_lock) return volume_lock.status();
+  auto target_lock = context_.locks.try_lock(target_lock_key(*target), LockMode::kExclusive,
+                                             busy_message(fmt::format("target \"{}\"", *target)));
+  if (!target_lock) return target_lock.status();
+
+  auto record = context_.store.find_node_publication(*target);
+  if (!record) return record.status();
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  bool mounted = table->find_by_target(*target) != nullptr;
+  if (!record->has_value() || (*record)->volume_id != request.volume_id()) {
+    if (mounted) {
+      return error(Code::kFailedPrecondition,
+                   "\"{}\" is mounted but is not a publication of volume \"{}\"; not touching it",
+                   *target, request.volume_id());
+    }
+    auto provider = context_.providers.for_volume(request.volume_id());
+    if (!provider) return provider.status();
+    return (*provider)->check_volume_on_node(request.volume_id());  // NOT_FOUND or already done
+  }
+
+  auto provider = context_.providers.for_volume(request.volume_id());
+  if (!provider) return provider.status();
+  if (mounted)
+    ROSETCTL_RETURN_IF_ERROR((*provider)->unpublish_volume(request.volume_id(), *target));
+  if ((*record)->created_target) ROSETCTL_RETURN_IF_ERROR(remove_directory(*target));
+  return context_.store.delete_node_publication(*target);
+}
+
+// ---------------------------------------------------------------- stats and info
+
+Status NodeService::volume_stats(const csi::v1::NodeGetVolumeStatsRequest& request,
+                                 csi::v1::NodeGetVolumeStatsResponse* response) {
+  ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  auto path = normalize_absolute_path(request.volume_path(), "volume_path");
+  if (!path) return path.status();
+  auto provider = context_.providers.for_volume(request.volume_id());
+  if (!provider) return provider.status();
+  ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+
+  int err = 0;
+  PathHealth health = probe_path(*path, &err);
+  if (health == PathHealth::kMissing) {
+    return error(Code::kNotFound, "volume_path \"{}\" does not exist", *path);
+  }
+  auto* condition = response->mutable_volume_condition();
+  if (health != PathHealth::kOk) {
+    condition->set_abnormal(true);
+    condition->set_message(fmt::format("\"{}\" is not accessible: {}", *path, std::strerror(err)));
+    return Status::ok();
+  }
+  struct statvfs fs;
+  if (::statvfs(path->c_str(), &fs) != 0) {
+    return errno_status(errno, fmt::format("cannot statfs \"{}\"", *path));
+  }
+  auto unit = static_cast<int64_t>(fs.f_frsize);
+  auto* bytes = response->add_usage();
+  bytes->set_unit(csi::v1::VolumeUsage::BYTES);
+  bytes->set_total(static_cast<int64_t>(fs.f_blocks) * unit);
+  bytes->set_available(static_cast<int64_t>(fs.f_bavail) * unit);
+  bytes->set_used(static_cast<int64_t>(fs.f_blocks - fs.f_bfree) * unit);
+  auto* inodes = response->add_usage();
+  inodes->set_unit(csi::v1::VolumeUsage::INODES);
+  inodes->set_total(static_cast<int64_t>(fs.f_files));
+  inodes->set_available(static_cast<int64_t>(fs.f_favail));
+  inodes->set_used(static_cast<int64_t>(fs.f_files - fs.f_ffree));
+  condition->set_abnormal(false);
+  condition->set_message("volume is healthy");
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------- gRPC entry points
+
+grpc::Status NodeService::NodeStageVolume(Request*, const csi::v1::NodeStageVolumeRequest* request,
+                                          csi::v1::NodeStageVolumeResponse* response) {
+  return run_logged("NodeStageVolume", *request, response, [&] { return stage_volume(*request); });
+}
+
+grpc::Status NodeService::NodeUnstageVolume(Request*,
+                                            const csi::v1::NodeUnstageVolumeRequest* request,
+                                            csi::v1::NodeUnstageVolumeResponse* response) {
+  return run_logged("NodeUnstageVolume", *request, response,
+                    [&] { return unstage_volume(*request); });
+}
+
+grpc::Status NodeService::NodePublishVolume(Request*,
+                                            const csi::v1::NodePublishVolumeRequest* request,
+                                            csi::v1::NodePublishVolumeResponse* response) {
+  return run_logged("NodePublishVolume", *request, response,
+                    [&] { return publish_volume(*request); });
+}
+
+grpc::Status NodeService::NodeUnpublishVolume(Request*,
+                                              const csi::v1::NodeUnpublishVolumeRequest* request,
+                                              csi::v1::NodeUnpublishVolumeResponse* response) {
+  return run_logged("NodeUnpublishVolume", *request, response,
+                    [&] { return unpublish_volume(*request); });
+}
+
+grpc::Status NodeService::NodeGetVolumeStats(Request*,
+                                             const csi::v1::NodeGetVolumeStatsRequest* request,
+                                             csi::v1::NodeGetVolumeStatsResponse* response) {
+  return run_logged("NodeGetVolumeStats", *request, response,
+                    [&] { return volume_stats(*request, response); });
+}
+
+grpc::Status NodeService::NodeExpandVolume(Request*,
+                                           const csi::v1::NodeExpandVolumeRequest* request,
+                                           csi::v1::NodeExpandVolumeResponse* response) {
+  return run_logged("NodeExpandVolume", *request, response, [] {
+    return error(Code::kUnimplemented,
+                 "NodeExpandVolume is not supported yet: directory volumes need no node expansion");
+  });
+}
+
+grpc::Status NodeService::NodeGetCapabilities(Request*,
+                                              const csi::v1::NodeGetCapabilitiesRequest* request,
+                                              csi::v1::NodeGetCapabilitiesResponse* response) {
+  return run_logged("NodeGetCapabilities", *request, response, [&] {
+    using Rpc = csi::v1::NodeServiceCapability::RPC;
+    for (auto type : {Rpc::STAGE_UNSTAGE_VOLUME, Rpc::GET_VOLUME_STATS, Rpc::VOLUME_CONDITION}) {
+      response->add_capabilities()->mutable_rpc()->set_type(type);
+    }
+    return Status::ok();
+  });
+}
+
+grpc::Status NodeService::NodeGetInfo(Request*, const csi::v1::NodeGetInfoRequest* request,
+                                      csi::v1::NodeGetInfoResponse* response) {
+  return run_logged("NodeGetInfo", *request, response, [&] {
+    response->set_node_id(context_.options.node_id);
+    response->set_max_volumes_per_node(context_.options.max_volumes_per_node);
+    (*response->mutable_accessible_topology()->mutable_segments())[kTopologyNodeKey] =
+        context_.options.node_id;
+    return Status::ok();
+  });
+}
+
+}  // namespace rosetctl

@@ -1,0 +1,106 @@
+// Wiring of the plugin's parts.
+#include "daemon/plugin.h"
+
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+
+#include "core/validate.h"
+
+namespace rosetctl {
+namespace {
+
+Expected<std::string> host_name() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return errno_status(errno, "gethostname");
+  return std::string(name);
+}
+
+// CSI driver names: at most 63 characters, alphanumerics, '-', '.', alphanumeric at both ends.
+Status validate_driver_name(std::string_view name) {
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  bool ok = !name.empty() && name.size() <= 63 && alnum(name.front()) && alnum(name.back());
+  for (char c : name)
+    ok = ok && (alnum(c) || c == '-' || c == '.');
+  if (ok) return Status::ok();
+  return error(Code::kInvalidArgument,
+               "driver name \"{}\" must be 1-63 characters of letters, digits, '-' and '.', "
+               "starting and ending with a letter or digit",
+               name.substr(0, 80));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
+  ROSETCTL_RETURN_IF_ERROR(validate_driver_name(options.driver_name));
+  if (options.node_id.empty()) {
+    auto name = host_name();
+    if (!name) return name.status();
+    options.node_id = *name;
+  }
+  ROSETCTL_RETURN_IF_ERROR(validate_node_id(options.node_id, "node id"));
+  if (options.max_volumes_per_node < 0) {
+    return error(Code::kInvalidArgument, "max volumes per node must not be negative");
+  }
+
+  auto root = normalize_absolute_path(options.state_dir, "state directory");
+  if (!root) return root.status();
+  StateLayout layout{*root};
+  ROSETCTL_RETURN_IF_ERROR(layout.ensure_directories());
+  // Mount tables show resolved paths; resolve the root once so path checks compare like with like.
+  char resolved[PATH_MAX];
+  if (::realpath(layout.root.c_str(), resolved) == nullptr) {
+    return errno_status(errno, fmt::format("cannot resolve state directory \"{}\"", layout.root));
+  }
+  layout.root = resolved;
+
+  std::unique_ptr<Plugin> plugin(new Plugin());
+  auto store = StateStore::open(layout.root);
+  if (!store) return store.status();
+  plugin->store_ = std::move(*store);
+  auto providers = ProviderRegistry::create(layout, *plugin->store_, options.default_provider);
+  if (!providers) return providers.status();
+  plugin->providers_ = std::move(*providers);
+  auto locks = LockSpace::open(layout.lock_file());
+  if (!locks) return locks.status();
+
+  plugin->context_.reset(new ServiceContext{std::move(options), layout, *plugin->store_,
+                                            *plugin->providers_, std::move(*locks)});
+  plugin->identity_ = std::make_unique<IdentityService>(*plugin->context_);
+  plugin->controller_ = std::make_unique<ControllerService>(*plugin->context_);
+  plugin->node_ = std::make_unique<NodeService>(*plugin->context_);
+  return plugin;
+}
+
+Plugin::~Plugin() {
+  shutdown(std::chrono::milliseconds(0));
+}
+
+Status Plugin::start(const std::optional<std::string>& unix_socket) {
+  grpc::ServerBuilder builder;
+  if (unix_socket)
+    builder.AddListeningPort("unix:" + *unix_socket, grpc::InsecureServerCredentials());
+  builder.RegisterService(identity_.get());
+  if (context_->options.role != PluginRole::kNode) builder.RegisterService(controller_.get());
+  if (context_->options.role != PluginRole::kController) builder.RegisterService(node_.get());
+  server_ = builder.BuildAndStart();
+  if (!server_) {
+    return error(Code::kUnavailable, "cannot start the gRPC server{}",
+                 unix_socket ? fmt::format(" on unix socket \"{}\"", *unix_socket) : "");
+  }
+  return Status::ok();
+}
+
+std::shared_ptr<grpc::Channel> Plugin::in_process_channel() {
+  return server_->InProcessChannel(grpc::ChannelArguments());
+}
+
+void Plugin::shutdown(std::chrono::milliseconds grace) {
+  if (!server_) return;
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  server_->Wait();
+  server_.reset();
+}
+
+}  // namespace rosetctl

@@ -1,0 +1,50 @@
+// The plugin: state store, providers and the three CSI services behind one gRPC server.
+// The CLI talks to it through gRPC's in-process channel; `serve` also listens on a socket.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "daemon/controller_service.h"
+#include "daemon/identity_service.h"
+#include "daemon/node_service.h"
+#include "daemon/service_context.h"
+
+namespace rosetctl {
+
+class Plugin {
+ public:
+  // Opens (and creates) the state directory and database, builds providers. Fills in the node
+  // id from the host name when none is given.
+  static Expected<std::unique_ptr<Plugin>> open(PluginOptions options);
+  ~Plugin();
+
+  // Starts the services; with `unix_socket`, also listens there (the file must be free: see
+  // server.h for how `serve` prepares it).
+  Status start(const std::optional<std::string>& unix_socket);
+  // A channel to the running services within this process.
+  std::shared_ptr<grpc::Channel> in_process_channel();
+  // Stops taking calls, lets in-flight calls finish until `grace` has passed.
+  void shutdown(std::chrono::milliseconds grace);
+
+  const PluginOptions& options() const { return context_->options; }
+  const StateLayout& layout() const { return context_->layout; }
+  StateStore& store() { return *store_; }
+
+ private:
+  Plugin() = default;
+
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<ProviderRegistry> providers_;
+  std::unique_ptr<ServiceContext> context_;
+  std::unique_ptr<IdentityService> identity_;
+  std::unique_ptr<ControllerService> controller_;
+  std::unique_ptr<NodeService> node_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+}  // namespace rosetctl

@@ -1,0 +1,119 @@
+// Unix socket lifecycle and signal handling for `serve`.
+#include "daemon/server.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/validate.h"
+#include "core/version.h"
+
+namespace rosetctl {
+namespace {
+
+// connect(2) tells a live listener from a leftover socket file.
+bool someone_listens(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un address = {};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+  bool live = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  ::close(fd);
+  return live;
+}
+
+Status make_parent_directory(const std::string& path) {
+  std::string parent = path.substr(0, path.rfind('/'));
+  for (std::size_t pos = parent.find('/', 1);; pos = parent.find('/', pos + 1)) {
+    std::string prefix = pos == std::string::npos ? parent : parent.substr(0, pos);
+    if (!prefix.empty() && ::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return errno_status(errno, fmt::format("cannot create directory \"{}\"", prefix));
+    }
+    if (pos == std::string::npos) return Status::ok();
+  }
+}
+
+}  // namespace
+
+Expected<std::string> parse_unix_endpoint(std::string_view endpoint) {
+  std::string_view path = endpoint;
+  if (endpoint.starts_with("unix://")) {
+    path.remove_prefix(7);
+  } else if (endpoint.starts_with("unix:")) {
+    path.remove_prefix(5);
+  } else if (endpoint.starts_with("tcp:") || endpoint.find("://") != std::string_view::npos) {
+    return error(Code::kUnimplemented,
+                 "endpoint \"{}\": only unix sockets are supported yet (TCP needs TLS, which is "
+                 "not implemented)",
+                 endpoint);
+  }
+  auto normal = normalize_absolute_path(path, "endpoint socket path");
+  if (!normal) return normal.status();
+  if (normal->size() >= sizeof(sockaddr_un::sun_path)) {
+    return error(Code::kInvalidArgument, "socket path \"{}\" is longer than {} bytes", *normal,
+                 sizeof(sockaddr_un::sun_path) - 1);
+  }
+  return normal;
+}
+
+Status prepare_socket_path(const std::string& path) {
+  ROSETCTL_RETURN_IF_ERROR(make_parent_directory(path));
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::ok();
+    return errno_status(errno, fmt::format("cannot inspect \"{}\"", path));
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return error(Code::kFailedPrecondition, "\"{}\" exists and is not a socket; not replacing it",
+                 path);
+  }
+  if (someone_listens(path)) {
+    return error(Code::kFailedPrecondition, "another server is already listening on \"{}\"", path);
+  }
+  spdlog::info("removing stale socket \"{}\"", path);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return errno_status(errno, fmt::format("cannot remove stale socket \"{}\"", path));
+  }
+  return Status::ok();
+}
+
+Status serve_until_signalled(Plugin& plugin, const std::string& socket_path,
+                             std::chrono::milliseconds grace) {
+  // Block the signals before gRPC starts its threads, so they inherit the mask and only
+  // sigwait() below ever sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  ROSETCTL_RETURN_IF_ERROR(prepare_socket_path(socket_path));
+  // The socket appears with these permissions; no window where it is world-accessible.
+  mode_t old_umask = ::umask(0117);
+  Status started = plugin.start(socket_path);
+  ::umask(old_umask);
+  ROSETCTL_RETURN_IF_ERROR(started);
+  if (::chmod(socket_path.c_str(), 0660) != 0) {
+    return errno_status(errno, fmt::format("cannot set mode 0660 on \"{}\"", socket_path));
+  }
+  spdlog::info("serving CSI {} as \"{}\" (node \"{}\", version {}) on unix://{}", "v1.10",
+               plugin.options().driver_name, plugin.options().node_id, kVersion, socket_path);
+
+  int received = 0;
+  sigwait(&signals, &received);
+  spdlog::info("received {}, finishing in-flight calls (up to {} ms)", strsignal(received),
+               grace.count());
+  plugin.shutdown(grace);
+  ::unlink(socket_path.c_str());
+  spdlog::info("stopped");
+  return Status::ok();
+}
+
+}  // namespace rosetctl

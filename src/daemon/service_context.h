@@ -1,0 +1,35 @@
+// What the three CSI services share: options, the state store, providers and the lock space.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/lock_space.h"
+#include "core/state_layout.h"
+#include "core/state_store.h"
+#include "providers/registry.h"
+
+namespace rosetctl {
+
+inline constexpr const char* kDefaultDriverName = "io.roset.csi";
+
+enum class PluginRole { kAll, kController, kNode };
+
+struct PluginOptions {
+  std::string state_dir = kDefaultStateDir;
+  std::string driver_name = kDefaultDriverName;
+  std::string node_id;  // empty: the host name
+  std::string default_provider = "local";
+  int64_t max_volumes_per_node = 0;  // 0: no limit
+  PluginRole role = PluginRole::kAll;
+};
+
+struct ServiceContext {
+  PluginOptions options;
+  StateLayout layout;
+  StateStore& store;
+  ProviderRegistry& providers;
+  LockSpace locks;
+};
+
+}  // namespace rosetctl

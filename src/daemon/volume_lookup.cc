@@ -1,0 +1,41 @@
+// Shared volume lookups for the CSI services.
+#include "daemon/volume_lookup.h"
+
+#include "core/validate.h"
+
+namespace rosetctl {
+
+Status check_volume_id(std::string_view volume_id, std::string_view field) {
+  return validate_id(volume_id, field);
+}
+
+Expected<LoadedVolume> load_volume(const ServiceContext& context, std::string_view volume_id) {
+  auto provider = context.providers.for_volume(volume_id);
+  if (!provider) return provider.status();
+  auto record = context.store.find_volume(volume_id);
+  if (!record) return record.status();
+  if (!record->has_value())
+    return error(Code::kNotFound, "volume \"{}\" does not exist", volume_id);
+  return LoadedVolume{std::move(**record), *provider};
+}
+
+template <typename VolumeStatus>
+Status fill_volume_status(const ServiceContext& context, const LoadedVolume& volume,
+                          VolumeStatus* status) {
+  auto publications = context.store.controller_publications(volume.record.id);
+  if (!publications) return publications.status();
+  for (const auto& publication : *publications)
+    status->add_published_node_ids(publication.node_id);
+  VolumeCondition condition = volume.provider->volume_condition(volume.record);
+  status->mutable_volume_condition()->set_abnormal(condition.abnormal);
+  status->mutable_volume_condition()->set_message(condition.abnormal ? condition.message
+                                                                     : "volume is healthy");
+  return Status::ok();
+}
+
+template Status fill_volume_status(const ServiceContext&, const LoadedVolume&,
+                                   csi::v1::ListVolumesResponse::VolumeStatus*);
+template Status fill_volume_status(const ServiceContext&, const LoadedVolume&,
+                                   csi::v1::ControllerGetVolumeResponse::VolumeStatus*);
+
+}  // namespace rosetctl

@@ -1,0 +1,120 @@
+// The contract between the CSI services and a storage provider, in domain terms (no protobuf).
+//
+// The daemon validates requests, takes locks, keeps idempotency and records state; a provider
+// only makes storage exist and appear on this node. Adding a provider = a folder under
+// src/providers/ and one line in registry.cc.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/state_store.h"
+#include "core/status.h"
+
+namespace rosetctl {
+
+using StringMap = std::map<std::string, std::string>;
+
+enum class AccessType { kMount, kBlock };
+
+// Same numbers as csi.v1.VolumeCapability.AccessMode.Mode.
+enum class AccessMode : int {
+  kUnknown = 0,
+  kSingleNodeWriter = 1,
+  kSingleNodeReaderOnly = 2,
+  kMultiNodeReaderOnly = 3,
+  kMultiNodeSingleWriter = 4,
+  kMultiNodeMultiWriter = 5,
+  kSingleNodeSingleWriter = 6,
+  kSingleNodeMultiWriter = 7,
+};
+
+struct Capability {
+  AccessType access_type = AccessType::kMount;
+  AccessMode access_mode = AccessMode::kUnknown;
+  std::string fs_type;
+  std::vector<std::string> mount_flags;
+  std::string mount_group;
+};
+
+struct CreateVolumeSpec {
+  std::string name;
+  int64_t required_bytes = 0;  // 0: not given
+  int64_t limit_bytes = 0;     // 0: no limit
+  StringMap parameters;
+  std::vector<Capability> capabilities;
+  StringMap secrets;
+};
+
+struct ProvisionedVolume {
+  std::string id;
+  int64_t capacity_bytes = 0;
+  StringMap context;  // becomes the CSI volume_context
+};
+
+struct StageSpec {
+  std::string volume_id;
+  std::string staging_path;  // normalised, exists, not yet mounted by us
+  Capability capability;
+  StringMap publish_context;
+  StringMap volume_context;
+  StringMap secrets;
+};
+
+struct PublishSpec {
+  std::string volume_id;
+  std::string staging_path;
+  std::string target_path;  // normalised; a directory for mount volumes
+  Capability capability;
+  bool readonly = false;
+  StringMap volume_context;
+};
+
+struct VolumeCondition {
+  bool abnormal = false;
+  std::string message;
+};
+
+class Provider {
+ public:
+  virtual ~Provider() = default;
+
+  // "local", "roset", "iscsi": also the prefix of every volume id the provider hands out.
+  virtual std::string_view name() const = 0;
+
+  // True when a volume can only be used on the node that holds it (reported as topology).
+  virtual bool volumes_are_node_local() const = 0;
+
+  // Ready to serve? (Probe.) A not-OK status says what is missing.
+  virtual Status check_health() const = 0;
+
+  // --- controller side ---
+  // Parameters and capabilities this provider accepts; INVALID_ARGUMENT otherwise.
+  virtual Status validate_create(const CreateVolumeSpec& spec) const = 0;
+  // Must be safe to call again after a crash; the daemon records the result.
+  virtual Expected<ProvisionedVolume> create_volume(const CreateVolumeSpec& spec) = 0;
+  // Called after the daemon verified the volume is not in use; removes the data.
+  virtual Status delete_volume(const VolumeRecord& volume) = 0;
+  // Free bytes for new volumes (GetCapacity).
+  virtual Expected<int64_t> available_capacity() const = 0;
+  // Health as the controller sees it (ListVolumes / ControllerGetVolume).
+  virtual VolumeCondition volume_condition(const VolumeRecord& volume) const = 0;
+
+  // --- node side ---
+  // NOT_FOUND when this node cannot reach a volume with that id.
+  virtual Status check_volume_on_node(std::string_view volume_id) const = 0;
+  // Makes the volume appear at spec.staging_path. Leaves nothing behind on failure.
+  virtual Status stage_volume(const StageSpec& spec) = 0;
+  // Undoes stage_volume; a path that is not mounted is fine (idempotent).
+  virtual Status unstage_volume(std::string_view volume_id, const std::string& staging_path) = 0;
+  // Default: bind mount staging → target, read-only and with mount flags when asked.
+  virtual Status publish_volume(const PublishSpec& spec);
+  // Default: unmount everything stacked at the target.
+  virtual Status unpublish_volume(std::string_view volume_id, const std::string& target_path);
+};
+
+}  // namespace rosetctl

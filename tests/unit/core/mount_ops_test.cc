@@ -1,0 +1,327 @@
+// Tests for src/core/mount_ops.cc. The mount tests make real mounts under a scratch directory in
+// /tmp and need root; set ROSETCTL_REQUIRE_ROOT_TESTS=1 to make skipping them a failure.
+#include "core/mount_ops.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "core/mountinfo.h"
+
+using rosetctl::Code;
+using rosetctl::MountEntry;
+using rosetctl::MountGuard;
+using rosetctl::MountOptions;
+using rosetctl::MountTable;
+using rosetctl::PathHealth;
+
+namespace {
+
+bool have_root() {
+  if (::geteuid() == 0) return true;
+  const char* required = ::getenv("ROSETCTL_REQUIRE_ROOT_TESTS");
+  if (required != nullptr && std::string_view(required) == "1") {
+    FAIL("ROSETCTL_REQUIRE_ROOT_TESTS=1 but not running as root");
+  }
+  WARN("skipped: needs root for mount(2)");
+  return false;
+}
+
+// A directory under /tmp that, whatever a test did, leaves no mount and no file behind.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    char pattern[] = "/tmp/rosetctl-mount-test-XXXXXX";
+    REQUIRE(::mkdtemp(pattern) != nullptr);
+    char resolved[PATH_MAX];  // mountinfo shows resolved paths
+    REQUIRE(::realpath(pattern, resolved) != nullptr);
+    path_ = resolved;
+  }
+  ~ScratchDir() {
+    for (int round = 0; round < 8; ++round) {  // stacked mounts may need several rounds
+      auto table = MountTable::read();
+      if (!table) return;
+      auto mounts = table->under(path_);
+      if (mounts.empty()) {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+        return;
+      }
+      for (auto it = mounts.rbegin(); it != mounts.rend(); ++it) {
+        ::umount2((*it)->mount_point.c_str(), MNT_DETACH);
+      }
+    }
+    // Still mounted: removing would delete through the mount, so leave it for a person.
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  std::string make_dir(const std::string& name) const {
+    std::string dir = path_ + "/" + name;
+    REQUIRE(::mkdir(dir.c_str(), 0755) == 0);
+    return dir;
+  }
+  // A fresh tmpfs, standing in for a staged volume.
+  std::string make_staging(const std::string& name) const {
+    std::string dir = make_dir(name);
+    REQUIRE(::mount("rosetctl-test", dir.c_str(), "tmpfs", 0, "size=1m") == 0);
+    return dir;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// 0 or the errno of creating and writing `path`.
+int write_file(const std::string& path, std::string_view content) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  ssize_t written = ::write(fd, content.data(), content.size());
+  int err = written == static_cast<ssize_t>(content.size()) ? 0 : errno;
+  ::close(fd);
+  return err;
+}
+
+std::string read_file(const std::string& path) {
+  std::string content;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "<" + std::string(std::strerror(errno)) + ">";
+  char buffer[256];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+    content.append(buffer, n);
+  ::close(fd);
+  return content;
+}
+
+MountTable read_table() {
+  auto table = MountTable::read();
+  INFO(table.status().message());
+  REQUIRE(table.has_value());
+  return std::move(table).value();
+}
+
+bool has_option(const MountEntry& entry, std::string_view option) {
+  std::string_view options = entry.mount_options;
+  size_t start = 0;
+  while (start <= options.size()) {
+    size_t comma = std::min(options.find(',', start), options.size());
+    if (options.substr(start, comma - start) == option) return true;
+    start = comma + 1;
+  }
+  return false;
+}
+
+void require_ok(const rosetctl::Status& status) {
+  INFO(status.message());
+  REQUIRE(status.is_ok());
+}
+
+}  // namespace
+
+TEST_CASE("mount_ops: parse_mount_flags", "[mount_ops]") {
+  auto parsed = rosetctl::parse_mount_flags({"ro", "noexec,nosuid", "nodev", "noatime", "bind"});
+  REQUIRE(parsed.has_value());
+  CHECK(parsed->read_only);
+  CHECK(parsed->flags == (MS_NOEXEC | MS_NOSUID | MS_NODEV | MS_NOATIME));
+
+  SECTION("later flags undo earlier ones, left to right") {
+    auto undone = rosetctl::parse_mount_flags({"ro", "noexec", "relatime", "rw", "exec"});
+    REQUIRE(undone.has_value());
+    CHECK_FALSE(undone->read_only);
+    CHECK(undone->flags == MS_RELATIME);  // relatime replaced no atime mode, exec cleared noexec
+    auto defaults = rosetctl::parse_mount_flags({"ro,nosuid,sync,nodiratime", "defaults"});
+    REQUIRE(defaults.has_value());
+    CHECK_FALSE(defaults->read_only);
+    CHECK(defaults->flags == MS_NODIRATIME);
+  }
+  SECTION("no flags is a plain read-write bind") {
+    auto none = rosetctl::parse_mount_flags({});
+    REQUIRE(none.has_value());
+    CHECK_FALSE(none->read_only);
+    CHECK(none->flags == 0);
+  }
+  SECTION("unknown flags are rejected, naming the flag and what is supported") {
+    auto bogus = rosetctl::parse_mount_flags({"nosuid", "bogus"});
+    REQUIRE_FALSE(bogus.has_value());
+    CHECK(bogus.status().code() == Code::kInvalidArgument);
+    CHECK_THAT(bogus.status().message(), Catch::Contains("\"bogus\""));
+    CHECK_THAT(bogus.status().message(), Catch::Contains("noexec"));
+    CHECK_FALSE(rosetctl::parse_mount_flags({""}).has_value());
+    CHECK_FALSE(rosetctl::parse_mount_flags({"size=1m"}).has_value());
+  }
+}
+
+TEST_CASE("mount_ops: probe_path", "[mount_ops]") {
+  int err = -1;
+  CHECK(rosetctl::probe_path("/nonexistent/rosetctl/path", &err) == PathHealth::kMissing);
+  CHECK(err == ENOENT);
+  CHECK(rosetctl::probe_path("/", &err) == PathHealth::kOk);
+  CHECK(err == 0);
+  CHECK(rosetctl::probe_path("/proc/self/mountinfo/x", &err) == PathHealth::kOther);
+  CHECK(err == ENOTDIR);
+  CHECK(rosetctl::probe_path("/nonexistent") == PathHealth::kMissing);
+}
+
+TEST_CASE("mount_ops: bind mount shows the staging directory at the target", "[mount_ops][root]") {
+  if (!have_root()) return;
+  ScratchDir scratch;
+  std::string staging = scratch.make_staging("staging");
+  std::string other = scratch.make_staging("other");
+  std::string target = scratch.make_dir("target");
+  REQUIRE(write_file(staging + "/hello", "world") == 0);
+
+  require_ok(rosetctl::bind_mount(staging, target, MountOptions{}));
+  CHECK(read_file(target + "/hello") == "world");
+  REQUIRE(write_file(target + "/back", "through the bind") == 0);
+  CHECK(read_file(staging + "/back") == "through the bind");
+
+  MountTable table = read_table();
+  const MountEntry* staged = table.find_by_target(staging);
+  const MountEntry* published = table.find_by_target(target);
+  REQUIRE(staged != nullptr);
+  REQUIRE(published != nullptr);
+  CHECK(same_source(*staged, *published));
+  CHECK_FALSE(published->read_only());
+  CHECK_FALSE(same_source(*table.find_by_target(other), *published));
+}
+
+TEST_CASE("mount_ops: read-only bind rejects writes with EROFS", "[mount_ops][root]") {
+  if (!have_root()) return;
+  ScratchDir scratch;
+  std::string staging = scratch.make_staging("staging");
+  std::string target = scratch.make_dir("target");
+
+  require_ok(rosetctl::bind_mount(staging, target, MountOptions{.read_only = true}));
+  CHECK(write_file(target + "/denied", "x") == EROFS);
+  CHECK(write_file(staging + "/allowed", "x") == 0);  // the staging mount stays writable
+  CHECK(read_file(target + "/allowed") == "x");
+
+  MountTable table = read_table();
+  REQUIRE(table.find_by_target(target) != nullptr);
+  CHECK(table.find_by_target(target)->read_only());
+  CHECK_FALSE(table.find_by_target(staging)->read_only());
+}
+
+TEST_CASE("mount_ops: per-mount flags show in mount_options", "[mount_ops][root]") {
+  if (!have_root()) return;
+  ScratchDir scratch;
+  std::string staging = scratch.make_staging("staging");
+  std::string target = scratch.make_dir("target");
+  auto options = rosetctl::parse_mount_flags({"noexec", "nosuid,nodev"});
+  REQUIRE(options.has_value());
+
+  require_ok(rosetctl::bind_mount(staging, target, *options));
+  MountTable table = read_table();
+  const MountEntry* published = table.find_by_target(target);
+  REQUIRE(published != nullptr);
+  INFO(published->mount_options);
+  CHECK(has_option(*published, "noexec"));
+  CHECK(has_option(*published, "nosuid"));
+  CHECK(has_option(*published, "nodev"));
+  CHECK(has_option(*published, "rw"));
+  CHECK_FALSE(has_option(*table.find_by_target(staging), "noexec"));
+}
+
+TEST_CASE("mount_ops: bind mount of a missing source says what failed", "[mount_ops][root]") {
+  if (!have_root()) return;
+  ScratchDir scratch;
+  std::string target = scratch.make_dir("target");
+  std::string missing = scratch.path() + "/missing";
+
+  rosetctl::Status status = rosetctl::bind_mount(missing, target, MountOptions{.read_only = true});
+  CHECK(status.code() == Code::kNotFound);
+  CHECK_THAT(status.message(),
+             Catch::StartsWith("bind mount of \"" + missing + "\" on \"" + target + "\" failed: "));
+  CHECK(read_table().count_at(target) == 0);
+}
+
+TEST_CASE("mount_ops: unmount errors tell not-mounted from missing and busy", "[mount_ops][root]") {
+  if (!have_root()) return;
+  ScratchDir scratch;
+  std::string plain = scratch.make_dir("plain");
+
+  rosetctl::Status not_mounted = rosetctl::unmount(plain);
+  CHECK(not_mounted.code() == Code::kFailedPrecondition);
+  CHECK(not_mounted.message() == "unmount of \"" + plain + "\" failed: not a mount point");
+
+  rosetctl::Status missing = rosetctl::unmount(scratch.path() + "/missing");
+  CHECK(missing.code() == Code::kNotFound);
+
+  std::string staging = scratch.make_staging("busy");
+  int fd = ::open((staging + "/held").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  REQUIRE(fd >= 0);
+  rosetctl::Status busy = rosetctl::unmount(staging);
+  ::close(fd);
+  CHECK(busy.code() == Code::kUnavailable);
+  CHECK_THAT(busy.message(), Catch::Contains(staging));
+  require_ok(rosetctl::unmount(staging));
+  CHECK(read_table().count_at(staging) == 0);
+}
+
+TEST_CASE("mount_ops: unmount_all removes stacked duplicates", "[mount_ops][root]") {
+  if (!have_root()) return;
+  ScratchDir scratch;
+  std::string staging = scratch.make_staging("staging");
+  std::string target = scratch.make_dir("target");
+  require_ok(rosetctl::bind_mount(staging, target, MountOptions{}));
+  require_ok(rosetctl::bind_mount(staging, target, MountOptions{.read_only = true}));
+  REQUIRE(read_table().count_at(target) == 2);
+
+  require_ok(rosetctl::unmount_all(target + "/"));
+  CHECK(read_table().count_at(target) == 0);
+  require_ok(rosetctl::unmount_all(target));   // nothing left: still fine
+  CHECK(read_table().count_at(staging) == 1);  // a sibling mount is left alone
+}
+
+TEST_CASE("mount_ops: MountGuard unmounts unless released", "[mount_ops][root]") {
+  if (!have_root()) return;
+  ScratchDir scratch;
+  std::string staging = scratch.make_staging("staging");
+  std::string target = scratch.make_dir("target");
+
+  SECTION("scope exit unmounts") {
+    {
+      require_ok(rosetctl::bind_mount(staging, target, MountOptions{}));
+      MountGuard guard(target);
+      CHECK(guard.active());
+      CHECK(read_table().count_at(target) == 1);
+    }
+    CHECK(read_table().count_at(target) == 0);
+  }
+  SECTION("release keeps the mount") {
+    {
+      require_ok(rosetctl::bind_mount(staging, target, MountOptions{}));
+      MountGuard guard(target);
+      guard.release();
+      CHECK_FALSE(guard.active());
+    }
+    CHECK(read_table().count_at(target) == 1);
+  }
+  SECTION("a move hands over the duty to unmount, once") {
+    require_ok(rosetctl::bind_mount(staging, target, MountOptions{}));
+    require_ok(rosetctl::bind_mount(staging, target, MountOptions{}));
+    {
+      MountGuard outer;
+      {
+        MountGuard inner(target);
+        outer = std::move(inner);
+      }
+      CHECK(read_table().count_at(target) == 2);
+      CHECK(outer.target() == target);
+    }
+    CHECK(read_table().count_at(target) == 1);
+  }
+}

@@ -1,0 +1,388 @@
+// Tests for src/core/state_store.cc: migrations, record round trips, the delete guard, and
+// concurrent use from threads and from separate processes.
+#include "core/state_store.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/sqlite.h"
+
+namespace rosetctl {
+namespace {
+
+// A fresh directory under $TMPDIR, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "rosetctl-state-XXXXXX");
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  std::string path() const { return path_.string(); }
+  std::string sub(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::unique_ptr<StateStore> open_store(const std::string& dir) {
+  Expected<std::unique_ptr<StateStore>> store = StateStore::open(dir);
+  INFO(store.status().message());
+  REQUIRE(store.has_value());
+  return std::move(*store);
+}
+
+VolumeRecord make_volume(const std::string& id, const std::string& name) {
+  VolumeRecord volume;
+  volume.id = id;
+  volume.name = name;
+  volume.provider = "local";
+  volume.capacity_bytes = int64_t{1} << 30;
+  volume.parameters = {{"fsType", "ext4"}, {"quote\"d", "ünïcode ✓"}};
+  volume.context = {{"path", "/var/lib/rosetctl/volumes/" + id}};
+  volume.access_type = "mount";
+  volume.content_source = "snapshot:s1";
+  volume.created_at = 1'700'000'000;
+  return volume;
+}
+
+mode_t mode_of(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+int schema_version_on_disk(const std::string& db_path) {
+  Expected<sqlite::Connection> connection = sqlite::Connection::open(db_path);
+  REQUIRE(connection.has_value());
+  Expected<sqlite::Statement> statement = connection->prepare("PRAGMA user_version");
+  REQUIRE(statement.has_value());
+  REQUIRE(*statement->step());
+  return static_cast<int>(statement->column_int64(0));
+}
+
+// Forks `count` children that start `body(index)` together (released through a pipe, so they
+// really race) and returns their exit statuses. Children report through their exit status only.
+std::vector<int> run_in_children(int count, const std::function<int(int)>& body) {
+  int barrier[2];
+  REQUIRE(::pipe(barrier) == 0);
+  std::fflush(nullptr);
+  std::vector<pid_t> children;
+  for (int i = 0; i < count; ++i) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::close(barrier[1]);
+      char byte;
+      while (::read(barrier[0], &byte, 1) < 0 && errno == EINTR) {
+      }
+      ::_exit(body(i));
+    }
+    children.push_back(pid);
+  }
+  ::close(barrier[0]);
+  ::close(barrier[1]);  // EOF on the pipe releases every child at once
+  std::vector<int> statuses;
+  for (pid_t pid : children) {
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    statuses.push_back(WEXITSTATUS(status));
+  }
+  return statuses;
+}
+
+}  // namespace
+
+TEST_CASE("state store: opening creates a private directory and migrates", "[state_store]") {
+  TempDir tmp;
+  const std::string dir = tmp.sub("a/b/state");
+  { open_store(dir); }
+  CHECK(mode_of(tmp.sub("a")) == 0700);
+  CHECK(mode_of(dir) == 0700);
+  CHECK(mode_of(dir + "/state.db") == 0600);
+  CHECK(schema_version_on_disk(dir + "/state.db") == StateStore::kSchemaVersion);
+  // Opening again is a no-op migration.
+  auto store = open_store(dir);
+  CHECK(store->path() == dir + "/state.db");
+  CHECK(*store->count_volumes() == 0);
+}
+
+TEST_CASE("state store: a database from a newer rosetctl is refused", "[state_store]") {
+  TempDir tmp;
+  const std::string db_path = tmp.sub("state.db");
+  { open_store(tmp.path()); }
+  {
+    Expected<sqlite::Connection> connection = sqlite::Connection::open(db_path);
+    REQUIRE(connection.has_value());
+    const int future = StateStore::kSchemaVersion + 1;
+    REQUIRE(connection->exec("PRAGMA user_version = " + std::to_string(future)).is_ok());
+  }
+  Expected<std::unique_ptr<StateStore>> store = StateStore::open(tmp.path());
+  REQUIRE_FALSE(store.has_value());
+  CHECK(store.status().code() == Code::kFailedPrecondition);
+  CHECK(store.status().message() ==
+        fmt::format("state database {} has schema version {}, newer than this rosetctl "
+                    "understands ({}); upgrade rosetctl",
+                    db_path, StateStore::kSchemaVersion + 1, StateStore::kSchemaVersion));
+}
+
+TEST_CASE("state store: volumes round trip and survive reopening", "[state_store]") {
+  TempDir tmp;
+  const VolumeRecord volume = make_volume("v1", "data");
+  {
+    auto store = open_store(tmp.path());
+    REQUIRE(store->insert_volume(volume).is_ok());
+    CHECK(*store->find_volume("v1") == volume);
+    CHECK(*store->find_volume_by_name("data") == volume);
+    CHECK_FALSE(store->find_volume("nope")->has_value());
+    CHECK_FALSE(store->find_volume_by_name("nope")->has_value());
+  }
+  auto store = open_store(tmp.path());
+  CHECK(*store->find_volume("v1") == volume);
+
+  REQUIRE(store->update_volume_capacity("v1", 5 << 20).is_ok());
+  CHECK((*store->find_volume("v1"))->capacity_bytes == 5 << 20);
+  CHECK(store->update_volume_capacity("nope", 1).code() == Code::kNotFound);
+
+  REQUIRE(store->delete_volume("v1").is_ok());
+  CHECK_FALSE(store->find_volume("v1")->has_value());
+  CHECK(store->delete_volume("v1").is_ok());  // idempotent
+}
+
+TEST_CASE("state store: a taken name or id is ALREADY_EXISTS and changes nothing",
+          "[state_store]") {
+  TempDir tmp;
+  auto store = open_store(tmp.path());
+  const VolumeRecord first = make_volume("v1", "data");
+  REQUIRE(store->insert_volume(first).is_ok());
+
+  VolumeRecord same_name = make_volume("v2", "data");
+  same_name.capacity_bytes = 7;
+  Status status = store->insert_volume(same_name);
+  CHECK(status.code() == Code::kAlreadyExists);
+  CHECK(status.message() == "volume name \"data\" is already taken by volume \"v1\"");
+
+  status = store->insert_volume(make_volume("v1", "other"));
+  CHECK(status.code() == Code::kAlreadyExists);
+  CHECK(status.message() == "volume id \"v1\" is already taken by volume named \"data\"");
+
+  CHECK(*store->find_volume("v1") == first);
+  CHECK_FALSE(store->find_volume("v2")->has_value());
+  CHECK(*store->count_volumes() == 1);
+}
+
+TEST_CASE("state store: volumes page by id", "[state_store]") {
+  TempDir tmp;
+  auto store = open_store(tmp.path());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 25; ++i)
+    ids.push_back(fmt::format("v{:02}", i));
+  std::vector<std::string> shuffled = ids;
+  std::reverse(shuffled.begin(), shuffled.end());
+  for (const std::string& id : shuffled)
+    REQUIRE(store->insert_volume(make_volume(id, "n" + id)).is_ok());
+  CHECK(*store->count_volumes() == 25);
+
+  std::vector<std::string> seen;
+  std::string after;
+  for (;;) {
+    Expected<std::vector<VolumeRecord>> page = store->list_volumes(after, 10);
+    REQUIRE(page.has_value());
+    if (page->empty()) break;
+    CHECK(page->size() <= 10);
+    for (const VolumeRecord& volume : *page)
+      seen.push_back(volume.id);
+    after = page->back().id;
+  }
+  CHECK(seen == ids);
+  CHECK(store->list_volumes("", 0)->size() == 25);
+  CHECK(store->list_volumes("v20", -1)->size() == 4);
+  CHECK(store->list_volumes("v24", 10)->empty());
+}
+
+TEST_CASE("state store: publications and stagings round trip", "[state_store]") {
+  TempDir tmp;
+  auto store = open_store(tmp.path());
+  ControllerPublication publication{"v1", "n1", false, "mount/ext4/rw", {{"device", "/dev/x"}}};
+  CHECK(store->upsert_controller_publication(publication).code() == Code::kNotFound);
+  REQUIRE(store->insert_volume(make_volume("v1", "data")).is_ok());
+  REQUIRE(store->upsert_controller_publication(publication).is_ok());
+  CHECK(*store->find_controller_publication("v1", "n1") == publication);
+  publication.readonly = true;
+  REQUIRE(store->upsert_controller_publication(publication).is_ok());  // updates in place
+  CHECK(*store->controller_publications("v1") == std::vector{publication});
+  CHECK(*store->count_controller_publications_on_node("n1") == 1);
+  CHECK(*store->count_controller_publications_on_node("n2") == 0);
+  REQUIRE(store->delete_controller_publication("v1", "n1").is_ok());
+  CHECK(store->delete_controller_publication("v1", "n1").is_ok());
+  CHECK_FALSE(store->find_controller_publication("v1", "n1")->has_value());
+
+  // Node-side rows need no volume row: that lives on the controller host.
+  const Staging staging{"remote", "/stage/remote", "mount", true};
+  REQUIRE(store->upsert_staging(staging).is_ok());
+  CHECK(*store->find_staging("remote", "/stage/remote") == staging);
+  CHECK(*store->stagings("remote") == std::vector{staging});
+  const NodePublication a{"remote", "/t/a", "/stage/remote", true, "mount", true};
+  const NodePublication b{"remote", "/t/b", "/stage/remote", false, "mount", false};
+  REQUIRE(store->upsert_node_publication(a).is_ok());
+  REQUIRE(store->upsert_node_publication(b).is_ok());
+  CHECK(*store->find_node_publication("/t/a") == a);
+  CHECK(*store->node_publications("remote") == std::vector{a, b});
+  CHECK(*store->node_publications_of_staging("remote", "/stage/remote") == std::vector{a, b});
+  CHECK(store->node_publications_of_staging("remote", "/elsewhere")->empty());
+  REQUIRE(store->delete_node_publication("/t/a").is_ok());
+  CHECK_FALSE(store->find_node_publication("/t/a")->has_value());
+  REQUIRE(store->delete_staging("remote", "/stage/remote").is_ok());
+  CHECK(store->stagings("remote")->empty());
+}
+
+TEST_CASE("state store: a published or staged volume cannot be deleted", "[state_store]") {
+  TempDir tmp;
+  auto store = open_store(tmp.path());
+  REQUIRE(store->insert_volume(make_volume("X", "x")).is_ok());
+  REQUIRE(store->upsert_controller_publication({"X", "n1", false, "c", {}}).is_ok());
+  REQUIRE(store->upsert_staging({"X", "/p", "c", false}).is_ok());
+  REQUIRE(store->upsert_node_publication({"X", "/t", "/p", false, "c", false}).is_ok());
+
+  Status status = store->delete_volume("X");
+  CHECK(status.code() == Code::kFailedPrecondition);
+  CHECK_THAT(status.message(), Catch::Contains("volume \"X\" is still published to node \"n1\""));
+  CHECK_THAT(status.message(), Catch::Contains("staged at \"/p\""));
+  CHECK_THAT(status.message(), Catch::Contains("published at \"/t\""));
+
+  REQUIRE(store->delete_controller_publication("X", "n1").is_ok());
+  REQUIRE(store->delete_node_publication("/t").is_ok());
+  status = store->delete_volume("X");
+  CHECK(status.code() == Code::kFailedPrecondition);
+  CHECK(status.message() ==
+        "volume \"X\" is still staged at \"/p\"; unpublish and unstage it before deleting");
+  CHECK(store->find_volume("X")->has_value());
+
+  REQUIRE(store->delete_staging("X", "/p").is_ok());
+  REQUIRE(store->delete_volume("X").is_ok());
+  CHECK_FALSE(store->find_volume("X")->has_value());
+}
+
+TEST_CASE("state store: threads share one store", "[state_store]") {
+  TempDir tmp;
+  auto store = open_store(tmp.path());
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 200;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const std::string id = fmt::format("t{}-{:03}", t, i);
+        if (!store->insert_volume(make_volume(id, "name-" + id)).is_ok()) ++failures;
+        // Interleave reads so borrowed connections really overlap.
+        if (!store->find_volume(id).has_value()) ++failures;
+      }
+    });
+  }
+  for (std::thread& thread : threads)
+    thread.join();
+  CHECK(failures == 0);
+  CHECK(*store->count_volumes() == kThreads * kPerThread);
+  CHECK(store->list_volumes("", 0)->size() == kThreads * kPerThread);
+}
+
+TEST_CASE("state store: two processes open a fresh store and write together", "[state_store]") {
+  TempDir tmp;
+  const std::string dir = tmp.sub("state");
+  const std::vector<int> statuses = run_in_children(2, [&](int child) {
+    Expected<std::unique_ptr<StateStore>> store = StateStore::open(dir);
+    if (!store) {
+      std::fprintf(stderr, "child %d: %s\n", child, store.status().message().c_str());
+      return 1;
+    }
+    for (int i = 0; i < 300; ++i) {
+      const std::string id = fmt::format("p{}-{:03}", child, i);
+      Status status = (*store)->insert_volume(make_volume(id, "name-" + id));
+      if (!status) {
+        std::fprintf(stderr, "child %d: %s\n", child, status.message().c_str());
+        return 1;
+      }
+    }
+    return 0;
+  });
+  CHECK(statuses == std::vector{0, 0});
+  auto store = open_store(dir);
+  CHECK(*store->count_volumes() == 600);
+  CHECK(schema_version_on_disk(dir + "/state.db") == StateStore::kSchemaVersion);
+}
+
+TEST_CASE("state store: many processes opening a fresh store all succeed", "[state_store]") {
+  // Regression: switching a fresh file to WAL used to fail at once with "database is locked"
+  // when another process was switching it too.
+  TempDir tmp;
+  for (int round = 0; round < 10; ++round) {
+    const std::string dir = tmp.sub(fmt::format("round-{}", round));
+    const std::vector<int> statuses = run_in_children(6, [&](int child) {
+      Expected<std::unique_ptr<StateStore>> store = StateStore::open(dir);
+      if (!store) {
+        std::fprintf(stderr, "child %d: %s\n", child, store.status().message().c_str());
+        return 1;
+      }
+      return (*store)->insert_volume(
+                         make_volume(fmt::format("v{}", child), "n" + std::to_string(child)))
+                     .is_ok()
+                 ? 0
+                 : 1;
+    });
+    CHECK(statuses == std::vector<int>(6, 0));
+    CHECK(*open_store(dir)->count_volumes() == 6);
+  }
+}
+
+TEST_CASE("state store: processes racing for one name: exactly one wins", "[state_store]") {
+  TempDir tmp;
+  constexpr int kNames = 50;
+  const std::vector<int> wins = run_in_children(2, [&](int child) {
+    Expected<std::unique_ptr<StateStore>> store = StateStore::open(tmp.path());
+    if (!store) return 255;
+    int won = 0;
+    for (int i = 0; i < kNames; ++i) {
+      Status status = (*store)->insert_volume(
+          make_volume(fmt::format("c{}-{}", child, i), fmt::format("race-{}", i)));
+      if (status.is_ok()) {
+        ++won;
+      } else if (status.code() != Code::kAlreadyExists) {
+        std::fprintf(stderr, "child %d: %s\n", child, status.message().c_str());
+        return 255;
+      }
+    }
+    return won;
+  });
+  REQUIRE(wins.size() == 2);
+  CHECK(wins[0] != 255);
+  CHECK(wins[1] != 255);
+  CHECK(wins[0] + wins[1] == kNames);
+  auto store = open_store(tmp.path());
+  CHECK(*store->count_volumes() == kNames);
+  for (int i = 0; i < kNames; ++i) {
+    CHECK(store->find_volume_by_name(fmt::format("race-{}", i))->has_value());
+  }
+}
+
+}  // namespace rosetctl
