@@ -45,6 +45,23 @@ void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) 
   app.add_flag("-v,--verbose", globals.verbose, "Debug logs on stderr (secrets are redacted)");
 }
 
+// CLI11 reports "A subcommand is required" for `rosetctl volume frobnicate`; name the word
+// that was not understood and where to look instead.
+std::string parse_error_text(CLI::App& app, const CLI::ParseError& error) {
+  CLI::App* deepest = &app;
+  std::string path = "rosetctl";
+  while (!deepest->get_subcommands().empty()) {
+    deepest = deepest->get_subcommands().front();
+    path += " " + deepest->get_name();
+  }
+  std::vector<std::string> extras = app.remaining(/*recurse=*/true);
+  if (!extras.empty() && !extras.front().starts_with("-")) {
+    return fmt::format("unknown command \"{}\" for \"{}\" (see \"{} --help\")", extras.front(),
+                       path, path);
+  }
+  return error.what();
+}
+
 std::string version_text() {
   return fmt::format("rosetctl {} (commit {}, {} build, {})", kVersion, kGitCommit, kBuildType,
                      kCompiler);
@@ -55,7 +72,8 @@ std::string version_text() {
 int run(int argc, char** argv) {
   CLI::App app("rosetctl: provision volumes, attach them to hosts and serve them over CSI.",
                "rosetctl");
-  app.fallthrough();  // global flags work after the verb too
+  app.fallthrough();                                        // global flags work after the verb too
+  app.allow_config_extras(CLI::config_extras_mode::error);  // a typo in the config file is an error
   app.require_subcommand(1);
   app.set_version_flag("--version", version_text());
   app.footer(
@@ -83,7 +101,8 @@ int run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "rosetctl: %s\nRun with --help for usage.\n", e.what());
+    std::fprintf(stderr, "rosetctl: %s\nRun with --help for usage.\n",
+                 parse_error_text(app, e).c_str());
     return kExitUsage;
   }
   globals.output = raw.output == "json" ? OutputFormat::kJson : OutputFormat::kTable;

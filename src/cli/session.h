@@ -18,6 +18,7 @@ class Session {
   // Node-local facts (where volumes are mounted on this host) come from this host's store.
   StateStore& store() { return plugin_->store(); }
   const StateLayout& layout() const { return plugin_->layout(); }
+  const LockSpace& locks() const { return plugin_->locks(); }
   const std::string& node_id() const { return plugin_->options().node_id; }
 
  private:

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <filesystem>
 #include <vector>
 
 #include "cli/render.h"
@@ -29,13 +30,48 @@ csi::v1::VolumeCapability connect_capability() {
   return capability;
 }
 
-// Relative targets are taken from the current directory, as a shell user expects.
-Expected<std::string> absolute_target(const std::string& target) {
-  if (target.empty() || target.front() == '/') return target;
-  char cwd[PATH_MAX];
-  if (::getcwd(cwd, sizeof(cwd)) == nullptr)
-    return errno_status(errno, "cannot read the current directory");
-  return fmt::format("{}/{}", cwd, target);
+// How long a CLI run waits for another CLI run's connect/disconnect of the same volume.
+constexpr auto kAttachPatience = std::chrono::seconds(60);
+
+// A target as a shell user means it: relative to the current directory, with "." and ".."
+// resolved the way the kernel resolves them (through symlinks, so never lexically); then
+// canonical and checked exactly as NodePublishVolume will check it.
+Expected<std::string> resolve_target(const Session& session, const std::string& target) {
+  std::string trimmed = target;
+  while (trimmed.size() > 1 && trimmed.back() == '/')
+    trimmed.pop_back();
+  std::filesystem::path path(trimmed);
+  if (path.is_relative()) {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof(cwd)) == nullptr) {
+      return errno_status(errno, "cannot read the current directory");
+    }
+    path = std::filesystem::path(cwd) / path;
+  }
+  std::string leaf = path.filename().string();
+  std::filesystem::path parent =
+      leaf.empty() || leaf == "." || leaf == ".." ? path : path.parent_path();
+  if (leaf == "." || leaf == "..") leaf.clear();
+  char resolved[PATH_MAX];
+  if (::realpath(parent.c_str(), resolved) == nullptr) {
+    if (errno == ENOENT || errno == ENOTDIR) {
+      return error(Code::kInvalidArgument, "--target \"{}\": directory \"{}\" does not exist",
+                   target, parent.string());
+    }
+    return errno_status(
+        errno, fmt::format("--target \"{}\": cannot resolve \"{}\"", target, parent.string()));
+  }
+  std::string joined = leaf.empty() ? resolved : fmt::format("{}/{}", resolved, leaf);
+  return checked_mount_path(session.layout(), joined, "--target", session.layout().mounts_dir());
+}
+
+// Connect and disconnect are several CSI calls each; two CLI runs on one volume take turns so
+// their sequences never interleave ("am I the last user?" must stay true until acted on).
+Expected<HeldLock> lock_attachments(const Session& session, std::string_view volume_id) {
+  return session.locks().wait_lock(
+      fmt::format("attach:{}", volume_id), LockMode::kExclusive,
+      fmt::format("another rosetctl run is connecting or disconnecting volume \"{}\"", volume_id),
+      kAttachPatience);
 }
 
 // Steps to take back if a later step of `connect` fails, newest first.
@@ -60,10 +96,22 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   if (!info) return info.status();
   const std::string& id = info->volume.volume_id();
   std::string name = volume_name(info->volume);
-  auto target = absolute_target(options.target.empty()
+  auto target =
+      resolve_target(**session, options.target.empty()
                                     ? fmt::format("{}/{}", (*session)->layout().mounts_dir(), name)
                                     : options.target);
   if (!target) return target.status();
+  auto turn = lock_attachments(**session, id);
+  if (!turn) return turn.status();
+  // Refuse a bad target before mapping and staging anything, unless it is this very volume's
+  // mount already (connecting again is a no-op).
+  auto existing = (*session)->store().find_node_publication(*target);
+  if (!existing) return existing.status();
+  if (!existing->has_value() || (*existing)->volume_id != id) {
+    auto mounts = MountTable::read();
+    if (!mounts) return mounts.status();
+    ROSETCTL_RETURN_IF_ERROR(check_publish_target(*mounts, *target));
+  }
   std::string staging = fmt::format("{}/{}", (*session)->layout().staging_dir(), id);
   const std::string& node = (*session)->node_id();
   Rollback rollback;
@@ -123,9 +171,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
       client.node(&csi::v1::Node::Stub::NodePublishVolume, mount, &mount_response));
   rollback.commit();
 
-  auto connection = (*session)->store().find_node_publication(*target);
-  if (!connection) return connection.status();
-  std::string path = connection->has_value() ? (*connection)->target_path : *target;
+  const std::string& path = *target;
   auto connections = (*session)->store().node_publications(id);
   if (!connections) return connections.status();
   auto refreshed = resolve_volume(client, id);
@@ -147,6 +193,8 @@ Status run_disconnect(const GlobalOptions& globals, const AttachOptions& options
   const std::string& id = info->volume.volume_id();
   std::string name = volume_name(info->volume);
 
+  auto turn = lock_attachments(**session, id);
+  if (!turn) return turn.status();
   auto connections = store.node_publications(id);
   if (!connections) return connections.status();
   std::vector<std::string> targets;
@@ -154,9 +202,7 @@ Status run_disconnect(const GlobalOptions& globals, const AttachOptions& options
     for (const auto& connection : *connections)
       targets.push_back(connection.target_path);
   } else {
-    auto absolute = absolute_target(options.target);
-    if (!absolute) return absolute.status();
-    auto canonical = canonical_mount_path(*absolute, "--target");
+    auto canonical = resolve_target(**session, options.target);
     if (!canonical) return canonical.status();
     for (const auto& connection : *connections) {
       if (connection.target_path == *canonical) targets.push_back(connection.target_path);

@@ -1,6 +1,8 @@
 // Controller-side volume verbs: create, list, show, expand, delete, map, unmap.
 #include "cli/volume_cmd.h"
 
+#include <optional>
+
 #include "cli/render.h"
 #include "cli/session.h"
 #include "cli/volume_lookup.h"
@@ -12,7 +14,7 @@ namespace {
 
 struct CreateOptions {
   std::string name;
-  std::string size;
+  std::optional<std::string> size;  // given but empty ("--size \"$UNSET\"") is an error
   std::vector<std::string> parameters;
 };
 
@@ -53,8 +55,8 @@ Status parse_parameters(const std::vector<std::string>& items,
 Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
   csi::v1::CreateVolumeRequest request;
   request.set_name(options.name);
-  if (!options.size.empty()) {
-    auto bytes = parse_size(options.size);
+  if (options.size) {
+    auto bytes = parse_size(*options.size);
     if (!bytes) return bytes.status();
     request.mutable_capacity_range()->set_required_bytes(*bytes);
   }

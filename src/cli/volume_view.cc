@@ -47,7 +47,8 @@ nlohmann::json volume_json(const VolumeInfo& info,
       {"provider", context_value(volume, kContextProvider)},
       {"type", type},
       {"capacity_bytes", volume.capacity_bytes()},
-      {"size", volume.capacity_bytes() > 0 ? format_size(volume.capacity_bytes()) : ""},
+      {"size", volume.capacity_bytes() > 0 ? nlohmann::json(format_size(volume.capacity_bytes()))
+                                           : nlohmann::json(nullptr)},
       // Directory volumes record the requested size but cannot enforce it.
       {"size_enforced", type != "dir" && !type.empty()},
       {"published_nodes", info.published_nodes},

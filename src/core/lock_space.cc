@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <thread>
 
 namespace rosetctl {
 namespace {
@@ -59,6 +61,22 @@ Expected<HeldLock> LockSpace::try_lock(std::string_view key, LockMode mode,
   if (::fcntl(fd, F_OFD_SETLK, &range) == 0) return held;
   if (errno == EAGAIN || errno == EACCES) return Status(Code::kAborted, std::string(busy_message));
   return errno_status(errno, fmt::format("cannot lock \"{}\" in \"{}\"", key, path_));
+}
+
+Expected<HeldLock> LockSpace::wait_lock(std::string_view key, LockMode mode,
+                                        std::string_view busy_message,
+                                        std::chrono::milliseconds patience) const {
+  auto give_up = std::chrono::steady_clock::now() + patience;
+  auto pause = std::chrono::milliseconds(5);
+  while (true) {
+    auto held = try_lock(key, mode, busy_message);
+    if (held || held.status().code() != Code::kAborted ||
+        std::chrono::steady_clock::now() >= give_up) {
+      return held;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(200));
+  }
 }
 
 }  // namespace rosetctl

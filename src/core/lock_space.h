@@ -5,6 +5,7 @@
 // processes, vanish when their holder dies, and need no lock file per key.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -39,6 +40,12 @@ class LockSpace {
   // asks for when an operation on the same volume is already in flight.
   Expected<HeldLock> try_lock(std::string_view key, LockMode mode,
                               std::string_view busy_message) const;
+
+  // Polls try_lock (with backoff) until it succeeds or `patience` has passed. For callers that
+  // would rather wait their turn than fail, such as a CLI run serialising its own multi-call
+  // sequences against another CLI run.
+  Expected<HeldLock> wait_lock(std::string_view key, LockMode mode, std::string_view busy_message,
+                               std::chrono::milliseconds patience) const;
 
  private:
   explicit LockSpace(std::string path) : path_(std::move(path)) {}

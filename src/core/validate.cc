@@ -14,8 +14,9 @@ bool is_name_char(char c) {
   return is_alnum(c) || c == '.' || c == '_' || c == '-';
 }
 
-// Shows a hostile value safely inside an error message: printable ASCII only, bounded length.
-std::string quoted_for_message(std::string_view value) {
+}  // namespace
+
+std::string display_quoted(std::string_view value) {
   std::string out = "\"";
   for (std::size_t i = 0; i < value.size() && i < 64; ++i) {
     unsigned char c = static_cast<unsigned char>(value[i]);
@@ -30,6 +31,8 @@ std::string quoted_for_message(std::string_view value) {
   return out;
 }
 
+namespace {
+
 Status validate_token(std::string_view value, std::string_view what, std::size_t max_bytes) {
   if (value.empty()) return error(Code::kInvalidArgument, "{} is required", what);
   if (value.size() > max_bytes) {
@@ -38,13 +41,13 @@ Status validate_token(std::string_view value, std::string_view what, std::size_t
   }
   if (!is_alnum(value.front())) {
     return error(Code::kInvalidArgument, "{} {} must start with a letter or digit", what,
-                 quoted_for_message(value));
+                 display_quoted(value));
   }
   for (char c : value) {
     if (!is_name_char(c)) {
       return error(Code::kInvalidArgument,
                    "{} {} may only contain letters, digits, '.', '_' and '-'", what,
-                   quoted_for_message(value));
+                   display_quoted(value));
     }
   }
   return Status::ok();
@@ -68,7 +71,7 @@ Expected<std::string> normalize_absolute_path(std::string_view path, std::string
   }
   if (path.front() != '/') {
     return error(Code::kInvalidArgument, "{} {} must be an absolute path", what,
-                 quoted_for_message(path));
+                 display_quoted(path));
   }
   std::string out;
   std::size_t pos = 0;
@@ -80,10 +83,13 @@ Expected<std::string> normalize_absolute_path(std::string_view path, std::string
     if (part.empty()) continue;
     if (part == "." || part == "..") {
       return error(Code::kInvalidArgument, "{} {} must not contain \".\" or \"..\" components",
-                   what, quoted_for_message(path));
+                   what, display_quoted(path));
     }
-    if (part.find('\0') != std::string_view::npos) {
-      return error(Code::kInvalidArgument, "{} contains a NUL byte", what);
+    for (char c : part) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        return error(Code::kInvalidArgument, "{} {} contains a control character", what,
+                     display_quoted(path));
+      }
     }
     out += '/';
     out += part;

@@ -26,9 +26,14 @@ inline Status validate_id(std::string_view value, std::string_view what) {
 // Node ids: like names but up to 192 bytes (hostnames, FQDNs).
 Status validate_node_id(std::string_view value, std::string_view what);
 
-// An absolute path with no "." or ".." components and no NUL; returns it normalised
+// An absolute path with no "." or ".." components and no control characters (they would
+// corrupt mount tables and log lines); returns it normalised
 // (duplicate and trailing slashes removed) so it compares equal to mountinfo entries.
 Expected<std::string> normalize_absolute_path(std::string_view path, std::string_view what);
+
+// `value` in double quotes, safe to put in a message or log line: printable ASCII kept, every
+// other byte shown as \xNN, at most 64 bytes shown.
+std::string display_quoted(std::string_view value);
 
 // True when `path` is `dir` itself or lies below it (component-aware: /a/bc is not under /a/b).
 bool path_is_within(std::string_view path, std::string_view dir);

@@ -4,6 +4,7 @@
 #include <google/protobuf/descriptor.h>
 #include <spdlog/spdlog.h>
 
+#include "core/validate.h"
 #include "daemon/redact.h"
 
 namespace rosetctl {
@@ -23,7 +24,7 @@ std::string subject_of(const google::protobuf::Message& request) {
       continue;
     }
     std::string value = reflection->GetString(request, field);
-    if (!value.empty()) return fmt::format(" {}={}", name, value.substr(0, 200));
+    if (!value.empty()) return fmt::format(" {}={}", name, display_quoted(value));
   }
   return "";
 }

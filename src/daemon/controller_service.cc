@@ -106,6 +106,32 @@ bool topology_allows_node(const csi::v1::TopologyRequirement& requirement,
   return false;
 }
 
+// The most specific reason first: a mount on this node, then a staging, then a mapping.
+Status check_not_in_use(StateStore& store, const VolumeRecord& volume) {
+  auto mounts = store.node_publications(volume.id);
+  if (!mounts) return mounts.status();
+  if (!mounts->empty()) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" is still connected at \"{}\"; disconnect it first", volume.name,
+                 mounts->front().target_path);
+  }
+  auto stagings = store.stagings(volume.id);
+  if (!stagings) return stagings.status();
+  if (!stagings->empty()) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" is still staged at \"{}\"; disconnect it first", volume.name,
+                 stagings->front().staging_path);
+  }
+  auto publications = store.controller_publications(volume.id);
+  if (!publications) return publications.status();
+  if (!publications->empty()) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" is still mapped to node \"{}\"; disconnect or unmap it first",
+                 volume.name, publications->front().node_id);
+  }
+  return Status::ok();
+}
+
 int64_t unix_now() {
   return static_cast<int64_t>(::time(nullptr));
 }
@@ -207,21 +233,7 @@ Status ControllerService::delete_volume(const csi::v1::DeleteVolumeRequest& requ
   if (!volume) return volume.status().code() == Code::kNotFound ? Status::ok() : volume.status();
 
   // Refuse while anything uses it, before any data is touched (the store re-checks atomically).
-  auto publications = context_.store.controller_publications(volume->record.id);
-  if (!publications) return publications.status();
-  if (!publications->empty()) {
-    return error(Code::kFailedPrecondition,
-                 "volume \"{}\" is still published to node \"{}\"; disconnect it first",
-                 volume->record.name, publications->front().node_id);
-  }
-  auto stagings = context_.store.stagings(volume->record.id);
-  if (!stagings) return stagings.status();
-  if (!stagings->empty()) {
-    return error(Code::kFailedPrecondition,
-                 "volume \"{}\" is still connected on this node (staged at \"{}\"); disconnect it "
-                 "first",
-                 volume->record.name, stagings->front().staging_path);
-  }
+  ROSETCTL_RETURN_IF_ERROR(check_not_in_use(context_.store, volume->record));
   ROSETCTL_RETURN_IF_ERROR(volume->provider->delete_volume(volume->record));
   return context_.store.delete_volume(volume->record.id);
 }

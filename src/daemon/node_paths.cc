@@ -41,6 +41,49 @@ Expected<std::string> canonical_mount_path(std::string_view path, std::string_vi
   return canonical;
 }
 
+Expected<std::string> checked_mount_path(const StateLayout& layout, std::string_view path,
+                                         std::string_view field,
+                                         const std::string& allowed_inside_state) {
+  auto canonical = canonical_mount_path(path, field);
+  if (!canonical) return canonical.status();
+  const std::string& root = layout.root;
+  bool touches_state = path_is_within(*canonical, root) || path_is_within(root, *canonical);
+  bool allowed =
+      path_is_within(*canonical, allowed_inside_state) && *canonical != allowed_inside_state;
+  if (touches_state && !allowed) {
+    return error(Code::kInvalidArgument,
+                 "{} \"{}\" is inside (or contains) the rosetctl state directory \"{}\"; pick a "
+                 "path elsewhere",
+                 field, *canonical, root);
+  }
+  return canonical;
+}
+
+Status check_publish_target(const MountTable& mounts, const std::string& target) {
+  if (mounts.find_by_target(target) != nullptr) {
+    return error(Code::kAlreadyExists, "target_path \"{}\" already has another mount", target);
+  }
+  struct stat st;
+  if (::stat(target.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::ok();
+    return errno_status(errno, fmt::format("cannot inspect target_path \"{}\"", target));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return error(
+        Code::kInvalidArgument,
+        "target_path \"{}\" exists and is not a directory; a mount volume needs a directory",
+        target);
+  }
+  auto empty = directory_is_empty(target);
+  if (!empty) return empty.status();
+  if (!*empty) {
+    return error(Code::kFailedPrecondition,
+                 "target_path \"{}\" is not empty; mounting over it would hide its contents",
+                 target);
+  }
+  return Status::ok();
+}
+
 Expected<bool> ensure_directory(const std::string& path, std::string_view field) {
   if (::mkdir(path.c_str(), 0755) == 0) return true;
   if (errno != EEXIST)

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/mountinfo.h"
+#include "core/state_layout.h"
 #include "core/status.h"
 
 namespace rosetctl {
@@ -13,6 +15,18 @@ namespace rosetctl {
 // so this is the form records and mount lookups must use). The last component itself must not
 // be a symlink: a mount would follow it somewhere else. The parent must exist.
 Expected<std::string> canonical_mount_path(std::string_view path, std::string_view field);
+
+// canonical_mount_path, refusing the state directory (and anything containing it) except
+// strictly below `allowed_inside_state` (the CLI's staging area, or its default mount area).
+Expected<std::string> checked_mount_path(const StateLayout& layout, std::string_view path,
+                                         std::string_view field,
+                                         const std::string& allowed_inside_state);
+
+// Whether a mount volume can be published at `target` (canonical): missing (it will be
+// created), or an empty directory that is not a mount point. Another mount there is
+// ALREADY_EXISTS, a file INVALID_ARGUMENT, a non-empty directory FAILED_PRECONDITION (mounting
+// over it would hide its contents).
+Status check_publish_target(const MountTable& mounts, const std::string& target);
 
 // Makes sure `path` is a directory. Returns true when this call created it (so the caller
 // may remove it later), false when it was already there.

@@ -31,27 +31,12 @@ Expected<Capability> required_capability(bool present, const csi::v1::VolumeCapa
 
 }  // namespace
 
-Expected<std::string> NodeService::checked_path(std::string_view path, std::string_view field,
-                                                const std::string& allowed_inside_state) const {
-  auto canonical = canonical_mount_path(path, field);
-  if (!canonical) return canonical.status();
-  const std::string& root = context_.layout.root;
-  if ((path_is_within(*canonical, root) || path_is_within(root, *canonical)) &&
-      !(path_is_within(*canonical, allowed_inside_state) && *canonical != allowed_inside_state)) {
-    return error(Code::kInvalidArgument,
-                 "{} \"{}\" is inside (or contains) the rosetctl state directory \"{}\"; pick a "
-                 "path elsewhere",
-                 field, *canonical, root);
-  }
-  return canonical;
-}
-
 // ---------------------------------------------------------------- stage / unstage
 
 Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request) {
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
-  auto staging = checked_path(request.staging_target_path(), "staging_target_path",
-                              context_.layout.staging_dir());
+  auto staging = checked_mount_path(context_.layout, request.staging_target_path(),
+                                    "staging_target_path", context_.layout.staging_dir());
   if (!staging) return staging.status();
   auto capability =
       required_capability(request.has_volume_capability(), request.volume_capability());
@@ -109,8 +94,8 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
 
 Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& request) {
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
-  auto staging = checked_path(request.staging_target_path(), "staging_target_path",
-                              context_.layout.staging_dir());
+  auto staging = checked_mount_path(context_.layout, request.staging_target_path(),
+                                    "staging_target_path", context_.layout.staging_dir());
   if (!staging) return staging.status();
 
   auto volume_lock = lock_volume(context_, request.volume_id());
@@ -164,10 +149,11 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
     return error(Code::kInvalidArgument,
                  "staging_target_path is required (this plugin stages volumes)");
   }
-  auto staging = checked_path(request.staging_target_path(), "staging_target_path",
-                              context_.layout.staging_dir());
+  auto staging = checked_mount_path(context_.layout, request.staging_target_path(),
+                                    "staging_target_path", context_.layout.staging_dir());
   if (!staging) return staging.status();
-  auto target = checked_path(request.target_path(), "target_path", context_.layout.mounts_dir());
+  auto target = checked_mount_path(context_.layout, request.target_path(), "target_path",
+                                   context_.layout.mounts_dir());
   if (!target) return target.status();
   if (path_is_within(*target, *staging) || path_is_within(*staging, *target)) {
     return error(Code::kInvalidArgument,
@@ -224,17 +210,9 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                  (*existing)->volume_id);
   }
 
+  ROSETCTL_RETURN_IF_ERROR(check_publish_target(*table, *target));
   auto created = ensure_directory(*target, "target_path");
   if (!created) return created.status();
-  if (!*created) {
-    auto empty = directory_is_empty(*target);
-    if (!empty) return empty.status();
-    if (!*empty) {
-      return error(Code::kFailedPrecondition,
-                   "target_path \"{}\" is not empty; mounting over it would hide its contents",
-                   *target);
-    }
-  }
   NodePublication publication{request.volume_id(),
                               *target,
                               *staging,
@@ -255,7 +233,8 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
 
 Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& request) {
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
-  auto target = checked_path(request.target_path(), "target_path", context_.layout.mounts_dir());
+  auto target = checked_mount_path(context_.layout, request.target_path(), "target_path",
+                                   context_.layout.mounts_dir());
   if (!target) return target.status();
 
   auto volume_lock = lock_volume(context_, request.volume_id());

@@ -36,11 +36,6 @@ class NodeService final : public csi::v1::Node::Service {
   Status volume_stats(const csi::v1::NodeGetVolumeStatsRequest& request,
                       csi::v1::NodeGetVolumeStatsResponse* response);
 
-  // Staging paths may be anywhere but inside the state dir (except our own staging area);
-  // targets likewise (except the default mount area). Returns the normalised path.
-  Expected<std::string> checked_path(std::string_view path, std::string_view field,
-                                     const std::string& allowed_inside_state) const;
-
   ServiceContext& context_;
 };
 

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything rosetctl needs to build, run and test, from Debian 12 packages only.
+# Safe to run again: it only calls apt when something is missing.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git clang-format
+  # libraries (README.md "Dependencies" says why each one is here)
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libcli11-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libspdlog-dev libfmt-dev
+  libcurl4-openssl-dev catch2
+  # what the node side uses at run time
+  util-linux mount
+  # test suites: Debian's Python with pytest and gRPC
+  python3 python3-pytest python3-grpcio python3-grpc-tools
+)
+
+if [[ ${EUID} -ne 0 ]]; then
+  echo "install-deps: run as root (apt-get installs system packages)" >&2
+  exit 1
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "${package}" 2>/dev/null || true)
+  [[ ${status} == "install ok installed" ]] || missing+=("${package}")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

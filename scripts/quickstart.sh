@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# README command 1: install packages, build, install rosetctl to /usr/local, then run the main
+# job on the local provider: create a volume, connect it, write to it, disconnect it, and
+# show that the data is still there. Safe to run again (every step is idempotent).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "installing packages"
+scripts/install-deps.sh
+
+step "building (release)"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$(nproc)"
+
+step "installing rosetctl to /usr/local/bin"
+cmake --install build/release --prefix /usr/local >/dev/null
+command -v rosetctl
+
+target=/mnt/rosetctl-demo
+step "rosetctl volume create demo --size 64Mi"
+rosetctl volume create demo --size 64Mi
+
+step "rosetctl volume connect demo --target ${target}"
+rosetctl volume connect demo --target "${target}"
+
+step "writing ${target}/hello.txt"
+echo "hello from rosetctl, $(date -u +%FT%TZ)" >"${target}/hello.txt"
+
+step "rosetctl volume list"
+rosetctl volume list
+
+step "rosetctl volume disconnect demo"
+rosetctl volume disconnect demo
+
+step "the data survives: connect read-only, read it back, disconnect"
+rosetctl volume connect demo --target "${target}" --read-only
+cat "${target}/hello.txt"
+rosetctl volume disconnect demo
+
+cat <<MSG
+
+Done. The volume "demo" is kept; try:
+  rosetctl volume show demo -o json
+  rosetctl volume delete demo
+Snapshots (rosetctl snapshot commit) are not implemented yet.
+MSG

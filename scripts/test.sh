@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: formatting, unit tests under ASan+UBSan, then every
+# unit, integration and conformance test against the release build (as root: real mounts).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs=$(nproc)
+step() { printf '\n==> %s\n' "$*"; }
+
+step "clang-format check"
+scripts/check-format.sh
+
+step "release build"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "${jobs}"
+
+step "ASan+UBSan build of the unit tests"
+cmake --preset asan >/dev/null
+unit_targets=$(cmake --build --preset asan --target help | sed -n 's/^\(unit_[a-z]*\): .*/\1/p' | tr '\n' ' ')
+# shellcheck disable=SC2086  # one word per target
+cmake --build --preset asan -j "${jobs}" --target ${unit_targets}
+
+step "unit tests under ASan+UBSan"
+ctest --preset asan -j "${jobs}"
+
+step "all tests (unit, integration, conformance) on the release build"
+ctest --preset release

@@ -1,0 +1,307 @@
+"""`rosetctl serve` driven by a real gRPC client over its unix socket, as kubelet would."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+import csi_stubs
+from rosetctl_mounts import is_mount_point
+
+SECRET = "s3cr3t-value"
+READY_DEADLINE = 15.0
+CALL_TIMEOUT = 30.0
+
+
+@pytest.fixture(scope="session")
+def csi(tmp_path_factory):
+    """csi_pb2 / csi_pb2_grpc generated from proto/csi.proto for this run."""
+    return csi_stubs.generate(tmp_path_factory.mktemp("csi-stubs"))
+
+
+class Server:
+    """One `rosetctl serve` process, its log file and stubs on a channel to its socket."""
+
+    def __init__(self, csi, cli, socket_path: Path, log_path: Path, extra=()):
+        self.csi, self.socket_path, self.log_path = csi, socket_path, log_path
+        self._log = open(log_path, "wb")
+        self.proc = cli.start("serve", "--endpoint", f"unix://{socket_path}", "-v", "--grace-period", "5",
+                              *extra, stdout=subprocess.DEVNULL, stderr=self._log)
+        self.channel = None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self) -> "Server":
+        deadline = time.monotonic() + READY_DEADLINE
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"expected serve to keep running; it exited {self.proc.returncode}: {self.log()}")
+            if self.socket_path.is_socket():
+                self.channel = grpc.insecure_channel(f"unix://{self.socket_path}")
+                try:
+                    grpc.channel_ready_future(self.channel).result(timeout=max(0.1, deadline - time.monotonic()))
+                    return self
+                except grpc.FutureTimeoutError:
+                    break
+            time.sleep(0.05)
+        raise AssertionError(f"expected serve to listen on {self.socket_path} within {READY_DEADLINE}s: {self.log()}")
+
+    @property
+    def identity(self):
+        return self.csi.grpc.IdentityStub(self.channel)
+
+    @property
+    def controller(self):
+        return self.csi.grpc.ControllerStub(self.channel)
+
+    @property
+    def node(self):
+        return self.csi.grpc.NodeStub(self.channel)
+
+    def stop(self, sig=signal.SIGTERM, timeout: float = 20.0) -> int:
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+        self.proc.send_signal(sig)
+        rc = self.proc.wait(timeout=timeout)
+        self._log.close()
+        return rc
+
+    def close(self):
+        if self.channel is not None:
+            self.channel.close()
+        if not self._log.closed:
+            self._log.close()
+
+
+@pytest.fixture
+def start_serve(csi, cli, workdir):
+    """Factory: start_serve(socket=None, extra=(), wait=True) -> Server. Everything is stopped at teardown."""
+    servers = []
+
+    def start(socket_path: Path | None = None, extra=(), wait: bool = True) -> Server:
+        path = socket_path or workdir / "csi.sock"
+        server = Server(csi, cli, path, workdir / f"serve-{len(servers)}.log", extra)
+        servers.append(server)
+        return server.wait_ready() if wait else server
+
+    yield start
+    for server in servers:
+        server.close()  # the processes fixture ends the processes themselves
+
+
+@pytest.fixture
+def server(start_serve) -> Server:
+    return start_serve()
+
+
+def mount_capability(pb2):
+    access = pb2.VolumeCapability.AccessMode(mode=pb2.VolumeCapability.AccessMode.SINGLE_NODE_WRITER)
+    return pb2.VolumeCapability(mount=pb2.VolumeCapability.MountVolume(), access_mode=access)
+
+
+def expect_code(call, code: grpc.StatusCode, what: str) -> str:
+    with pytest.raises(grpc.RpcError) as failure:
+        call()
+    assert failure.value.code() == code, (
+        f"expected {what} to fail with {code.name}, got {failure.value.code().name}: {failure.value.details()}")
+    return failure.value.details()
+
+
+# ---------------------------------------------------------------- the kubelet flow
+
+def test_grpc_client_drives_the_full_volume_lifecycle(csi, cli, workdir, server):
+    pb2, timeout = csi.pb2, CALL_TIMEOUT
+    info = server.identity.GetPluginInfo(pb2.GetPluginInfoRequest(), timeout=timeout)
+    assert info.name == "io.roset.csi" and info.vendor_version, f"expected io.roset.csi with a version, got {info}"
+    capabilities = server.identity.GetPluginCapabilities(pb2.GetPluginCapabilitiesRequest(), timeout=timeout)
+    services = {c.service.type for c in capabilities.capabilities if c.HasField("service")}
+    assert pb2.PluginCapability.Service.CONTROLLER_SERVICE in services, f"expected CONTROLLER_SERVICE, got {capabilities}"
+    probe = server.identity.Probe(pb2.ProbeRequest(), timeout=timeout)
+    assert not probe.HasField("ready") or probe.ready.value, f"expected Probe to report ready, got {probe}"
+    node_id = server.node.NodeGetInfo(pb2.NodeGetInfoRequest(), timeout=timeout).node_id
+    assert node_id, "expected NodeGetInfo to name this node"
+
+    capability = mount_capability(pb2)
+    create = pb2.CreateVolumeRequest(
+        name="grpcvol", capacity_range=pb2.CapacityRange(required_bytes=64 * 2**20),
+        volume_capabilities=[capability], secrets={"token": SECRET})
+    volume = server.controller.CreateVolume(create, timeout=timeout).volume
+    again = server.controller.CreateVolume(create, timeout=timeout).volume
+    assert volume.volume_id == again.volume_id, "expected a repeated CreateVolume to return the same volume"
+    assert volume.capacity_bytes == 64 * 2**20, f"expected 64Mi, got {volume.capacity_bytes}"
+    assert cli.volume("grpcvol")["id"] == volume.volume_id, "expected the CLI to see the volume created over gRPC"
+
+    vid, context = volume.volume_id, dict(volume.volume_context)
+    publish = pb2.ControllerPublishVolumeRequest(
+        volume_id=vid, node_id=node_id, volume_capability=capability, volume_context=context)
+    publish_context = dict(server.controller.ControllerPublishVolume(publish, timeout=timeout).publish_context)
+    assert dict(server.controller.ControllerPublishVolume(publish, timeout=timeout).publish_context) == publish_context, (
+        "expected a repeated ControllerPublishVolume to return the same publish context")
+
+    staging, target = workdir / "kubelet-staging", workdir / "kubelet-target"
+    stage = pb2.NodeStageVolumeRequest(
+        volume_id=vid, publish_context=publish_context, staging_target_path=str(staging),
+        volume_capability=capability, secrets={"token": SECRET}, volume_context=context)
+    for _ in range(2):
+        server.node.NodeStageVolume(stage, timeout=timeout)
+    assert is_mount_point(str(staging)), f"expected {staging} to be mounted after NodeStageVolume"
+
+    node_publish = pb2.NodePublishVolumeRequest(
+        volume_id=vid, publish_context=publish_context, staging_target_path=str(staging),
+        target_path=str(target), volume_capability=capability, readonly=False, volume_context=context)
+    for _ in range(2):
+        server.node.NodePublishVolume(node_publish, timeout=timeout)
+    assert is_mount_point(str(target)), f"expected {target} to be mounted after NodePublishVolume"
+    (target / "pod.txt").write_text("written by a pod")
+    assert (staging / "pod.txt").read_text() == "written by a pod", "expected target and staging to share data"
+
+    listed = server.controller.ListVolumes(pb2.ListVolumesRequest(), timeout=timeout)
+    entries = [e for e in listed.entries if e.volume.volume_id == vid]
+    assert len(entries) == 1 and list(entries[0].status.published_node_ids) == [node_id], (
+        f"expected ListVolumes to show {vid} published to {node_id}, got {listed}")
+    shown = cli.volume(vid)
+    assert [c["target"] for c in shown["connections"]] == [str(target)], (
+        f"expected the CLI to see the kubelet's mount at {target}, got {shown['connections']}")
+
+    unpublish = pb2.NodeUnpublishVolumeRequest(volume_id=vid, target_path=str(target))
+    for _ in range(2):
+        server.node.NodeUnpublishVolume(unpublish, timeout=timeout)
+    assert not is_mount_point(str(target)), f"expected {target} to be unmounted after NodeUnpublishVolume"
+    unstage = pb2.NodeUnstageVolumeRequest(volume_id=vid, staging_target_path=str(staging))
+    for _ in range(2):
+        server.node.NodeUnstageVolume(unstage, timeout=timeout)
+    assert not is_mount_point(str(staging)), f"expected {staging} to be unmounted after NodeUnstageVolume"
+    controller_unpublish = pb2.ControllerUnpublishVolumeRequest(volume_id=vid, node_id=node_id)
+    for _ in range(2):
+        server.controller.ControllerUnpublishVolume(controller_unpublish, timeout=timeout)
+    assert cli.volume(vid)["published_nodes"] == [], "expected no published nodes after ControllerUnpublishVolume"
+
+    for _ in range(2):
+        server.controller.DeleteVolume(pb2.DeleteVolumeRequest(volume_id=vid), timeout=timeout)
+    remaining = server.controller.ListVolumes(pb2.ListVolumesRequest(), timeout=timeout)
+    assert all(e.volume.volume_id != vid for e in remaining.entries), "expected the volume gone from ListVolumes"
+    assert cli.volumes() == [], "expected the CLI to see the deletion"
+
+    log = server.log()
+    for method in ("CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume",
+                   "NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume", "DeleteVolume"):
+        assert re.search(rf"{method} \S+=\S+ duration=[0-9.]+ms status=OK", log), (
+            f"expected a one-line log of {method} with its subject and duration: {log}")
+    assert SECRET not in log, "expected the secret value never to appear in serve's log"
+    assert "<redacted>" in log, f"expected -v request logs to show secrets as <redacted>: {log}"
+
+
+def test_volume_created_by_the_cli_is_visible_over_grpc(csi, cli, server):
+    volume_id = cli.create("from-cli")["id"]
+    listed = server.controller.ListVolumes(csi.pb2.ListVolumesRequest(), timeout=CALL_TIMEOUT)
+    assert volume_id in [e.volume.volume_id for e in listed.entries], (
+        f"expected ListVolumes on the server to include {volume_id} created by the CLI")
+
+
+# ---------------------------------------------------------------- errors over gRPC
+
+def test_create_volume_without_name_is_invalid_argument(csi, server):
+    request = csi.pb2.CreateVolumeRequest(volume_capabilities=[mount_capability(csi.pb2)])
+    details = expect_code(lambda: server.controller.CreateVolume(request, timeout=CALL_TIMEOUT),
+                          grpc.StatusCode.INVALID_ARGUMENT, "CreateVolume without name")
+    assert "name" in details, f"expected the message to mention the name: {details!r}"
+
+
+def test_node_publish_of_an_unstaged_volume_is_failed_precondition(csi, server, workdir):
+    pb2 = csi.pb2
+    capability = mount_capability(pb2)
+    vid = server.controller.CreateVolume(
+        pb2.CreateVolumeRequest(name="unstaged", volume_capabilities=[capability]), timeout=CALL_TIMEOUT).volume.volume_id
+    request = pb2.NodePublishVolumeRequest(
+        volume_id=vid, staging_target_path=str(workdir / "never-staged"), target_path=str(workdir / "t"),
+        volume_capability=capability)
+    expect_code(lambda: server.node.NodePublishVolume(request, timeout=CALL_TIMEOUT),
+                grpc.StatusCode.FAILED_PRECONDITION, "NodePublishVolume before NodeStageVolume")
+    assert not is_mount_point(str(workdir / "t")), "expected nothing mounted by a refused publish"
+
+
+def test_controller_publish_to_an_unknown_node_is_not_found(csi, server):
+    pb2 = csi.pb2
+    capability = mount_capability(pb2)
+    vid = server.controller.CreateVolume(
+        pb2.CreateVolumeRequest(name="lonely", volume_capabilities=[capability]), timeout=CALL_TIMEOUT).volume.volume_id
+    request = pb2.ControllerPublishVolumeRequest(volume_id=vid, node_id="no-such-node", volume_capability=capability)
+    details = expect_code(lambda: server.controller.ControllerPublishVolume(request, timeout=CALL_TIMEOUT),
+                          grpc.StatusCode.NOT_FOUND, "ControllerPublishVolume to an unknown node")
+    assert "no-such-node" in details, f"expected the message to name the node: {details!r}"
+
+
+def test_delete_of_a_published_volume_is_failed_precondition(csi, server):
+    pb2 = csi.pb2
+    capability = mount_capability(pb2)
+    vid = server.controller.CreateVolume(
+        pb2.CreateVolumeRequest(name="in-use", volume_capabilities=[capability]), timeout=CALL_TIMEOUT).volume.volume_id
+    node_id = server.node.NodeGetInfo(pb2.NodeGetInfoRequest(), timeout=CALL_TIMEOUT).node_id
+    server.controller.ControllerPublishVolume(
+        pb2.ControllerPublishVolumeRequest(volume_id=vid, node_id=node_id, volume_capability=capability),
+        timeout=CALL_TIMEOUT)
+    expect_code(lambda: server.controller.DeleteVolume(pb2.DeleteVolumeRequest(volume_id=vid), timeout=CALL_TIMEOUT),
+                grpc.StatusCode.FAILED_PRECONDITION, "DeleteVolume of a published volume")
+
+
+def test_unknown_volume_id_is_not_found(csi, server):
+    expect_code(lambda: server.controller.ControllerGetVolume(
+        csi.pb2.ControllerGetVolumeRequest(volume_id="local-0123456789abcdef"), timeout=CALL_TIMEOUT),
+        grpc.StatusCode.NOT_FOUND, "ControllerGetVolume of an unknown id")
+
+
+# ---------------------------------------------------------------- the socket and the process
+
+def test_socket_is_created_with_mode_0660(server):
+    mode = stat.S_IMODE(os.lstat(server.socket_path).st_mode)
+    assert mode == 0o660, f"expected socket mode 0660, got {oct(mode)}"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_stops_serve_cleanly_and_removes_the_socket(server, sig):
+    rc = server.stop(sig)
+    assert rc == 0, f"expected serve to exit 0 on {sig.name}, got {rc}: {server.log()}"
+    assert not os.path.lexists(server.socket_path), f"expected {server.socket_path} to be removed on {sig.name}"
+
+
+def test_second_serve_on_a_live_socket_is_refused(csi, start_serve, server):
+    second = start_serve(server.socket_path, wait=False)
+    rc = second.proc.wait(timeout=READY_DEADLINE)
+    assert rc != 0, "expected a second serve on a live socket to fail"
+    assert "already listening" in second.log() and str(server.socket_path) in second.log(), (
+        f"expected the message to say another server listens there: {second.log()}")
+    probe = server.identity.Probe(csi.pb2.ProbeRequest(), timeout=CALL_TIMEOUT)
+    assert not probe.HasField("ready") or probe.ready.value, "expected the first server to keep serving"
+    assert server.socket_path.is_socket(), "expected the first server's socket to be left in place"
+
+
+def test_stale_socket_file_is_replaced(csi, start_serve, workdir):
+    stale = workdir / "stale.sock"
+    leftover = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    leftover.bind(str(stale))
+    leftover.close()  # the file stays, nobody listens: what a crashed server leaves behind
+    assert stale.is_socket(), "test setup: expected a leftover socket file"
+    server = start_serve(stale)
+    info = server.identity.GetPluginInfo(csi.pb2.GetPluginInfoRequest(), timeout=CALL_TIMEOUT)
+    assert info.name == "io.roset.csi", "expected the new server to answer on the replaced socket"
+    assert "stale" in server.log(), f"expected serve to log that it replaced a stale socket: {server.log()}"
+
+
+def test_endpoint_that_is_a_regular_file_is_refused(start_serve, workdir):
+    path = workdir / "not-a-socket"
+    path.write_text("keep me")
+    refused = start_serve(path, wait=False)
+    rc = refused.proc.wait(timeout=READY_DEADLINE)
+    assert rc != 0, "expected serve to refuse an endpoint that is a regular file"
+    assert "not a socket" in refused.log(), f"expected the message to say it is not a socket: {refused.log()}"
+    assert path.read_text() == "keep me", "expected the file to be left untouched"
