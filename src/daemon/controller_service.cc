@@ -454,8 +454,10 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
     return error(Code::kInvalidArgument, "capacity_range is required");
   auto range = capacity_from_proto(request.capacity_range());
   if (!range) return range.status();
-  if (range->required == 0) {
-    return error(Code::kInvalidArgument, "capacity_range.required_bytes is required");
+  int64_t wanted = range->required > 0 ? range->required : range->limit;
+  if (wanted == 0) {
+    return error(Code::kInvalidArgument,
+                 "capacity_range needs required_bytes or limit_bytes: the size to grow to");
   }
   auto lock =
       context_.locks.try_lock(volume_lock_key(request.volume_id()), LockMode::kExclusive,
@@ -463,6 +465,15 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
   if (!lock) return lock.status();
   auto volume = load_volume(context_, request.volume_id());
   if (!volume) return volume.status();
+  if (request.has_volume_capability()) {
+    auto capability = capability_from_proto(request.volume_capability(), "volume_capability");
+    if (!capability) return capability.status();
+    std::string_view type = capability->access_type == AccessType::kBlock ? "block" : "mount";
+    if (type != volume->record.access_type) {
+      return error(Code::kInvalidArgument, "volume \"{}\" is a {} volume, not {}",
+                   volume->record.name, volume->record.access_type, type);
+    }
+  }
 
   int64_t current = volume->record.capacity_bytes;
   if (range->limit > 0 && current > range->limit) {
@@ -472,10 +483,9 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
                  volume->record.name, current, range->limit);
   }
   // Directory volumes only record their size (it is not enforced), so growing is bookkeeping.
-  if (range->required > current) {
-    ROSETCTL_RETURN_IF_ERROR(
-        context_.store.update_volume_capacity(volume->record.id, range->required));
-    current = range->required;
+  if (wanted > current) {
+    ROSETCTL_RETURN_IF_ERROR(context_.store.update_volume_capacity(volume->record.id, wanted));
+    current = wanted;
   }
   response->set_capacity_bytes(current);
   response->set_node_expansion_required(false);

@@ -29,6 +29,35 @@ Expected<Capability> required_capability(bool present, const csi::v1::VolumeCapa
   return capability_from_proto(proto, "volume_capability");
 }
 
+// The spec's "exceeds capabilities" (FAILED_PRECONDITION): mount access to a block volume or the
+// reverse. Only checkable where the volume record lives on this host.
+Status check_access_type(const ServiceContext& context, std::string_view volume_id,
+                         const Capability& capability) {
+  auto record = context.store.find_volume(volume_id);
+  if (!record) return record.status();
+  if (!record->has_value()) return Status::ok();
+  std::string_view wanted = capability.access_type == AccessType::kBlock ? "block" : "mount";
+  if ((*record)->access_type != wanted) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" is a {} volume; it cannot be used for {} access", volume_id,
+                 (*record)->access_type, wanted);
+  }
+  return Status::ok();
+}
+
+// For unstage/unpublish: a path that no longer exists (kubelet may have removed its parent)
+// cannot be mounted, so its normalised form is enough to find and drop our records.
+Expected<std::string> path_to_release(const StateLayout& layout, std::string_view path,
+                                      std::string_view field, const std::string& allowed) {
+  auto checked = checked_mount_path(layout, path, field, allowed);
+  if (checked || checked.status().code() != Code::kInvalidArgument) return checked;
+  auto normal = normalize_absolute_path(path, field);
+  if (!normal) return normal.status();
+  struct stat st;
+  if (::lstat(normal->c_str(), &st) == 0 || errno != ENOENT) return checked.status();
+  return normal;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- stage / unstage
@@ -52,6 +81,7 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
   auto provider = context_.providers.for_volume(request.volume_id());
   if (!provider) return provider.status();
   ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+  ROSETCTL_RETURN_IF_ERROR(check_access_type(context_, request.volume_id(), *capability));
 
   auto record = context_.store.find_staging(request.volume_id(), *staging);
   if (!record) return record.status();
@@ -94,8 +124,8 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
 
 Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& request) {
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
-  auto staging = checked_mount_path(context_.layout, request.staging_target_path(),
-                                    "staging_target_path", context_.layout.staging_dir());
+  auto staging = path_to_release(context_.layout, request.staging_target_path(),
+                                 "staging_target_path", context_.layout.staging_dir());
   if (!staging) return staging.status();
 
   auto volume_lock = lock_volume(context_, request.volume_id());
@@ -145,9 +175,16 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
 
 Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& request) {
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  if (request.target_path().empty())
+    return error(Code::kInvalidArgument, "target_path is required");
+  auto capability =
+      required_capability(request.has_volume_capability(), request.volume_capability());
+  if (!capability) return capability.status();
+  // The spec's code for a missing staging path when STAGE_UNSTAGE_VOLUME is advertised.
   if (request.staging_target_path().empty()) {
-    return error(Code::kInvalidArgument,
-                 "staging_target_path is required (this plugin stages volumes)");
+    return error(Code::kFailedPrecondition,
+                 "staging_target_path is required: this plugin stages volumes (NodeStageVolume) "
+                 "before publishing them");
   }
   auto staging = checked_mount_path(context_.layout, request.staging_target_path(),
                                     "staging_target_path", context_.layout.staging_dir());
@@ -159,9 +196,6 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
     return error(Code::kInvalidArgument,
                  "target_path \"{}\" and staging_target_path \"{}\" overlap", *target, *staging);
   }
-  auto capability =
-      required_capability(request.has_volume_capability(), request.volume_capability());
-  if (!capability) return capability.status();
 
   auto volume_lock = lock_volume(context_, request.volume_id());
   if (!volume_lock) return volume_lock.status();
@@ -176,6 +210,7 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   auto provider = context_.providers.for_volume(request.volume_id());
   if (!provider) return provider.status();
   ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+  ROSETCTL_RETURN_IF_ERROR(check_access_type(context_, request.volume_id(), *capability));
 
   auto table = MountTable::read();
   if (!table) return table.status();
@@ -233,8 +268,8 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
 
 Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& request) {
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
-  auto target = checked_mount_path(context_.layout, request.target_path(), "target_path",
-                                   context_.layout.mounts_dir());
+  auto target = path_to_release(context_.layout, request.target_path(), "target_path",
+                                context_.layout.mounts_dir());
   if (!target) return target.status();
 
   auto volume_lock = lock_volume(context_, request.volume_id());
@@ -272,11 +307,27 @@ Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& 
 Status NodeService::volume_stats(const csi::v1::NodeGetVolumeStatsRequest& request,
                                  csi::v1::NodeGetVolumeStatsResponse* response) {
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
-  auto path = normalize_absolute_path(request.volume_path(), "volume_path");
-  if (!path) return path.status();
+  if (request.volume_path().empty())
+    return error(Code::kInvalidArgument, "volume_path is required");
   auto provider = context_.providers.for_volume(request.volume_id());
   if (!provider) return provider.status();
   ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+  // Only a path where this node staged or published this volume has its stats (spec: NOT_FOUND
+  // when the volume is not at volume_path).
+  auto path = normalize_absolute_path(request.volume_path(), "volume_path");
+  Status not_here = error(Code::kNotFound, "volume \"{}\" is not staged or published at {}",
+                          request.volume_id(), display_quoted(request.volume_path()));
+  if (!path) return not_here;
+  auto canonical = canonical_mount_path(*path, "volume_path");
+  if (!canonical) return not_here;
+  auto published = context_.store.find_node_publication(*canonical);
+  if (!published) return published.status();
+  auto staged = context_.store.find_staging(request.volume_id(), *canonical);
+  if (!staged) return staged.status();
+  bool ours = (published->has_value() && (*published)->volume_id == request.volume_id()) ||
+              staged->has_value();
+  if (!ours) return not_here;
+  path = *canonical;
 
   int err = 0;
   PathHealth health = probe_path(*path, &err);
@@ -287,6 +338,14 @@ Status NodeService::volume_stats(const csi::v1::NodeGetVolumeStatsRequest& reque
   if (health != PathHealth::kOk) {
     condition->set_abnormal(true);
     condition->set_message(fmt::format("\"{}\" is not accessible: {}", *path, std::strerror(err)));
+    return Status::ok();
+  }
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  if (table->find_by_target(*path) == nullptr) {
+    // Usage of the directory underneath would describe the wrong filesystem.
+    condition->set_abnormal(true);
+    condition->set_message(fmt::format("\"{}\" is no longer mounted", *path));
     return Status::ok();
   }
   struct statvfs fs;
