@@ -1,7 +1,14 @@
 // Opening the in-process plugin for a CLI run.
 #include "cli/session.h"
 
+#include <sys/stat.h>
+
 namespace rosetctl::cli {
+
+bool state_exists(const GlobalOptions& options) {
+  struct stat st;
+  return ::stat(StateLayout{options.state_dir}.database().c_str(), &st) == 0;
+}
 
 Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
   PluginOptions plugin_options;

@@ -257,6 +257,7 @@ Status run_disconnect(const GlobalOptions& globals, const AttachOptions& options
 }
 
 Status run_stats(const GlobalOptions& globals, const AttachOptions& options) {
+  if (!state_exists(globals)) return no_state(globals, options.volume);
   auto session = Session::open(globals);
   if (!session) return session.status();
   auto info = resolve_volume((*session)->client(), options.volume);

@@ -8,6 +8,7 @@
 #include "cli/volume_lookup.h"
 #include "cli/volume_view.h"
 #include "core/size.h"
+#include "core/validate.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -74,6 +75,10 @@ Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
 }
 
 Status run_list(const GlobalOptions& globals) {
+  if (!state_exists(globals)) {
+    print_list(globals.output, nlohmann::json::array(), volume_columns());
+    return Status::ok();
+  }
   auto session = Session::open(globals);
   if (!session) return session.status();
   auto volumes = list_all_volumes((*session)->client());
@@ -88,7 +93,18 @@ Status run_list(const GlobalOptions& globals) {
   return Status::ok();
 }
 
+}  // namespace
+
+Status no_state(const GlobalOptions& globals, std::string_view volume) {
+  ROSETCTL_RETURN_IF_ERROR(validate_name(volume, "volume name or id"));
+  return error(Code::kNotFound, "no volume is named \"{}\" or has that id (no state in \"{}\" yet)",
+               volume, globals.state_dir);
+}
+
+namespace {
+
 Status run_show(const GlobalOptions& globals, const VolumeOptions& options) {
+  if (!state_exists(globals)) return no_state(globals, options.volume);
   auto session = Session::open(globals);
   if (!session) return session.status();
   auto info = resolve_volume((*session)->client(), options.volume);
