@@ -8,6 +8,7 @@ Results come from ANSIBLE_STDOUT_CALLBACK=json and from the system itself (mount
 from __future__ import annotations
 
 import glob
+import importlib.util
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rosetctl_cli import EXIT_UNIMPLEMENTED, isolated_environment
 from rosetctl_mounts import is_mount_point, mount_at
@@ -327,11 +329,27 @@ BAD_INPUT = """\
     - name: commit a volume that is not there
       storage: {resource: snapshot, volume: not-there, name: first}
       ignore_errors: true
+    - name: secrets reach rosetctl as a private file
+      storage: {name: spy, state: absent, binary: "{{ spy }}", secrets: {api_key: "%(secret)s"}}
+""" % {"secret": SECRET}
+
+# Stands in for rosetctl to see how the module hands it secrets; answers "not found".
+SPY = """\
+#!/bin/sh
+{ echo "argv: $*"; echo "env: $(env | grep -c %(secret)s)"; stat -c 'mode: %%a' "$ROSETCTL_SECRETS_FILE"
+  stat -c 'dir mode: %%a' "$(dirname "$ROSETCTL_SECRETS_FILE")"; echo "file: $ROSETCTL_SECRETS_FILE"
+  echo "content: $(cat "$ROSETCTL_SECRETS_FILE")"; } > "$(dirname "$0")/spy.log"
+echo 'rosetctl: no volume is named "spy" or has that id' >&2
+exit 3
 """ % {"secret": SECRET}
 
 
-def test_bad_input_fails_the_task_with_a_clear_message(ansible, cli, mounts_in):
-    run = ansible.run(ansible.playbook_file("bad.yml", BAD_INPUT))
+def test_bad_input_fails_the_task_with_a_clear_message(ansible, cli, workdir, mounts_in):
+    spy = workdir / "spy" / "rosetctl"
+    spy.parent.mkdir()
+    spy.write_text(SPY)
+    spy.chmod(0o755)
+    run = ansible.run(ansible.playbook_file("bad.yml", BAD_INPUT), extra_vars={"spy": str(spy)})
     assert run.rc == 0 and run.output["stats"]["localhost"]["ignored"] == 7, (
         f"expected exactly the seven bad tasks to fail (ignored): {run.describe()}")
     assert not run.task("delete again")["changed"], "expected deleting a deleted volume to change nothing"
@@ -353,6 +371,11 @@ def test_bad_input_fails_the_task_with_a_clear_message(ansible, cli, mounts_in):
             f"expected task {name!r} to fail with a message matching {pattern!r}, got {result}")
         assert "Traceback" not in json.dumps(result), f"expected no Python traceback in {name!r}: {result}"
     assert SECRET not in run.stdout and SECRET not in run.stderr, "expected the secret never to be printed"
+    seen = dict(line.split(": ", 1) for line in (spy.parent / "spy.log").read_text().splitlines())
+    assert SECRET not in seen["argv"] and seen["env"] == "0", f"expected no secret on argv or in the environment: {seen}"
+    assert seen["mode"] == "600" and seen["dir mode"] == "700" and SECRET in seen["content"], (
+        f"expected the secrets in a 0600 file in a 0700 directory named by ROSETCTL_SECRETS_FILE: {seen}")
+    assert not os.path.exists(os.path.dirname(seen["file"])), f"expected {seen['file']} to be removed after the call"
     assert cli.volumes() == [] and mounts_in() == [], f"expected nothing left: {cli.volumes()} {mounts_in()}"
 
 
@@ -412,3 +435,85 @@ def test_ansible_doc_renders(ansible, kind):
         f"expected ansible-doc -t {kind} to render cleanly: rc={done.returncode} stderr={done.stderr!r}")
     marker = "EXAMPLES" if kind == "module" else "ENTRY POINT: main"
     assert marker in done.stdout, f"expected {marker} in ansible-doc output: {done.stdout[:2000]!r}"
+
+
+def load_plugin(relative: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, COLLECTION / relative)
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    return plugin
+
+
+def test_module_argument_spec_matches_its_documentation():
+    """What ansible-test's validate-modules checks first (it needs pip, so it cannot run offline)."""
+    module = load_plugin("plugins/modules/storage.py", "rosetctl_storage_module")
+    options = yaml.safe_load(module.DOCUMENTATION)["options"]
+    spec = module.ARGUMENT_SPEC
+    assert sorted(options) == sorted(spec), (
+        f"expected the documented options {sorted(options)} to be the argument spec's {sorted(spec)}")
+    for name, doc in options.items():
+        arg = spec[name]
+        for key in ("type", "default", "choices", "required", "elements"):
+            documented, actual = doc.get(key), arg.get(key)
+            if key == "required":
+                documented, actual = bool(documented), bool(actual)
+            assert documented == actual, f"option {name}: DOCUMENTATION says {key}={documented!r}, the spec {actual!r}"
+        assert doc.get("description"), f"option {name} has no description"
+    assert spec["secrets"].get("no_log"), "expected secrets to be no_log"
+    for block in ("EXAMPLES", "RETURN"):
+        assert yaml.safe_load(getattr(module, block)), f"expected {block} to be YAML"
+
+
+def test_role_argument_specs_match_its_defaults():
+    role = COLLECTION / "roles" / "storage"
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
+    options = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    assert sorted(options) == sorted(defaults), (
+        f"expected every role variable to be documented: defaults {sorted(defaults)}, specs {sorted(options)}")
+    for name, value in defaults.items():
+        documented = options[name].get("default")
+        if options[name]["type"] == "list" and isinstance(value, str):
+            value = [value]
+        assert documented == value, f"role variable {name}: argument_specs default {documented!r}, defaults/main.yml {value!r}"
+
+
+@pytest.mark.parametrize("given, expected", [
+    (1, 2**30), ("1", 2**30), (1.5, 3 * 2**29), ("64Mi", 64 * 2**20), ("10Gi", 10 * 2**30),
+    ("1.5Ti", 3 * 2**39), ("500M", 500 * 10**6), (" 2 ", 2 * 2**30), ("0.0000001", 108),
+])
+def test_module_sizes_are_gib_numbers_or_rosetctl_units(given, expected):
+    module = load_plugin("plugins/modules/storage.py", "rosetctl_storage_module")
+    assert module.size_to_bytes(given) == expected, f"expected size {given!r} to be {expected} bytes"
+
+
+@pytest.mark.parametrize("given, message", [
+    (-1, "negative"), ("-64Mi", "negative"), (0, "zero"), ("ten", "not a size"), (True, "number of GiB"),
+    ("1Xi", "not a size"), ("9Ei", "too large"),
+])
+def test_module_rejects_bad_sizes_clearly(given, message):
+    module = load_plugin("plugins/modules/storage.py", "rosetctl_storage_module")
+    with pytest.raises(module.TaskFailed, match=message):
+        module.size_to_bytes(given)
+
+
+def test_module_formats_sizes_as_rosetctl_does(cli):
+    module = load_plugin("plugins/modules/storage.py", "rosetctl_storage_module")
+    for size in ("1Gi", "1.5Gi", "1536Mi", "1.25Ti", "123456789", "64Mi"):
+        shown = cli.create(f"v{len(size)}-{size.replace('.', '-')}", "--size", size)
+        assert module.format_size(shown["capacity_bytes"]) == shown["size"], (
+            f"expected the module to write {shown['capacity_bytes']} bytes as rosetctl does ({shown['size']})")
+
+
+@pytest.mark.parametrize("hostname, name", [
+    ("localhost", "localhost"), ("web1.example.com", "web1.example.com"), ("host:2222", "host-2222"),
+    ("_x y", "x-y"), ("-", None), ("a" * 200, "a" * 128),
+])
+def test_volume_name_derived_from_inventory_hostname(hostname, name):
+    action = load_plugin("plugins/action/storage.py", "rosetctl_storage_action")
+    assert action.volume_name_for_host(hostname) == name
+
+
+def test_example_playbook_parses(ansible):
+    done = subprocess.run([ANSIBLE_PLAYBOOK, "--syntax-check", "roset.storage.volume_per_host"], cwd=ansible.workdir,
+                          env=ansible.env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, f"expected the collection's example playbook to parse: {done.stdout} {done.stderr}"

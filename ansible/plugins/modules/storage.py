@@ -30,7 +30,7 @@ author:
 attributes:
   check_mode:
     support: full
-    description: Only C(volume show), C(volume list), C(volume stats) and C(snapshot list) run.
+    description: Only C(volume show), C(volume stats) and C(snapshot list) run.
   diff_mode:
     support: full
     description: Shows the volume or snapshot before and after the change.
@@ -158,14 +158,12 @@ notes:
     and writes its configuration.
   - In check mode only read-only verbs run. A volume an earlier task would have created is
     reported as changing (connect, extend) rather than failing, since it does not exist yet.
-  - Read-only C(rosetctl) verbs create the state directory when it does not exist; in check
-    mode the module therefore runs nothing when the state directory it resolves (C(state_dir),
-    C(ROSETCTL_STATE_DIR), C(state-dir) in C(config), else C(/var/lib/rosetctl)) is missing,
-    and reports every volume as absent.
-seealso:
-  - name: rosetctl README
-    description: CLI usage, JSON fields and exit codes.
-    link: https://github.com/roset/rosetctl#readme
+  - Read-only C(rosetctl) verbs create the state directory when it does not exist. In check
+    mode the module therefore runs nothing, and reports every volume as absent, when the
+    C(config) file is not there yet or the state directory is missing. It resolves the state
+    directory as C(rosetctl) does, from C(state_dir), else C(state-dir) in the configuration file,
+    else C(ROSETCTL_STATE_DIR), else C(/var/lib/rosetctl).
+  - C(rosetctl)'s README describes the CLI, its JSON fields and its exit codes.
 '''
 
 EXAMPLES = r'''
@@ -335,6 +333,29 @@ SIZE_UNITS = (
 )
 MAX_BYTES = 2 ** 63 - 1
 NUMBER = re.compile(r'^(\d+(\.\d*)?|\.\d+)$')
+
+
+# The options, as DOCUMENTATION describes them (tests/integration/test_ansible.py compares the two).
+ARGUMENT_SPEC = dict(
+    resource=dict(type='str', default='volume', choices=['volume', 'snapshot']),
+    state=dict(type='str', default='present',
+               choices=['present', 'absent', 'connected', 'disconnected', 'extended',
+                        'stats', 'restored']),
+    name=dict(type='str'),
+    volume=dict(type='str'),
+    size=dict(type='raw'),
+    provider=dict(type='str'),
+    parameters=dict(type='dict'),
+    target=dict(type='path'),
+    read_only=dict(type='bool', default=False),
+    from_snapshot=dict(type='str'),
+    message=dict(type='str'),
+    secrets=dict(type='dict', no_log=True),
+    binary=dict(type='path'),
+    config=dict(type='path'),
+    state_dir=dict(type='path'),
+    node_id=dict(type='str'),
+)
 
 
 class TaskFailed(Exception):
@@ -918,26 +939,7 @@ def size_mismatch_message(name, current, wanted):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            resource=dict(type='str', default='volume', choices=['volume', 'snapshot']),
-            state=dict(type='str', default='present',
-                       choices=['present', 'absent', 'connected', 'disconnected', 'extended',
-                                'stats', 'restored']),
-            name=dict(type='str'),
-            volume=dict(type='str'),
-            size=dict(type='raw'),
-            provider=dict(type='str'),
-            parameters=dict(type='dict'),
-            target=dict(type='path'),
-            read_only=dict(type='bool', default=False),
-            from_snapshot=dict(type='str'),
-            message=dict(type='str'),
-            secrets=dict(type='dict', no_log=True),
-            binary=dict(type='path'),
-            config=dict(type='path'),
-            state_dir=dict(type='path'),
-            node_id=dict(type='str'),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         supports_check_mode=True,
     )
     resource, state = module.params['resource'], module.params['state']
