@@ -14,6 +14,8 @@ packages=(
   util-linux mount
   # test suites: Debian's Python with pytest and gRPC
   python3 python3-pytest python3-grpcio python3-grpc-tools
+  # the Ansible collection (ansible/): ansible-playbook, ansible-doc and ansible-test
+  ansible-core
 )
 
 if [[ ${EUID} -ne 0 ]]; then
