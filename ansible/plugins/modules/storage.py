@@ -158,11 +158,10 @@ notes:
     and writes its configuration.
   - In check mode only read-only verbs run. A volume an earlier task would have created is
     reported as changing (connect, extend) rather than failing, since it does not exist yet.
-  - Read-only C(rosetctl) verbs create the state directory when it does not exist. In check
-    mode the module therefore runs nothing, and reports every volume as absent, when the
-    C(config) file is not there yet or the state directory is missing. It resolves the state
-    directory as C(rosetctl) does, from C(state_dir), else C(state-dir) in the configuration file,
-    else C(ROSETCTL_STATE_DIR), else C(/var/lib/rosetctl).
+  - In check mode, when the C(config) file is not written yet, the module runs nothing and
+    reports every volume as absent. The default mount target is reported under the state
+    directory, resolved as C(rosetctl) resolves it (C(state_dir), else C(ROSETCTL_STATE_DIR),
+    else C(state-dir) in the configuration file, else C(/var/lib/rosetctl)).
   - C(rosetctl)'s README describes the CLI, its JSON fields and its exit codes.
 '''
 
@@ -484,11 +483,10 @@ class Rosetctl(object):
         params = self.module.params
         if params['state_dir']:
             return params['state_dir']
+        if os.environ.get('ROSETCTL_STATE_DIR'):
+            return os.environ['ROSETCTL_STATE_DIR']
         config = self.config or os.environ.get('ROSETCTL_CONFIG') or DEFAULT_CONFIG
-        from_config = simple_toml_string(config, 'state-dir')
-        if from_config:
-            return from_config
-        return os.environ.get('ROSETCTL_STATE_DIR') or DEFAULT_STATE_DIR
+        return simple_toml_string(config, 'state-dir') or DEFAULT_STATE_DIR
 
     def run(self, args, missing_ok=False):
         if self.binary is None:
@@ -611,12 +609,10 @@ class Storage(object):
         self.check_mode = module.check_mode
         self.cli = Rosetctl(module)
         self.warnings = []
-        # Even read-only rosetctl verbs create the state directory (and need the configuration
-        # file they are given), so check mode on a host rosetctl has never run on queries nothing:
-        # no volume or snapshot exists there yet.
+        # rosetctl refuses a configuration file it is told to read that does not exist, so check
+        # mode before the role has written it queries nothing: no volume or snapshot exists yet.
         config = self.cli.config
-        self.fresh_host = self.check_mode and (
-            (config is not None and not os.path.exists(config)) or not os.path.isdir(self.cli.state_dir()))
+        self.fresh_host = self.check_mode and config is not None and not os.path.exists(config)
 
     # Queries that stay read-only even on a fresh host.
     def show(self, name):
