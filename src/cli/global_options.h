@@ -13,8 +13,9 @@ struct GlobalOptions {
   OutputFormat output = OutputFormat::kTable;
   std::string state_dir = kDefaultStateDir;
   std::string provider = "local";
-  std::string node_id;      // empty: host name
-  std::string driver_name;  // empty: io.roset.csi
+  std::string node_id;               // empty: host name
+  std::string driver_name;           // empty: io.roset.csi
+  bool capacity_overcommit = false;  // image volumes may promise more than the disk has free
   bool verbose = false;
 };
 
