@@ -317,6 +317,28 @@ def test_loop_device_leaked_by_kill_9_is_reclaimed_by_serve_startup(cli, workdir
     cli.ok("volume", "delete", "leak")
 
 
+def test_serve_startup_removes_orphan_images_that_were_never_written(cli, start_serve):
+    cli.create("recorded", "--size", "4Mi", "--block")
+    images = cli.state_dir / "images"
+    # What a crash between making an image and recording its volume leaves, made long ago.
+    empty, written = images / "local-00000000000000aa.img", images / "local-00000000000000bb.img"
+    for orphan in (empty, written):
+        with open(orphan, "wb") as out:
+            out.truncate(64 * MiB)
+    with open(written, "r+b") as out:
+        out.write(b"data" * 1024)
+        os.fsync(out.fileno())
+    old = os.stat(empty).st_mtime - 3600
+    for orphan in (empty, written):
+        os.utime(orphan, (old, old))
+
+    server = start_serve()
+    assert not empty.exists(), f"expected the never-written orphan removed: {server.log()}"
+    assert written.exists(), "expected an orphan holding data left in place"
+    assert "belongs to no volume but holds data" in server.log(), server.log()
+    assert len(list(images.glob("*.img"))) == 2, "expected the recorded volume's image untouched"
+
+
 def test_disconnect_after_a_crash_releases_the_leaked_device_without_serve(cli, workdir):
     volume = cli.create("leak2", "--size", "4Mi", "--block")
     crashed = cli.run("volume", "connect", "leak2", "--target", workdir / "leak2",

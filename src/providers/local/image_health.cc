@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <map>
 
 #include "core/log.h"
@@ -12,6 +13,10 @@
 
 namespace rosetctl {
 namespace {
+
+// Far longer than a CreateVolume takes between making an image and recording the volume, so an
+// image this old without a record is an orphan, not a create in flight.
+constexpr time_t kOrphanAgeSeconds = 10 * 60;
 
 bool attached(const std::vector<LoopInfo>& loops, unsigned major, unsigned minor) {
   for (const LoopInfo& loop : loops) {
@@ -105,6 +110,33 @@ Status ImageNode::reconcile(const VolumeLocker& lock) {
           "interrupted operation left it behind",
           device, id);
     }
+  }
+  return forget_orphan_images();
+}
+
+Status ImageNode::forget_orphan_images() {
+  auto ids = files_.volume_ids();
+  if (!ids) return ids.status();
+  for (const std::string& id : *ids) {
+    auto record = store_.find_volume(id);
+    if (!record) return record.status();
+    std::string image = files_.image(id);
+    struct stat st;
+    if (record->has_value() || ::stat(image.c_str(), &st) != 0) continue;
+    auto loops = loop_devices_backed_by(image);
+    if (!loops) return loops.status();
+    if (!loops->empty() || ::time(nullptr) - st.st_mtime < kOrphanAgeSeconds) continue;
+    if (st.st_blocks != 0) {
+      spdlog::warn(
+          "reconcile: image \"{}\" belongs to no volume but holds data; left in place "
+          "(remove it by hand once it is not needed)",
+          image);
+      continue;
+    }
+    // Never written, so nothing is lost; left alone, its size would count as promised forever.
+    ROSETCTL_RETURN_IF_ERROR(files_.remove(id));
+    spdlog::warn("reconcile: removed image \"{}\": it belongs to no volume and was never written",
+                 image);
   }
   return Status::ok();
 }

@@ -41,7 +41,9 @@ class ImageNode {
   // is no longer attached to the image.
   VolumeCondition condition(const VolumeRecord& volume) const;
 
-  // Every loop device backed by an image in our directory that nothing uses is detached.
+  // Every loop device backed by an image in our directory that nothing uses is detached, and
+  // images without a volume record (a crash between making the file and recording the volume)
+  // are removed when they were never written, else reported.
   Status reconcile(const VolumeLocker& lock);
 
  private:
@@ -52,6 +54,7 @@ class ImageNode {
   Expected<int64_t> expand_staged(const VolumeRecord& volume, const NodeExpandSpec& spec);
   // Formats a blank device, refuses one holding anything else, grows ext4 if a grow is due.
   Status prepare_filesystem(const VolumeRecord& volume, const std::string& device);
+  Status forget_orphan_images();
   Expected<std::string> read_only_node(const VolumeRecord& volume, const std::string& staging);
   // Devices in use for `volume_id`: anything mounted from them, and the device nodes of the
   // volume's mounted block stagings.

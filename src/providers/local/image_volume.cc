@@ -210,21 +210,30 @@ Status ImageFiles::clear_grow_pending(std::string_view volume_id) const {
   return Status::ok();
 }
 
-Expected<int64_t> ImageFiles::unallocated_bytes() const {
+Expected<std::vector<std::string>> ImageFiles::volume_ids() const {
+  std::vector<std::string> ids;
   DIR* dir = ::opendir(dir_.c_str());
   if (dir == nullptr) {
-    if (errno == ENOENT) return int64_t{0};  // no image volume yet
+    if (errno == ENOENT) return ids;  // no image volume yet
     return errno_status(errno, fmt::format("cannot read the image directory \"{}\"", dir_));
   }
-  int64_t total = 0;
   while (dirent* entry = ::readdir(dir)) {
-    std::string_view name = entry->d_name;
-    if (!name.ends_with(kImageSuffix)) continue;
-    struct stat st;
-    if (::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    total += std::max<int64_t>(0, st.st_size - static_cast<int64_t>(st.st_blocks) * 512);
+    std::string id = volume_of_image(fmt::format("{}/{}", dir_, entry->d_name));
+    if (!id.empty()) ids.push_back(std::move(id));
   }
   ::closedir(dir);
+  return ids;
+}
+
+Expected<int64_t> ImageFiles::unallocated_bytes() const {
+  auto ids = volume_ids();
+  if (!ids) return ids.status();
+  int64_t total = 0;
+  for (const std::string& id : *ids) {
+    struct stat st;
+    if (::lstat(image(id).c_str(), &st) != 0) continue;  // deleted meanwhile
+    total += std::max<int64_t>(0, st.st_size - static_cast<int64_t>(st.st_blocks) * 512);
+  }
   return total;
 }
 

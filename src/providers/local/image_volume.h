@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/state_store.h"
 #include "core/status.h"
@@ -64,6 +65,8 @@ class ImageFiles {
   std::string grow_marker(std::string_view volume_id) const;
   // The volume id whose image `path` is, or "" when it is no image of ours.
   std::string volume_of_image(std::string_view path) const;
+  // The volume ids of every image in the directory.
+  Expected<std::vector<std::string>> volume_ids() const;
 
   // A new sparse image of `bytes` (durable before it returns); RESOURCE_EXHAUSTED when it
   // does not fit under the capacity policy.
