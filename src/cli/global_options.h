@@ -13,9 +13,10 @@ struct GlobalOptions {
   OutputFormat output = OutputFormat::kTable;
   std::string state_dir = kDefaultStateDir;
   std::string provider = "local";
-  std::string node_id;               // empty: host name
-  std::string driver_name;           // empty: io.roset.csi
-  bool capacity_overcommit = false;  // image volumes may promise more than the disk has free
+  std::string node_id;      // empty: host name
+  std::string driver_name;  // empty: io.roset.csi
+  // Image volumes may promise more space than the disk has free (README: capacity policy).
+  bool capacity_overcommit = false;
   bool verbose = false;
 };
 
