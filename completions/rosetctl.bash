@@ -10,31 +10,31 @@ _rosetctl() {
   done
   local words
   case "$path" in
-    "") words="volume snapshot serve node plugin probe completion --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "volume") words="create list show expand delete map unmap connect disconnect stats --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "volume create") words="--help -h --size -s --param -p --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "volume list") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "volume show") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "volume expand") words="--help -h --size -s --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "volume delete") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "volume map") words="--help -h --node --read-only --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "volume unmap") words="--help -h --node --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "volume connect") words="--help -h --target -t --read-only --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "volume disconnect") words="--help -h --target -t --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "volume stats") words="--help -h --target -t --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "snapshot") words="commit list show restore delete --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "snapshot commit") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "snapshot list") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "snapshot show") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "snapshot restore") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "snapshot delete") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "serve") words="--help -h --endpoint -e --role --max-volumes-per-node --grace-period --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "node") words="info --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "node info") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "plugin") words="info --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "plugin info") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "probe") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
-    "completion") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --verbose -v" ;;
+    "") words="volume snapshot serve node plugin probe completion --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "volume") words="create list show expand delete map unmap connect disconnect stats --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "volume create") words="--help -h --size -s --param -p --type --fs --block --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "volume list") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "volume show") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "volume expand") words="--help -h --size -s --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "volume delete") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "volume map") words="--help -h --node --read-only --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "volume unmap") words="--help -h --node --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "volume connect") words="--help -h --target -t --read-only --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "volume disconnect") words="--help -h --target -t --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "volume stats") words="--help -h --target -t --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "snapshot") words="commit list show restore delete --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "snapshot commit") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "snapshot list") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "snapshot show") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "snapshot restore") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "snapshot delete") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "serve") words="--help -h --endpoint -e --role --max-volumes-per-node --grace-period --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "node") words="info --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "node info") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "plugin") words="info --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "plugin info") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "probe") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "completion") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))
 }

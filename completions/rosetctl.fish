@@ -8,6 +8,7 @@ complete -c rosetctl -n '__fish_use_subcommand' -l state-dir
 complete -c rosetctl -n '__fish_use_subcommand' -l provider
 complete -c rosetctl -n '__fish_use_subcommand' -l node-id
 complete -c rosetctl -n '__fish_use_subcommand' -l driver-name
+complete -c rosetctl -n '__fish_use_subcommand' -l capacity-overcommit
 complete -c rosetctl -n '__fish_use_subcommand' -l verbose
 complete -c rosetctl -n '__fish_use_subcommand' -a volume -d 'Create, attach, inspect and delete volumes'
 complete -c rosetctl -n '__fish_use_subcommand' -a snapshot -d 'Commit, list, restore and delete snapshots (NOT IMPLEMENTED YET)'
@@ -24,6 +25,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l state-dir
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a create -d 'Create a volume (idempotent by name)'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a list -d 'List volumes with where they are connected'
@@ -38,6 +40,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a stats -d 'Used a
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l size
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l param
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l type
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l fs
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l block
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l config
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l output
@@ -45,6 +50,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l version
@@ -54,6 +60,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l version
@@ -63,6 +70,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l size
@@ -73,6 +81,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l version
@@ -82,6 +91,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l node
@@ -93,6 +103,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l node
@@ -103,6 +114,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l target
@@ -114,6 +126,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l target
@@ -124,6 +137,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l target
@@ -134,6 +148,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l version
@@ -143,6 +158,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l state-dir
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a commit -d 'Record a volume\'s content as a snapshot (not implemented yet)'
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a list -d 'List snapshots (not implemented yet)'
@@ -157,6 +173,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l version
@@ -166,6 +183,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l version
@@ -175,6 +193,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l version
@@ -184,6 +203,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l version
@@ -193,6 +213,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l endpoint
@@ -206,6 +227,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l state-dir
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l version
@@ -215,6 +237,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node' -l state-dir
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -a info -d 'Node id, volume limit and topology (NodeGetInfo)'
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l help
@@ -225,6 +248,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l version
@@ -234,6 +258,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l state-dir
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -a info -d 'Name, version and every advertised capability'
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l help
@@ -244,6 +269,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l version
@@ -253,6 +279,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l state-dir
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l verbose
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l version
@@ -262,4 +289,5 @@ complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l state-dir
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l provider
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l verbose

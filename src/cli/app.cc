@@ -46,6 +46,9 @@ void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) 
       ->envname("ROSETCTL_NODE_ID");
   app.add_option("--driver-name", globals.driver_name, "CSI driver name (default io.roset.csi)")
       ->envname("ROSETCTL_DRIVER_NAME");
+  app.add_flag("--capacity-overcommit", globals.capacity_overcommit,
+               "Let image volumes promise more space than is free (README: capacity policy)")
+      ->envname("ROSETCTL_CAPACITY_OVERCOMMIT");
   app.add_flag("-v,--verbose", globals.verbose, "Debug logs on stderr (secrets are redacted)");
 }
 

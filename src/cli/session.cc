@@ -15,6 +15,7 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
   plugin_options.state_dir = options.state_dir;
   plugin_options.default_provider = options.provider;
   plugin_options.node_id = options.node_id;
+  plugin_options.capacity_overcommit = options.capacity_overcommit;
   if (!options.driver_name.empty()) plugin_options.driver_name = options.driver_name;
 
   auto plugin = Plugin::open(std::move(plugin_options));

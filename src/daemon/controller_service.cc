@@ -198,6 +198,7 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
     record = std::move(**existing);
     std::string why =
         incompatibility(record, (*provider)->name(), parameters, *range, *access_type);
+    if (why.empty()) why = (*provider)->incompatibility(record, spec);
     if (!why.empty()) {
       return error(Code::kAlreadyExists, "volume \"{}\" already exists and {}", request.name(),
                    why);
@@ -214,7 +215,11 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
     record.context = provisioned->context;
     record.access_type = *access_type == AccessType::kBlock ? "block" : "mount";
     record.created_at = unix_now();
-    ROSETCTL_RETURN_IF_ERROR(context_.store.insert_volume(record));
+    if (Status inserted = context_.store.insert_volume(record); !inserted) {
+      // Unrecorded, what the provider made would never be found again: take it back.
+      (void)(*provider)->delete_volume(record);
+      return inserted;
+    }
   }
   fill_volume(record, **provider, context_.options.node_id, response->mutable_volume());
   return Status::ok();
@@ -482,13 +487,17 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
                  "never shrink",
                  volume->record.name, current, range->limit);
   }
-  // Directory volumes only record their size (it is not enforced), so growing is bookkeeping.
-  if (wanted > current) {
-    ROSETCTL_RETURN_IF_ERROR(context_.store.update_volume_capacity(volume->record.id, wanted));
-    current = wanted;
+  // A smaller required size is already satisfied; the provider answers as for a retry.
+  auto expanded = volume->provider->expand_volume(volume->record, wanted, range->limit);
+  if (!expanded) {
+    return expanded.status().with_context(fmt::format("volume \"{}\"", volume->record.name));
   }
-  response->set_capacity_bytes(current);
-  response->set_node_expansion_required(false);
+  if (expanded->capacity_bytes != current) {
+    ROSETCTL_RETURN_IF_ERROR(
+        context_.store.update_volume_capacity(volume->record.id, expanded->capacity_bytes));
+  }
+  response->set_capacity_bytes(expanded->capacity_bytes);
+  response->set_node_expansion_required(expanded->node_expansion_required);
   return Status::ok();
 }
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/validate.h"
+#include "daemon/reconcile.h"
 
 namespace rosetctl {
 namespace {
@@ -61,7 +62,8 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
   auto store = StateStore::open(layout.root);
   if (!store) return store.status();
   plugin->store_ = std::move(*store);
-  auto providers = ProviderRegistry::create(layout, *plugin->store_, options.default_provider);
+  auto providers = ProviderRegistry::create(layout, *plugin->store_, options.default_provider,
+                                            options.capacity_overcommit);
   if (!providers) return providers.status();
   plugin->providers_ = std::move(*providers);
   auto locks = LockSpace::open(layout.lock_file());
@@ -92,6 +94,10 @@ Status Plugin::start(const std::optional<std::string>& unix_socket) {
                  unix_socket ? fmt::format(" on unix socket \"{}\"", *unix_socket) : "");
   }
   return Status::ok();
+}
+
+Status Plugin::reconcile() {
+  return reconcile_node(*context_);
 }
 
 std::shared_ptr<grpc::Channel> Plugin::in_process_channel() {

@@ -2,7 +2,8 @@
 
 Every test gets its own directory under /tmp holding its state dir and mount targets. Teardown
 always runs, in this order: end the processes the test started, unmount everything at or below
-the directory (deepest/newest first, lazily), then remove the directory -- but never while a
+the directory (deepest/newest first, lazily), detach the loop devices whose backing files lie
+under it (image volumes), then remove the directory -- but never while a
 mount is still there, so cleanup can never delete through a mount.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 import csi_stubs
 from csi_server import Server
 from rosetctl_cli import ProcessTracker, Rosetctl, binary_path
+from rosetctl_loops import detach_everything_under
 from rosetctl_mounts import mount_points_under, unmount_everything_under
 
 
@@ -63,7 +65,10 @@ def workdir(processes):
         if left:
             # Removing the tree now would delete through the mounts; leave it for a human.
             raise AssertionError(f"could not unmount {left}; left {path} in place")
+        attached = detach_everything_under(path)
         shutil.rmtree(path, ignore_errors=True)
+        if attached:
+            raise AssertionError(f"could not detach loop devices {attached} backed by files in {path}")
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from rosetctl_cli import EXIT_UNIMPLEMENTED, isolated_environment
-from rosetctl_mounts import is_mount_point, mount_at
+from rosetctl_mounts import is_mount_point
 
 SOURCE_DIR = Path(os.environ.get("ROSETCTL_SOURCE_DIR") or Path(__file__).resolve().parents[2])
 COLLECTION = SOURCE_DIR / "ansible"
