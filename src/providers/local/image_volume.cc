@@ -87,12 +87,10 @@ Expected<ImagePlan> plan_image(const CreateVolumeSpec& spec) {
     plan.filesystem = std::move(*filesystem);
   }
 
+  // COs may leave the size to the plugin (CSI allows an empty capacity_range); the image is
+  // sparse, so the default costs nothing until written.
   int64_t asked = spec.required_bytes > 0 ? spec.required_bytes : spec.limit_bytes;
-  if (asked <= 0) {
-    return error(Code::kInvalidArgument,
-                 "an image volume needs a size (capacity_range.required_bytes): it is a file of "
-                 "exactly that size");
-  }
+  if (asked <= 0) asked = kDefaultImageBytes;
   auto bytes = image_bytes(asked, spec.limit_bytes);
   if (!bytes) return bytes.status();
   plan.bytes = *bytes;

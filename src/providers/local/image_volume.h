@@ -27,6 +27,9 @@ bool is_block_volume(const VolumeRecord& volume);
 std::string filesystem_of(const VolumeRecord& volume);
 
 // What an image volume is to be.
+// The size of an image volume created without one (sparse: it costs nothing until written).
+inline constexpr int64_t kDefaultImageBytes = int64_t{1} << 30;
+
 struct ImagePlan {
   bool block = false;
   std::string filesystem;  // empty for block volumes
@@ -38,7 +41,7 @@ struct ImagePlan {
 bool wants_image(const CreateVolumeSpec& spec);
 
 // The plan for an image volume: INVALID_ARGUMENT for an unsupported or contradictory
-// filesystem, or no size; OUT_OF_RANGE below the filesystem's minimum or above limit_bytes.
+// filesystem; OUT_OF_RANGE below the filesystem's minimum or above limit_bytes.
 Expected<ImagePlan> plan_image(const CreateVolumeSpec& spec);
 
 StringMap image_context(const ImagePlan& plan);
