@@ -3,6 +3,14 @@
 #include "core/group_commit.h"
 
 namespace rosetctl {
+namespace {
+
+Status rollback_savepoint(sqlite::Connection& connection) {
+  ROSETCTL_RETURN_IF_ERROR(connection.run("ROLLBACK TO one_write"));
+  return connection.run("RELEASE one_write");
+}
+
+}  // namespace
 
 Status GroupCommit::run(const Body& body) {
   Pending me{&body, Status::ok()};
@@ -49,7 +57,7 @@ void GroupCommit::run_batch(const std::vector<Pending*>& batch) {
   if (!transaction) return fail_all(transaction.status());
 
   for (Pending* pending : batch) {
-    if (Status saved = (*connection)->exec("SAVEPOINT one_write"); !saved) return fail_all(saved);
+    if (Status saved = (*connection)->run("SAVEPOINT one_write"); !saved) return fail_all(saved);
     pending->result = (*pending->body)(**connection);
     if (!(*connection)->in_transaction()) {
       // SQLite rolled the whole transaction back (disk full, I/O error): nothing committed.
@@ -57,9 +65,8 @@ void GroupCommit::run_batch(const std::vector<Pending*>& batch) {
                           ? error(Code::kInternal, "state store transaction was rolled back")
                           : pending->result);
     }
-    Status closed = pending->result.is_ok()
-                        ? (*connection)->exec("RELEASE one_write")
-                        : (*connection)->exec("ROLLBACK TO one_write; RELEASE one_write");
+    Status closed = pending->result.is_ok() ? (*connection)->run("RELEASE one_write")
+                                            : rollback_savepoint(**connection);
     if (!closed) return fail_all(closed);
   }
   if (Status committed = transaction->commit(); !committed) fail_all(committed);
