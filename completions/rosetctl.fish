@@ -10,6 +10,13 @@ complete -c rosetctl -n '__fish_use_subcommand' -l node-id
 complete -c rosetctl -n '__fish_use_subcommand' -l driver-name
 complete -c rosetctl -n '__fish_use_subcommand' -l capacity-overcommit
 complete -c rosetctl -n '__fish_use_subcommand' -l verbose
+complete -c rosetctl -n '__fish_use_subcommand' -l roset-api-url
+complete -c rosetctl -n '__fish_use_subcommand' -l roset-api-key-file
+complete -c rosetctl -n '__fish_use_subcommand' -l roset-mount-id
+complete -c rosetctl -n '__fish_use_subcommand' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_use_subcommand' -l roset-fuse
+complete -c rosetctl -n '__fish_use_subcommand' -l fuse-credentials
+complete -c rosetctl -n '__fish_use_subcommand' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_use_subcommand' -a volume -d 'Create, attach, inspect and delete volumes'
 complete -c rosetctl -n '__fish_use_subcommand' -a snapshot -d 'Commit, list, restore and delete snapshots (NOT IMPLEMENTED YET)'
 complete -c rosetctl -n '__fish_use_subcommand' -a serve -d 'Run as a CSI v1.10 plugin (Identity, Controller, Node)'
@@ -27,6 +34,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a create -d 'Create a volume (idempotent by name)'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a list -d 'List volumes with where they are connected'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a show -d 'Show one volume: size, nodes, mounts, health'
@@ -52,6 +66,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l config
@@ -62,6 +83,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l config
@@ -72,6 +100,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l size
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l version
@@ -83,6 +118,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l config
@@ -93,6 +135,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l read-only
@@ -105,6 +154,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l version
@@ -116,6 +172,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l target
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l read-only
@@ -128,6 +191,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l target
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l version
@@ -139,6 +209,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l target
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l version
@@ -150,6 +227,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l config
@@ -160,6 +244,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a commit -d 'Record a volume\'s content as a snapshot (not implemented yet)'
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a list -d 'List snapshots (not implemented yet)'
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a show -d 'Show one snapshot (not implemented yet)'
@@ -175,6 +266,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l config
@@ -185,6 +283,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l config
@@ -195,6 +300,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l config
@@ -205,6 +317,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l config
@@ -215,6 +334,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l endpoint
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l role
@@ -229,6 +355,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l config
@@ -239,6 +372,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -a info -d 'Node id, volume limit and topology (NodeGetInfo)'
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l version
@@ -250,6 +390,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l config
@@ -260,6 +407,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -a info -d 'Name, version and every advertised capability'
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l version
@@ -271,6 +425,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l config
@@ -281,6 +442,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l config
@@ -291,3 +459,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-fuse-timeout

@@ -26,6 +26,46 @@ struct RawGlobals {
   std::string output = "table";
 };
 
+// The roset provider's flags. The API key has none on purpose (a command line is visible to
+// every user): it comes from ROSET_API_KEY, a key file or CSI secrets.
+void add_roset_options(CLI::App& app, GlobalOptions& globals) {
+  const std::string group = "Roset provider (--provider roset)";
+  app.add_option("--roset-api-url", globals.roset_api_url,
+                 "Roset API base URL (default https://api.roset.dev; http:// for on-premise)")
+      ->envname("ROSET_API_URL")
+      ->group(group);
+  app.add_option("--roset-api-key-file", globals.roset_api_key_file,
+                 "File holding the Roset API key (mode 0600); or set ROSET_API_KEY")
+      ->envname("ROSET_API_KEY_FILE")
+      ->group(group);
+  app.add_option("--roset-mount-id", globals.roset_mount_id,
+                 "Roset mount for new volumes when the StorageClass names none (default: the "
+                 "account's default mount)")
+      ->envname("ROSET_MOUNT_ID")
+      ->group(group);
+  app.add_option("--roset-ca-bundle", globals.roset_ca_bundle,
+                 "PEM CA bundle to verify the API's TLS certificate (default: the system store)")
+      ->envname("ROSET_CA_BUNDLE")
+      ->group(group);
+  app.add_option("--roset-fuse", globals.roset_fuse,
+                 "The roset-fuse client to run on nodes (default: roset-fuse on PATH)")
+      ->envname("ROSET_FUSE_BINARY")
+      ->group(group);
+  app.add_option("--fuse-credentials", globals.fuse_credentials,
+                 "How roset-fuse gets the key: file (0600 file named by "
+                 "ROSET_CREDENTIALS_FILE) or env (ROSET_API_KEY in its environment)")
+      ->check(CLI::IsMember({"file", "env"}))
+      ->envname("ROSET_FUSE_CREDENTIALS")
+      ->capture_default_str()
+      ->group(group);
+  app.add_option("--roset-fuse-timeout", globals.roset_fuse_timeout_seconds,
+                 "Seconds to wait for a roset-fuse mount to appear before giving up")
+      ->check(CLI::Range(1, 3600))
+      ->envname("ROSET_FUSE_TIMEOUT")
+      ->capture_default_str()
+      ->group(group);
+}
+
 void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) {
   const char* config = std::getenv("ROSETCTL_CONFIG");
   app.set_config("--config", config != nullptr ? config : kDefaultConfig,
@@ -39,7 +79,7 @@ void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) 
                  "Where this host keeps its state and local volumes")
       ->envname("ROSETCTL_STATE_DIR")
       ->capture_default_str();
-  app.add_option("--provider", globals.provider, "Provider for new volumes: local")
+  app.add_option("--provider", globals.provider, "Provider for new volumes: local or roset")
       ->envname("ROSETCTL_PROVIDER")
       ->capture_default_str();
   app.add_option("--node-id", globals.node_id, "This node's CSI node id (default: the host name)")
@@ -50,6 +90,7 @@ void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) 
                "Let image volumes promise more space than is free (README: capacity policy)")
       ->envname("ROSETCTL_CAPACITY_OVERCOMMIT");
   app.add_flag("-v,--verbose", globals.verbose, "Debug logs on stderr (secrets are redacted)");
+  add_roset_options(app, globals);
 }
 
 // CLI11 reports "A subcommand is required" for `rosetctl volume frobnicate`; name the word
@@ -81,6 +122,13 @@ constexpr EnvFlag kEnvFlags[] = {
     {"ROSETCTL_PROVIDER", "--provider", nullptr},
     {"ROSETCTL_NODE_ID", "--node-id", nullptr},
     {"ROSETCTL_DRIVER_NAME", "--driver-name", nullptr},
+    {"ROSET_API_URL", "--roset-api-url", nullptr},
+    {"ROSET_API_KEY_FILE", "--roset-api-key-file", nullptr},
+    {"ROSET_MOUNT_ID", "--roset-mount-id", nullptr},
+    {"ROSET_CA_BUNDLE", "--roset-ca-bundle", nullptr},
+    {"ROSET_FUSE_BINARY", "--roset-fuse", nullptr},
+    {"ROSET_FUSE_CREDENTIALS", "--fuse-credentials", nullptr},
+    {"ROSET_FUSE_TIMEOUT", "--roset-fuse-timeout", nullptr},
 };
 
 bool given_on_command_line(const std::vector<std::string>& args, const EnvFlag& flag) {
@@ -113,6 +161,20 @@ std::string version_text() {
 }
 
 }  // namespace
+
+RosetConfig roset_config(const GlobalOptions& options) {
+  RosetConfig config;
+  config.api_url = options.roset_api_url;
+  config.api_key_file = options.roset_api_key_file;
+  if (const char* key = std::getenv("ROSET_API_KEY")) config.api_key = key;
+  config.mount_id = options.roset_mount_id;
+  config.ca_bundle = options.roset_ca_bundle;
+  config.fuse_binary = options.roset_fuse;
+  config.fuse_credentials =
+      options.fuse_credentials == "env" ? FuseCredentials::kEnv : FuseCredentials::kFile;
+  config.fuse_ready_timeout = std::chrono::seconds(options.roset_fuse_timeout_seconds);
+  return config;
+}
 
 int run(int argc, char** argv) {
   CLI::App app("rosetctl: provision volumes, attach them to hosts and serve them over CSI.",

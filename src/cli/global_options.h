@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/state_layout.h"
+#include "providers/roset/roset_config.h"
 
 namespace rosetctl::cli {
 
@@ -18,6 +19,17 @@ struct GlobalOptions {
   // Image volumes may promise more space than the disk has free (README: capacity policy).
   bool capacity_overcommit = false;
   bool verbose = false;
+  // The roset provider (README: the roset provider). The API key itself never is a flag.
+  std::string roset_api_url;
+  std::string roset_api_key_file;
+  std::string roset_mount_id;
+  std::string roset_ca_bundle;
+  std::string roset_fuse;
+  std::string fuse_credentials = "file";
+  int roset_fuse_timeout_seconds = 120;
 };
+
+// The roset provider's settings from the flags, plus ROSET_API_KEY from the environment.
+RosetConfig roset_config(const GlobalOptions& options);
 
 }  // namespace rosetctl::cli

@@ -29,6 +29,7 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
                         : options.role == "node"     ? PluginRole::kNode
                                                      : PluginRole::kAll;
   plugin_options.capacity_overcommit = globals.capacity_overcommit;
+  plugin_options.roset = roset_config(globals);
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();
   // Before the first call, so nothing a crash left behind is mistaken for live state. A failed

@@ -107,6 +107,8 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   auto target = resolve_target(**session, wanted);
   if (!target) return target.status();
   csi::v1::VolumeCapability capability = attach_capability(info->volume);
+  // A restored read-only volume mounts read-only without being told.
+  bool read_only = options.read_only || is_read_only_volume(info->volume);
   auto turn = lock_attachments(**session, id);
   if (!turn) return turn.status();
   // Refuse a bad target before mapping and staging anything, unless it is this very volume's
@@ -128,6 +130,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   csi::v1::ControllerPublishVolumeRequest publish;
   publish.set_volume_id(id);
   publish.set_node_id(node);
+  publish.set_readonly(is_read_only_volume(info->volume));
   *publish.mutable_volume_capability() = capability;
   *publish.mutable_volume_context() = info->volume.volume_context();
   csi::v1::ControllerPublishVolumeResponse published;
@@ -169,7 +172,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   mount.set_volume_id(id);
   mount.set_staging_target_path(staging);
   mount.set_target_path(*target);
-  mount.set_readonly(options.read_only);
+  mount.set_readonly(read_only);
   *mount.mutable_volume_capability() = capability;
   *mount.mutable_publish_context() = published.publish_context();
   *mount.mutable_volume_context() = info->volume.volume_context();
@@ -184,7 +187,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   auto refreshed = resolve_volume(client, id);
   nlohmann::json out = volume_json(refreshed ? *refreshed : *info, *connections);
   out["path"] = path;
-  out["readonly"] = options.read_only;
+  out["readonly"] = read_only;
   print_line_or_json(globals.output, path, out);
   return Status::ok();
 }

@@ -28,6 +28,11 @@ bool is_block_volume(const csi::v1::Volume& volume) {
   return it != volume.volume_context().end() && it->second == "block";
 }
 
+bool is_read_only_volume(const csi::v1::Volume& volume) {
+  auto it = volume.volume_context().find("readOnly");
+  return it != volume.volume_context().end() && it->second == "true";
+}
+
 csi::v1::VolumeCapability attach_capability(const csi::v1::Volume& volume) {
   csi::v1::VolumeCapability capability;
   if (is_block_volume(volume)) {
@@ -36,7 +41,8 @@ csi::v1::VolumeCapability attach_capability(const csi::v1::Volume& volume) {
     capability.mutable_mount();
   }
   capability.mutable_access_mode()->set_mode(
-      csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+      is_read_only_volume(volume) ? csi::v1::VolumeCapability::AccessMode::MULTI_NODE_READER_ONLY
+                                  : csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
   return capability;
 }
 

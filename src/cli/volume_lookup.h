@@ -28,8 +28,13 @@ std::string volume_name(const csi::v1::Volume& volume);
 // True for raw block volumes (volume context access=block).
 bool is_block_volume(const csi::v1::Volume& volume);
 
-// The capability the CLI attaches a volume with: single-node writer, block or mount as the
-// volume is (the filesystem of an image volume is the one it was created with).
+// True for volumes that can only be read (a roset volume restored from a commit: context
+// readOnly=true).
+bool is_read_only_volume(const csi::v1::Volume& volume);
+
+// The capability the CLI attaches a volume with: single-node writer (multi-node reader for
+// read-only volumes), block or mount as the volume is (the filesystem of an image volume is
+// the one it was created with).
 csi::v1::VolumeCapability attach_capability(const csi::v1::Volume& volume);
 
 }  // namespace rosetctl::cli

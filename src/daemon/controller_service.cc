@@ -217,7 +217,7 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
     record.created_at = unix_now();
     if (Status inserted = context_.store.insert_volume(record); !inserted) {
       // Unrecorded, what the provider made would never be found again: take it back.
-      (void)(*provider)->delete_volume(record);
+      (void)(*provider)->delete_volume_with(record, spec.secrets);
       return inserted;
     }
   }
@@ -239,7 +239,8 @@ Status ControllerService::delete_volume(const csi::v1::DeleteVolumeRequest& requ
 
   // Refuse while anything uses it, before any data is touched (the store re-checks atomically).
   ROSETCTL_RETURN_IF_ERROR(check_not_in_use(context_.store, volume->record));
-  ROSETCTL_RETURN_IF_ERROR(volume->provider->delete_volume(volume->record));
+  ROSETCTL_RETURN_IF_ERROR(
+      volume->provider->delete_volume_with(volume->record, to_map(request.secrets())));
   return context_.store.delete_volume(volume->record.id);
 }
 

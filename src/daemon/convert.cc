@@ -57,6 +57,19 @@ std::string capability_key(const Capability& capability) {
   return key.dump();
 }
 
+Expected<Capability> capability_from_key(std::string_view key) {
+  auto json = nlohmann::json::parse(key, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object()) return error(Code::kInternal, "recorded capability is not valid JSON");
+  Capability capability;
+  capability.access_type =
+      json.value("access_type", "mount") == "block" ? AccessType::kBlock : AccessType::kMount;
+  capability.access_mode = static_cast<AccessMode>(json.value("access_mode", 0));
+  capability.fs_type = json.value("fs_type", "");
+  capability.mount_flags = json.value("mount_flags", std::vector<std::string>{});
+  capability.mount_group = json.value("mount_group", "");
+  return capability;
+}
+
 StringMap to_map(const google::protobuf::Map<std::string, std::string>& proto) {
   return StringMap(proto.begin(), proto.end());
 }

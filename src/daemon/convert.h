@@ -25,6 +25,9 @@ csi::v1::VolumeCapability capability_to_proto(const Capability& capability);
 // A canonical text form, stored with publications and stagings to tell a compatible retry
 // ("same capability") from a conflicting call.
 std::string capability_key(const Capability& capability);
+// The capability a key describes (to act again on a recorded publication); INTERNAL for a key
+// capability_key did not make.
+Expected<Capability> capability_from_key(std::string_view key);
 
 StringMap to_map(const google::protobuf::Map<std::string, std::string>& proto);
 void fill_map(const StringMap& map, google::protobuf::Map<std::string, std::string>* proto);

@@ -14,6 +14,7 @@
 #include "daemon/call_log.h"
 #include "daemon/convert.h"
 #include "daemon/node_paths.h"
+#include "daemon/node_repair.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
 
@@ -130,7 +131,7 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
                    "volume \"{}\" is already staged at \"{}\" with a different capability",
                    request.volume_id(), *staging);
     }
-    return Status::ok();
+    return repair_dead_staging(context_, **provider, request.volume_id(), *staging);
   }
 
   auto created = ensure_directory(*staging, "staging_target_path");
@@ -253,6 +254,21 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   if (!staged->has_value() || staging_mount == nullptr) {
     return error(Code::kFailedPrecondition,
                  "volume \"{}\" is not staged at \"{}\"; call NodeStageVolume first",
+                 request.volume_id(), *staging);
+  }
+
+  ROSETCTL_RETURN_IF_ERROR(
+      repair_dead_staging(context_, **provider, request.volume_id(), *staging));
+  // A target still bound to a dead mount (its staging was revived without this host's
+  // record of the volume) is bound again below.
+  if (table->find_by_target(*target) != nullptr && is_dead_mount(*target)) {
+    ROSETCTL_RETURN_IF_ERROR(unmount_all(*target));
+  }
+  table = MountTable::read();
+  if (!table) return table.status();
+  staging_mount = table->find_by_target(*staging);
+  if (staging_mount == nullptr) {
+    return error(Code::kFailedPrecondition, "volume \"{}\" is no longer staged at \"{}\"",
                  request.volume_id(), *staging);
   }
 

@@ -62,8 +62,9 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
   auto store = StateStore::open(layout.root);
   if (!store) return store.status();
   plugin->store_ = std::move(*store);
+  options.roset.node_role = options.role != PluginRole::kController;
   auto providers = ProviderRegistry::create(layout, *plugin->store_, options.default_provider,
-                                            options.capacity_overcommit);
+                                            options.capacity_overcommit, options.roset);
   if (!providers) return providers.status();
   plugin->providers_ = std::move(*providers);
   auto locks = LockSpace::open(layout.lock_file());

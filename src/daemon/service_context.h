@@ -8,6 +8,7 @@
 #include "core/state_layout.h"
 #include "core/state_store.h"
 #include "providers/registry.h"
+#include "providers/roset/roset_config.h"
 
 namespace rosetctl {
 
@@ -23,6 +24,7 @@ struct PluginOptions {
   int64_t max_volumes_per_node = 0;  // 0: no limit
   bool capacity_overcommit = false;  // providers may promise more space than they have
   PluginRole role = PluginRole::kAll;
+  RosetConfig roset;  // the roset provider's settings
 };
 
 struct ServiceContext {

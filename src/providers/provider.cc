@@ -24,6 +24,17 @@ std::string Provider::incompatibility(const VolumeRecord& /*existing*/,
   return "";
 }
 
+Status Provider::delete_volume_with(const VolumeRecord& volume, const StringMap& /*secrets*/) {
+  return delete_volume(volume);
+}
+
+Status Provider::revive_staging(std::string_view volume_id, const std::string& staging_path) {
+  return error(Code::kFailedPrecondition,
+               "the staging of volume \"{}\" at \"{}\" is dead (its mount does not answer); "
+               "unstage and stage it again",
+               volume_id, staging_path);
+}
+
 Expected<ExpandedVolume> Provider::expand_volume(const VolumeRecord& volume, int64_t required_bytes,
                                                  int64_t /*limit_bytes*/) {
   return ExpandedVolume{std::max(volume.capacity_bytes, required_bytes), false};

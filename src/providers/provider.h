@@ -116,6 +116,9 @@ class Provider {
   virtual Expected<ProvisionedVolume> create_volume(const CreateVolumeSpec& spec) = 0;
   // Called after the daemon verified the volume is not in use; removes the data.
   virtual Status delete_volume(const VolumeRecord& volume) = 0;
+  // DeleteVolume with the request's CSI secrets (a remote provider's credentials). Default:
+  // delete_volume(volume).
+  virtual Status delete_volume_with(const VolumeRecord& volume, const StringMap& secrets);
   // Free bytes for new volumes (GetCapacity).
   virtual Expected<int64_t> available_capacity() const = 0;
   // Health as the controller sees it (ListVolumes / ControllerGetVolume).
@@ -146,6 +149,9 @@ class Provider {
   virtual Expected<int64_t> expand_on_node(const NodeExpandSpec& spec);
   // Health as this node sees it (NodeGetVolumeStats). Default: healthy.
   virtual VolumeCondition node_condition(std::string_view volume_id) const;
+  // A staging of the volume here is dead (stat says ENOTCONN: the process behind its mount is
+  // gone). Brings it back. Default: FAILED_PRECONDITION saying it must be staged again.
+  virtual Status revive_staging(std::string_view volume_id, const std::string& staging_path);
   // Startup reconcile: releases what a crash left on this node (devices no staging uses).
   // Each volume is touched only under `lock`; a busy one is in use and is left alone.
   virtual Status reconcile_node(const VolumeLocker& lock);

@@ -4,15 +4,18 @@
 #include <fmt/ranges.h>
 
 #include "providers/local/local_provider.h"
+#include "providers/roset/roset_provider.h"
 
 namespace rosetctl {
 
 Expected<std::unique_ptr<ProviderRegistry>> ProviderRegistry::create(
     const StateLayout& layout, StateStore& store, std::string_view default_provider,
-    bool capacity_overcommit) {
+    bool capacity_overcommit, RosetConfig roset) {
   auto registry = std::make_unique<ProviderRegistry>();
   registry->providers_.push_back(
       std::make_unique<LocalProvider>(layout, store, capacity_overcommit));
+  roset.is_default_provider = default_provider == "roset";
+  registry->providers_.push_back(std::make_unique<RosetProvider>(std::move(roset), layout, store));
 
   auto chosen = registry->by_name(default_provider);
   if (!chosen) return chosen.status();
@@ -24,7 +27,7 @@ Expected<Provider*> ProviderRegistry::by_name(std::string_view name) const {
   for (const auto& provider : providers_) {
     if (provider->name() == name) return provider.get();
   }
-  if (name == "roset" || name == "iscsi") {
+  if (name == "iscsi") {
     return error(Code::kInvalidArgument, "provider \"{}\" is not available yet in this build",
                  name);
   }

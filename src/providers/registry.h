@@ -9,6 +9,7 @@
 #include "core/state_layout.h"
 #include "core/state_store.h"
 #include "providers/provider.h"
+#include "providers/roset/roset_config.h"
 
 namespace rosetctl {
 
@@ -16,11 +17,13 @@ class ProviderRegistry {
  public:
   // Builds every provider this binary has. `default_provider` serves CreateVolume calls that do
   // not name one; INVALID_ARGUMENT if it is unknown. `capacity_overcommit`: providers may
-  // promise more space than they have (local image volumes).
+  // promise more space than they have (local image volumes). `roset`: the roset provider's
+  // settings.
   static Expected<std::unique_ptr<ProviderRegistry>> create(const StateLayout& layout,
                                                             StateStore& store,
                                                             std::string_view default_provider,
-                                                            bool capacity_overcommit);
+                                                            bool capacity_overcommit,
+                                                            RosetConfig roset = {});
 
   Provider& default_provider() const { return *default_; }
   // By name ("local"), for CreateVolume's `provider` parameter.

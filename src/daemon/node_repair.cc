@@ -1,0 +1,43 @@
+// Reviving dead stagings and the publications bound from them.
+#include "daemon/node_repair.h"
+
+#include <spdlog/spdlog.h>
+
+#include "core/mount_ops.h"
+#include "daemon/convert.h"
+
+namespace rosetctl {
+
+bool is_dead_mount(const std::string& path) {
+  return probe_path(path) == PathHealth::kDisconnected;
+}
+
+Status repair_dead_staging(ServiceContext& context, Provider& provider, std::string_view volume_id,
+                           const std::string& staging_path) {
+  if (!is_dead_mount(staging_path)) return Status::ok();
+  spdlog::warn("volume \"{}\": staging \"{}\" does not answer (dead mount); repairing it",
+               volume_id, staging_path);
+  ROSETCTL_RETURN_IF_ERROR(provider.revive_staging(volume_id, staging_path)
+                               .with_context(fmt::format("volume \"{}\"", volume_id)));
+  auto record = context.store.find_volume(volume_id);
+  if (!record || !record->has_value()) return Status::ok();
+  auto publications = context.store.node_publications_of_staging(volume_id, staging_path);
+  if (!publications) return publications.status();
+  for (const NodePublication& publication : *publications) {
+    if (!is_dead_mount(publication.target_path)) continue;
+    auto capability = capability_from_key(publication.capability);
+    if (!capability) return capability.status();
+    ROSETCTL_RETURN_IF_ERROR(unmount_all(publication.target_path));
+    PublishSpec spec{std::string(volume_id),  staging_path,
+                     publication.target_path, *capability,
+                     publication.readonly,    (*record)->context};
+    if (Status bound = provider.publish_volume(spec); !bound) {
+      return bound.with_context(fmt::format("volume \"{}\": cannot bind \"{}\" again", volume_id,
+                                            publication.target_path));
+    }
+    spdlog::info("volume \"{}\": bound \"{}\" again", volume_id, publication.target_path);
+  }
+  return Status::ok();
+}
+
+}  // namespace rosetctl

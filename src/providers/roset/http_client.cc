@@ -1,0 +1,209 @@
+// libcurl behind HttpClient. Handles are pooled rather than made per call: curl keeps each
+// handle's connections open, so a pooled handle talks keep-alive to the API.
+#include "providers/roset/http_client.h"
+
+#include <curl/curl.h>
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "providers/roset/api_error.h"
+
+namespace rosetctl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void init_curl_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { ::curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// A curl header list, freed on every path.
+class HeaderList {
+ public:
+  HeaderList() = default;
+  ~HeaderList() { ::curl_slist_free_all(list_); }
+  HeaderList(const HeaderList&) = delete;
+  HeaderList& operator=(const HeaderList&) = delete;
+  void add(const std::string& header) { list_ = ::curl_slist_append(list_, header.c_str()); }
+  curl_slist* get() const { return list_; }
+
+ private:
+  curl_slist* list_ = nullptr;
+};
+
+size_t collect_body(char* data, size_t size, size_t count, void* user) {
+  static_cast<std::string*>(user)->append(data, size * count);
+  return size * count;
+}
+
+size_t collect_header(char* data, size_t size, size_t count, void* user) {
+  std::string_view line(data, size * count);
+  constexpr std::string_view kRetryAfter = "retry-after:";
+  if (line.size() > kRetryAfter.size()) {
+    std::string name(line.substr(0, kRetryAfter.size()));
+    for (char& c : name)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name == kRetryAfter) {
+      *static_cast<std::optional<std::chrono::milliseconds>*>(user) =
+          parse_retry_after(line.substr(kRetryAfter.size()));
+    }
+  }
+  return size * count;
+}
+
+// The body's `retryAfter` (seconds), which the TypeScript SDK reads when no header is sent.
+std::optional<std::chrono::milliseconds> body_retry_after(const std::string& body) {
+  auto json = nlohmann::json::parse(body, nullptr, false);
+  if (!json.is_object()) return std::nullopt;
+  auto it = json.find("retryAfter");
+  if (it == json.end() || !it->is_number() || it->get<double>() < 0) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<int64_t>(it->get<double>() * 1000.0));
+}
+
+bool is_tls_failure(CURLcode code) {
+  return code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CONNECT_ERROR ||
+         code == CURLE_SSL_CACERT_BADFILE || code == CURLE_SSL_CERTPROBLEM;
+}
+
+std::string origin_of(const std::string& url) {
+  size_t scheme = url.find("://");
+  size_t path = scheme == std::string::npos ? std::string::npos : url.find('/', scheme + 3);
+  return url.substr(0, path);
+}
+
+}  // namespace
+
+HttpClient::HttpClient(HttpSettings settings)
+    : settings_(std::move(settings)), retry_(settings_.retry) {
+  init_curl_once();
+}
+
+HttpClient::~HttpClient() {
+  for (void* curl : idle_)
+    ::curl_easy_cleanup(static_cast<CURL*>(curl));
+}
+
+void* HttpClient::borrow() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!idle_.empty()) {
+      void* curl = idle_.back();
+      idle_.pop_back();
+      return curl;
+    }
+  }
+  return ::curl_easy_init();
+}
+
+void HttpClient::give_back(void* curl) {
+  std::lock_guard lock(mutex_);
+  idle_.push_back(curl);
+}
+
+Expected<HttpResponse> HttpClient::send_once(void* handle, const HttpRequest& request,
+                                             const std::string& api_key, AttemptOutcome* outcome) {
+  CURL* curl = static_cast<CURL*>(handle);
+  ::curl_easy_reset(curl);  // options only: the handle's open connections stay
+  HeaderList headers;
+  headers.add("Accept: application/json");
+  headers.add("Authorization: Bearer " + api_key);
+  if (!request.body.empty()) headers.add("Content-Type: application/json");
+  if (!request.idempotency_key.empty()) headers.add("Idempotency-Key: " + request.idempotency_key);
+  if (!request.mount_id.empty()) headers.add("X-Roset-Mount-Id: " + request.mount_id);
+  headers.add("Expect:");  // no 100-continue round trip for small JSON bodies
+
+  HttpResponse response;
+  ::curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
+  ::curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  ::curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  if (request.method == "HEAD") ::curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+      request.method == "PATCH") {
+    ::curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
+    ::curl_easy_setopt(curl, CURLOPT_COPYPOSTFIELDS, request.body.c_str());
+    ::curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  }
+  ::curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
+  ::curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect_body);
+  ::curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+  ::curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, collect_header);
+  ::curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.retry_after);
+  ::curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // many threads; no SIGALRM for DNS timeouts
+  ::curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(settings_.connect_timeout.count()));
+  ::curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+                     static_cast<long>(settings_.request_timeout.count()));
+  ::curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+  ::curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (!settings_.ca_bundle.empty()) {
+    ::curl_easy_setopt(curl, CURLOPT_CAINFO, settings_.ca_bundle.c_str());
+  }
+  ::curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect would carry the key elsewhere
+  ::curl_easy_setopt(curl, CURLOPT_USERAGENT, "rosetctl");
+
+  CURLcode code = ::curl_easy_perform(curl);
+  if (code != CURLE_OK) {
+    std::string reason = scrub_secret(::curl_easy_strerror(code), api_key);
+    if (is_tls_failure(code)) {
+      *outcome = AttemptOutcome::kFinalError;
+      return error(Code::kUnavailable,
+                   "Roset API: {}: TLS with {} failed ({}); if it uses a private CA, give its "
+                   "bundle with --roset-ca-bundle",
+                   request.what, origin_of(request.url), reason);
+    }
+    *outcome = AttemptOutcome::kConnectionError;
+    Code status = code == CURLE_OPERATION_TIMEDOUT ? Code::kDeadlineExceeded : Code::kUnavailable;
+    return Status(status, fmt::format("Roset API: {}: cannot reach {}: {}", request.what,
+                                      origin_of(request.url), reason));
+  }
+  ::curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+  if (!response.retry_after && response.status == 429) {
+    response.retry_after = body_retry_after(response.body);
+  }
+  *outcome = outcome_of_status(response.status);
+  return response;
+}
+
+Expected<HttpResponse> HttpClient::send(const HttpRequest& request, const std::string& api_key) {
+  struct Borrowed {
+    HttpClient& client;
+    void* curl;
+    ~Borrowed() {
+      if (curl != nullptr) client.give_back(curl);
+    }
+  } borrowed{*this, borrow()};
+  if (borrowed.curl == nullptr) return error(Code::kInternal, "cannot create a libcurl handle");
+
+  bool keyed = !request.idempotency_key.empty();
+  for (int attempt = 1;; ++attempt) {
+    auto started = Clock::now();
+    AttemptOutcome outcome = AttemptOutcome::kFinalError;
+    auto response = send_once(borrowed.curl, request, api_key, &outcome);
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+    spdlog::debug("roset api: {} {} attempt {} -> {} ({} ms)", request.method, request.url, attempt,
+                  response ? fmt::format("HTTP {}", response->status)
+                           : std::string(code_name(response.status().code())),
+                  took.count());
+    std::optional<std::chrono::milliseconds> retry_after =
+        response ? response->retry_after : std::nullopt;
+    if (retry_after && *retry_after > settings_.retry.max_retry_after) {
+      return error(Code::kUnavailable,
+                   "Roset API: {}: rate-limited; the server asks to wait {} s before retrying",
+                   request.what, retry_after->count() / 1000);
+    }
+    std::chrono::milliseconds pause{0};
+    {
+      std::lock_guard lock(mutex_);
+      if (!retry_.should_retry(attempt, outcome, request.method, keyed)) return response;
+      pause = retry_.delay(attempt, retry_after);
+    }
+    spdlog::debug("roset api: {} {}: retrying in {} ms", request.method, request.url,
+                  pause.count());
+    std::this_thread::sleep_for(pause);
+  }
+}
+
+}  // namespace rosetctl

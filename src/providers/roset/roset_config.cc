@@ -1,0 +1,129 @@
+// Resolution of the Roset endpoint and credentials for one call.
+#include "providers/roset/roset_config.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+
+#include "core/unique_fd.h"
+
+namespace rosetctl {
+namespace {
+
+constexpr size_t kMaxKeyBytes = 4096;
+
+std::string trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
+  return std::string(text);
+}
+
+std::string secret_value(const std::map<std::string, std::string>& secrets,
+                         std::initializer_list<const char*> keys) {
+  for (const char* key : keys) {
+    auto it = secrets.find(key);
+    if (it != secrets.end() && !trim(it->second).empty()) return trim(it->second);
+  }
+  return "";
+}
+
+}  // namespace
+
+Expected<std::string> normalize_api_url(std::string_view url, std::string_view what) {
+  std::string text = trim(url);
+  auto bad = [&](std::string_view why) {
+    return error(Code::kInvalidArgument, "{} \"{}\" is not a Roset API URL: {}", what,
+                 text.substr(0, 200), why);
+  };
+  std::string_view rest = text;
+  if (rest.starts_with("https://")) {
+    rest.remove_prefix(8);
+  } else if (rest.starts_with("http://")) {
+    rest.remove_prefix(7);
+  } else {
+    return bad("it must start with https:// (or http:// for on-premise and tests)");
+  }
+  std::string_view host = rest.substr(0, rest.find('/'));
+  if (host.empty()) return bad("it names no host");
+  for (char c : text) {
+    if (c == '?' || c == '#' || c == ' ' || std::iscntrl(static_cast<unsigned char>(c))) {
+      return bad("it must not contain a query, fragment, spaces or control characters");
+    }
+  }
+  if (host.find('@') != std::string_view::npos) return bad("credentials do not belong in the URL");
+  while (text.ends_with('/'))
+    text.pop_back();
+  return text;
+}
+
+Expected<std::string> read_api_key_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) {
+    return errno_status(errno, fmt::format("cannot open the Roset API key file \"{}\"", path));
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    return errno_status(errno, fmt::format("cannot inspect the Roset API key file \"{}\"", path));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return error(Code::kInvalidArgument, "the Roset API key file \"{}\" is not a regular file",
+                 path);
+  }
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    return error(Code::kPermissionDenied,
+                 "the Roset API key file \"{}\" has mode {:04o}: other users could read the key; "
+                 "chmod 600 it",
+                 path, st.st_mode & 07777);
+  }
+  std::string content(kMaxKeyBytes, '\0');
+  ssize_t got = ::read(fd.get(), content.data(), content.size());
+  if (got < 0) {
+    return errno_status(errno, fmt::format("cannot read the Roset API key file \"{}\"", path));
+  }
+  content.resize(static_cast<size_t>(got));
+  std::string key = trim(content.substr(0, content.find('\n')));
+  if (key.empty()) {
+    return error(Code::kUnauthenticated, "the Roset API key file \"{}\" is empty", path);
+  }
+  return key;
+}
+
+Expected<RosetEndpoint> resolve_endpoint(const RosetConfig& config,
+                                         const std::map<std::string, std::string>& secrets,
+                                         std::string_view context_url, std::string_view mount_id) {
+  RosetEndpoint endpoint;
+  std::string url = secret_value(secrets, {"api-url", "apiUrl"});
+  std::string_view url_source = "secret api-url";
+  if (url.empty() && !context_url.empty()) {
+    url = context_url;
+    url_source = "volume context apiUrl";
+  }
+  if (url.empty()) {
+    url = config.api_url.empty() ? kDefaultRosetApiUrl : config.api_url;
+    url_source = "--roset-api-url";
+  }
+  auto normal = normalize_api_url(url, url_source);
+  if (!normal) return normal.status();
+  endpoint.api_url = *normal;
+  endpoint.mount_id = mount_id.empty() ? config.mount_id : std::string(mount_id);
+
+  endpoint.api_key = secret_value(secrets, {"api-key", "apiKey"});
+  if (endpoint.api_key.empty() && !config.api_key_file.empty()) {
+    auto key = read_api_key_file(config.api_key_file);
+    if (!key) return key.status();
+    endpoint.api_key = *key;
+  }
+  if (endpoint.api_key.empty()) endpoint.api_key = trim(config.api_key);
+  if (endpoint.api_key.empty()) {
+    return error(Code::kUnauthenticated,
+                 "no Roset API key: give the CSI secret \"api-key\", --roset-api-key-file "
+                 "(ROSET_API_KEY_FILE) or ROSET_API_KEY");
+  }
+  return endpoint;
+}
+
+}  // namespace rosetctl

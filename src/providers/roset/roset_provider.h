@@ -1,0 +1,65 @@
+// The roset provider: a volume is a folder in a Roset mount (roset-api.md), made through the
+// REST API on the controller and reached on nodes through a shared roset-fuse process
+// (shared_fuse_mounts.h). Ids are "roset-<node id>" (restored volumes "roset-restore-<hex>").
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/state_layout.h"
+#include "core/state_store.h"
+#include "providers/provider.h"
+#include "providers/roset/http_client.h"
+#include "providers/roset/roset_config.h"
+#include "providers/roset/shared_fuse_mounts.h"
+
+namespace rosetctl {
+
+// Volume context keys (the published driver's names, so PVs read the same).
+inline constexpr const char* kRosetMountId = "mountId";
+inline constexpr const char* kRosetNodeId = "nodeId";
+inline constexpr const char* kRosetRootPath = "rootPath";
+inline constexpr const char* kRosetApiUrl = "apiUrl";
+inline constexpr const char* kRosetReadOnly = "readOnly";  // "true" for restored volumes
+inline constexpr const char* kRosetCommitId = "commitId";
+inline constexpr const char* kRosetRef = "ref";
+inline constexpr const char* kRosetSubPath = "subPath";
+
+class RosetProvider final : public Provider {
+ public:
+  RosetProvider(RosetConfig config, const StateLayout& layout, StateStore& store);
+
+  std::string_view name() const override { return "roset"; }
+  bool volumes_are_node_local() const override { return false; }
+  Status check_health() const override;
+
+  Status validate_create(const CreateVolumeSpec& spec) const override;
+  Expected<ProvisionedVolume> create_volume(const CreateVolumeSpec& spec) override;
+  Status delete_volume(const VolumeRecord& volume) override;
+  Status delete_volume_with(const VolumeRecord& volume, const StringMap& secrets) override;
+  Expected<int64_t> available_capacity() const override;
+  VolumeCondition volume_condition(const VolumeRecord& volume) const override;
+
+  Status check_volume_on_node(std::string_view volume_id) const override;
+  Status stage_volume(const StageSpec& spec) override;
+  Status unstage_volume(std::string_view volume_id, const std::string& staging_path) override;
+  Status publish_volume(const PublishSpec& spec) override;
+  VolumeCondition node_condition(std::string_view volume_id) const override;
+  Status reconcile_node(const VolumeLocker& lock) override;
+  Status revive_staging(std::string_view volume_id, const std::string& staging_path) override;
+
+ private:
+  // True when this host uses Roset at all (default provider, or a key configured); Probe
+  // checks nothing for a provider nobody configured.
+  bool configured() const;
+  Expected<RosetEndpoint> endpoint_for(const StringMap& context, const StringMap& secrets) const;
+  Status make_base_path(class RosetApi& api, const std::string& base_path);
+  Status check_no_restores_of(const VolumeRecord& volume);
+
+  RosetConfig config_;
+  StateStore& store_;
+  std::unique_ptr<HttpClient> http_;
+  SharedFuseMounts fuse_;
+};
+
+}  // namespace rosetctl

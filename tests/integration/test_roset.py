@@ -1,0 +1,258 @@
+"""The roset provider end to end: the real binary, a fake Roset API that follows roset-api.md, and
+real FUSE mounts through the stand-in roset-fuse (bindfs)."""
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from csi_server import expect_code
+from roset_fixtures import STANDIN_FUSE, fuse_processes_under, mode_of, process_alive, write_key_file
+from rosetctl_mounts import is_mount_point, mount_at
+
+EXIT_UNAUTHENTICATED = 7
+EXIT_TIMED_OUT = 10
+
+
+def wait_until(predicate, timeout=10.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"expected {what} within {timeout}s")
+
+
+def is_dead(path: Path) -> bool:
+    try:
+        os.stat(path)
+        return False
+    except OSError as e:
+        return e.errno in (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO)
+
+
+def test_create_connect_two_targets_write_disconnect_delete(cli, roset, workdir):
+    volume = cli.create("data")
+    assert volume["id"].startswith("roset-") and volume["provider"] == "roset"
+    node = roset.node_of(volume)
+    assert node["type"] == "folder" and volume["context"]["rootPath"] == "/volumes/data"
+    assert roset.fake.live_node_at(roset.fake.default_mount, "/volumes/data")["id"] == node["id"]
+    creates = roset.fake.requests("POST", "/v1/nodes")
+    assert creates[-1].idempotency_key and creates[-1].idempotency_key.startswith("rosetctl-volume-")
+
+    first, second = workdir / "a", workdir / "b"
+    assert cli.connect("data", first)["path"] == str(first)
+    assert cli.connect("data", second)["path"] == str(second)
+    (first / "hello.txt").write_text("through roset-fuse\n")
+    assert (second / "hello.txt").read_text() == "through roset-fuse\n"
+    # The bytes landed in the mount's storage behind the fake API.
+    assert (roset.fake.folder_dir(node["id"]) / "hello.txt").read_text() == "through roset-fuse\n"
+    assert len(roset.records()) == 1 and len(roset.records()[0]["users"]) == 1
+
+    cli.ok("volume", "disconnect", "data")
+    assert not is_mount_point(str(first)) and not is_mount_point(str(second))
+    assert roset.records() == [] and fuse_processes_under(workdir) == []
+    cli.ok("volume", "delete", "data")
+    assert roset.fake.state.nodes[node["id"]]["deletedAt"] is not None  # a soft delete: in the trash
+    assert cli.volumes() == []
+    # Creating the name again makes a new folder, although the old one's key was seen before.
+    again = cli.create("data")
+    assert again["context"]["nodeId"] != node["id"]
+
+
+def test_two_volumes_share_one_fuse_process(cli, roset, workdir):
+    cli.create("one")
+    cli.create("two")
+    cli.connect("one", workdir / "one")
+    cli.connect("two", workdir / "two")
+    records = roset.records()
+    assert len(records) == 1, records
+    assert sorted(u["volume_id"] for u in records[0]["users"]) == sorted(v["id"] for v in cli.volumes())
+    pid = records[0]["pid"]
+    assert fuse_processes_under(workdir) == [pid]
+    secret = Path(records[0]["dir"]) / "secret"
+    assert mode_of(secret) == 0o700 and mode_of(secret / "credentials") == 0o600
+
+    cli.ok("volume", "disconnect", "one")
+    assert process_alive(pid) and (workdir / "two").exists()
+    (workdir / "two" / "still").write_text("ok")
+    cli.ok("volume", "disconnect", "two")
+    wait_until(lambda: not process_alive(pid), what="the last unstage to stop roset-fuse")
+    assert not secret.exists(), "the credentials file outlived the process"
+
+
+def test_kill_9_of_roset_fuse_is_repaired_by_the_next_publish(cli, roset, workdir):
+    cli.create("vol")
+    first = workdir / "first"
+    cli.connect("vol", first)
+    (first / "before").write_text("1")
+    [old_pid] = roset.fuse_pids()
+    os.kill(old_pid, signal.SIGKILL)
+    wait_until(lambda: is_dead(first), what="the mount to die with its FUSE process")
+    shown = cli.volume("vol")
+    assert shown["condition"]["abnormal"], shown
+
+    second = workdir / "second"
+    cli.connect("vol", second)  # NodePublish finds the staging dead and revives it
+    [new_pid] = roset.fuse_pids()
+    assert new_pid != old_pid and process_alive(new_pid)
+    assert (second / "before").read_text() == "1"
+    assert (first / "before").read_text() == "1", "the older target was not bound again"
+    assert not cli.volume("vol")["condition"]["abnormal"]
+
+
+def test_serve_restart_keeps_mounts_working(cli, roset, workdir, start_serve, csi):
+    pb2 = csi.pb2
+    server = start_serve()
+    capability = pb2.VolumeCapability(mount=pb2.VolumeCapability.MountVolume(),
+                                      access_mode=pb2.VolumeCapability.AccessMode(mode=pb2.VolumeCapability.AccessMode.MULTI_NODE_MULTI_WRITER))
+    created = server.controller.CreateVolume(pb2.CreateVolumeRequest(name="pvc-1", volume_capabilities=[capability]))
+    volume = created.volume
+    staging = workdir / "state" / "staging" / "pvc-1"
+    target = workdir / "pod"
+    server.node.NodeStageVolume(pb2.NodeStageVolumeRequest(volume_id=volume.volume_id, staging_target_path=str(staging),
+                                                           volume_capability=capability, volume_context=volume.volume_context))
+    server.node.NodePublishVolume(pb2.NodePublishVolumeRequest(volume_id=volume.volume_id, staging_target_path=str(staging),
+                                                               target_path=str(target), volume_capability=capability,
+                                                               volume_context=volume.volume_context))
+    (target / "file").write_text("survives")
+    [pid] = roset.fuse_pids()
+
+    assert server.stop() == 0
+    assert process_alive(pid), "roset-fuse died with serve"
+    assert (target / "file").read_text() == "survives"
+
+    again = start_serve(socket_path=workdir / "csi2.sock")
+    assert f"adopted roset-fuse pid {pid}" in again.log()
+    other = workdir / "pod2"
+    again.node.NodePublishVolume(pb2.NodePublishVolumeRequest(volume_id=volume.volume_id, staging_target_path=str(staging),
+                                                              target_path=str(other), volume_capability=capability,
+                                                              volume_context=volume.volume_context))
+    assert (other / "file").read_text() == "survives" and roset.fuse_pids() == [pid]
+    for path in (target, other):
+        again.node.NodeUnpublishVolume(pb2.NodeUnpublishVolumeRequest(volume_id=volume.volume_id, target_path=str(path)))
+    again.node.NodeUnstageVolume(pb2.NodeUnstageVolumeRequest(volume_id=volume.volume_id, staging_target_path=str(staging)))
+    wait_until(lambda: not process_alive(pid), what="roset-fuse to stop after the last unstage")
+
+
+def test_startup_stops_orphaned_fuse_clients(cli, roset, workdir, start_serve):
+    # A client running on our mount directory without a record: what a crash between starting
+    # it and recording it leaves behind.
+    mountpoint = workdir / "state" / "roset" / "fuse" / "orphan" / "mnt"
+    mountpoint.mkdir(parents=True)
+    secret = workdir / "orphan-secret"
+    secret.mkdir(mode=0o700)
+    write_key_file(secret / "credentials", roset.key)
+    env = dict(cli.env, ROSET_CREDENTIALS_FILE=str(secret / "credentials"))
+    orphan = cli.tracker.start([str(STANDIN_FUSE), "--api-url", roset.fake.url, str(mountpoint)], env=env)
+    wait_until(lambda: is_mount_point(str(mountpoint)), what="the orphan to mount")
+    server = start_serve()
+    orphan.wait(timeout=15)
+    assert not is_mount_point(str(mountpoint))
+    assert "no record knows" in server.log()
+
+
+def test_rate_limits_and_server_errors_are_retried(cli, roset):
+    roset.fake.inject("status", method="POST", path_prefix="/v1/nodes", status=429, count=2, retry_after="0")
+    roset.fake.inject("status", method="POST", path_prefix="/v1/nodes", status=503, count=1)
+    roset.fake.inject("drop", method="GET", path_prefix="/v1/nodes/", count=1)
+    roset.fake.inject("latency", method="POST", path_prefix="/v1/resolve", seconds=0.5, count=1)
+    volume = cli.create("busy")
+    posts = roset.fake.requests("POST", "/v1/nodes")
+    # The first folder made is the base path's "volumes", which meets every fault.
+    assert [r.status for r in posts[:4]] == [429, 429, 503, 201]
+    assert {r.body["name"] for r in posts[:4]} == {"volumes"}
+    assert len({r.idempotency_key for r in posts[:4]}) == 1, "retries must reuse the Idempotency-Key"
+    assert roset.node_of(volume)["name"] == "busy"
+
+
+def test_rate_limit_that_does_not_end_is_unavailable(cli, roset):
+    roset.fake.inject("status", method="POST", path_prefix="/v1/nodes", status=429, count=100, retry_after="0")
+    result = cli.run("volume", "create", "never")
+    assert result.rc == 6, result.describe()
+    assert "429" in result.stderr and "rate-limiting" in result.stderr
+
+
+def test_bad_key_is_unauthenticated_with_a_clear_message(cli, roset, workdir, start_serve, csi):
+    write_key_file(roset.key_file, "rsk_live_wrong")
+    result = cli.run("volume", "create", "nope")
+    assert result.rc == EXIT_UNAUTHENTICATED, result.describe()
+    assert "401" in result.stderr and "API key was not accepted" in result.stderr
+    assert "rsk_live_wrong" not in result.stderr
+
+    server = start_serve()
+    capability = csi.pb2.VolumeCapability(mount=csi.pb2.VolumeCapability.MountVolume(),
+                                          access_mode=csi.pb2.VolumeCapability.AccessMode(mode=1))
+    details = expect_code(lambda: server.controller.CreateVolume(
+        csi.pb2.CreateVolumeRequest(name="nope", volume_capabilities=[capability],
+                                    secrets={"api-key": "rsk_other_wrong"})),
+        grpc.StatusCode.UNAUTHENTICATED, "CreateVolume with a bad key secret")
+    assert "not accepted" in details and "rsk_other_wrong" not in server.log()
+
+
+def test_key_file_readable_by_others_is_refused(cli, roset):
+    os.chmod(roset.key_file, 0o644)
+    result = cli.run("volume", "create", "x")
+    assert result.rc == EXIT_UNAUTHENTICATED and "chmod 600" in result.stderr, result.describe()
+
+
+def test_fuse_that_never_mounts_times_out(cli, roset, workdir):
+    hang = workdir / "hanging-fuse"
+    hang.write_text("#!/bin/sh\nexec sleep 600\n")
+    hang.chmod(0o755)
+    cli.create("slow")
+    result = cli.run("--roset-fuse", hang, "--roset-fuse-timeout", "2", "volume", "connect", "slow",
+                     "--target", workdir / "slow")
+    assert result.rc == EXIT_TIMED_OUT, result.describe()
+    assert "did not mount" in result.stderr
+    assert fuse_processes_under(workdir) == [] and roset.records() == []
+
+
+def test_env_credentials_mode(cli, roset, workdir):
+    cli.create("envvol")
+    cli.ok("--fuse-credentials", "env", "volume", "connect", "envvol", "--target", workdir / "e")
+    [record] = roset.records()
+    assert record["credentials_mode"] == "env"
+    with open(f"/proc/{record['pid']}/environ", "rb") as f:
+        environ = f.read().split(b"\0")
+    assert f"ROSET_API_KEY={roset.key}".encode() in environ
+    assert not any(v.startswith(b"ROSET_CREDENTIALS_FILE=") for v in environ)
+
+
+def test_tolerant_of_wrapped_shapes_and_name_conflicts(cli, roset):
+    roset.fake.shape = "wrapped"
+    roset.fake.resolve_shape = "results"
+    first = cli.create("shared", "--param", "basePath=/team/ml")
+    assert first["context"]["rootPath"] == "/team/ml/shared"
+    # Another host (its own state) asking for the same name gets the same folder through 409.
+    other_state = roset.workdir / "other-state"
+    result = cli.ok_json("--state-dir", other_state, "volume", "create", "shared", "--param", "basePath=/team/ml",
+                         with_state_dir=False)
+    assert result["context"]["nodeId"] == first["context"]["nodeId"]
+    roset.fake.resolve_shape = "nodes"
+    third = cli.ok_json("--state-dir", roset.workdir / "third", "volume", "create", "shared", "--param",
+                        "basePath=/team/ml", with_state_dir=False)
+    assert third["context"]["nodeId"] == first["context"]["nodeId"]
+
+
+def test_bad_parameters_name_what_is_wrong(cli, roset):
+    result = cli.run("volume", "create", "b", "--param", "deletePolicy=shred")
+    assert result.rc == 2 and "deletePolicy" in result.stderr, result.describe()
+    result = cli.run("volume", "create", "b", "--block", "--size", "1Gi")
+    assert result.rc == 2 and "raw block" in result.stderr, result.describe()
+    result = cli.run("volume", "create", "b", "--param", "basePath=../up")
+    assert result.rc == 2 and "basePath" in result.stderr, result.describe()
+
+
+def test_retain_and_permanent_delete_policies(cli, roset):
+    kept = cli.create("kept", "--param", "deletePolicy=retain")
+    gone = cli.create("gone", "--param", "deletePolicy=permanent")
+    cli.ok("volume", "delete", "kept")
+    cli.ok("volume", "delete", "gone")
+    assert roset.node_of(kept)["deletedAt"] is None
+    assert gone["context"]["nodeId"] not in roset.fake.state.nodes
