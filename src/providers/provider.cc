@@ -1,4 +1,5 @@
-// Default node-side publish/unpublish shared by providers: bind mounts from the staging path.
+// Defaults shared by providers: node-side publish/unpublish as bind mounts from the staging
+// path, and UNIMPLEMENTED snapshot operations for providers without snapshots.
 #include "providers/provider.h"
 
 #include "core/mount_ops.h"
@@ -10,6 +11,37 @@ Status Provider::publish_volume(const PublishSpec& spec) {
   if (!options) return options.status();
   options->read_only = options->read_only || spec.readonly;
   return bind_mount(spec.staging_path, spec.target_path, *options);
+}
+
+namespace {
+
+Status no_snapshots(std::string_view provider) {
+  return error(Code::kUnimplemented, "provider \"{}\" does not support snapshots", provider);
+}
+
+}  // namespace
+
+Expected<ProvisionedSnapshot> Provider::create_snapshot(const SnapshotSpec&,
+                                                        const RecordSnapshot&) {
+  return no_snapshots(name());
+}
+
+Status Provider::delete_snapshot(const SnapshotRecord&) {
+  return no_snapshots(name());
+}
+
+Expected<std::vector<TreeChange>> Provider::diff_snapshots(const SnapshotRecord&,
+                                                           const SnapshotRecord&) {
+  return no_snapshots(name());
+}
+
+Expected<SnapshotVerification> Provider::verify_snapshots(const std::vector<SnapshotRecord>&,
+                                                          ProgressSink*) {
+  return no_snapshots(name());
+}
+
+Expected<StorageCollection> Provider::collect_garbage(std::chrono::milliseconds) {
+  return no_snapshots(name());
 }
 
 Status Provider::unpublish_volume(std::string_view /*volume_id*/, const std::string& target_path) {

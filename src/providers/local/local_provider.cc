@@ -68,16 +68,24 @@ Status LocalProvider::validate_create(const CreateVolumeSpec& spec) const {
 }
 
 Expected<ProvisionedVolume> LocalProvider::create_volume(const CreateVolumeSpec& spec) {
-  // Nothing durable happens here: the directory appears on first stage (emptyDir semantics),
-  // so the daemon's single insert of the volume record is the whole creation.
+  // For an empty volume nothing durable happens here: the directory appears on first stage
+  // (emptyDir semantics), so the daemon's single insert of the volume record is the whole
+  // creation.
   ProvisionedVolume volume;
   volume.id = fmt::format("local-{}", random_hex(8));
   volume.capacity_bytes = spec.required_bytes;
   volume.context = {{"type", "dir"}};
+  // A restore or clone fills the data directory completely before the daemon records the
+  // volume, so a recorded volume is never half filled.
+  if (spec.source.kind != VolumeSource::Kind::kNone) {
+    ROSETCTL_RETURN_IF_ERROR(populate_volume(volume.id, spec));
+  }
   return volume;
 }
 
 Status LocalProvider::delete_volume(const VolumeRecord& volume) {
+  // Its snapshots stay (they are independent of the volume); its stat cache goes.
+  ROSETCTL_RETURN_IF_ERROR(forget_volume(volume.id));
   // Move the data out of the way atomically first, so a half-finished removal never looks like
   // a live volume; a retry finds the rest in the trash.
   std::string trashed = fmt::format("{}/{}", layout_.trash_dir(), volume.id);
@@ -123,9 +131,8 @@ Status LocalProvider::check_volume_on_node(std::string_view volume_id) const {
   return Status::ok();
 }
 
-Status LocalProvider::stage_volume(const StageSpec& spec) {
-  ROSETCTL_RETURN_IF_ERROR(check_volume_on_node(spec.volume_id));
-  std::string dir = data_dir(spec.volume_id);
+Status LocalProvider::ensure_data_dir(std::string_view volume_id) const {
+  std::string dir = data_dir(volume_id);
   if (::mkdir(dir.c_str(), 0777) == 0) {
     // emptyDir semantics: writable by the workload whatever user it runs as (umask aside).
     if (::chmod(dir.c_str(), 0777) != 0) {
@@ -134,7 +141,13 @@ Status LocalProvider::stage_volume(const StageSpec& spec) {
   } else if (errno != EEXIST) {
     return errno_status(errno, fmt::format("cannot create volume directory \"{}\"", dir));
   }
-  return bind_mount(dir, spec.staging_path, MountOptions{});
+  return Status::ok();
+}
+
+Status LocalProvider::stage_volume(const StageSpec& spec) {
+  ROSETCTL_RETURN_IF_ERROR(check_volume_on_node(spec.volume_id));
+  ROSETCTL_RETURN_IF_ERROR(ensure_data_dir(spec.volume_id));
+  return bind_mount(data_dir(spec.volume_id), spec.staging_path, MountOptions{});
 }
 
 Status LocalProvider::unstage_volume(std::string_view /*volume_id*/,
