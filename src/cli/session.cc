@@ -1,6 +1,8 @@
 // Opening the in-process plugin for a CLI run.
 #include "cli/session.h"
 
+#include <unistd.h>
+
 namespace rosetctl::cli {
 
 Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
@@ -10,11 +12,15 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
   plugin_options.node_id = options.node_id;
   if (!options.driver_name.empty()) plugin_options.driver_name = options.driver_name;
 
+  auto session = std::make_unique<Session>();
+  if (options.output != OutputFormat::kJson && ::isatty(STDERR_FILENO) == 1) {
+    session->progress_ = std::make_unique<TerminalProgress>();
+    plugin_options.progress = session->progress_.get();
+  }
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();
   ROSETCTL_RETURN_IF_ERROR((*plugin)->start(std::nullopt));
 
-  auto session = std::make_unique<Session>();
   session->client_ = std::make_unique<CsiClient>((*plugin)->in_process_channel());
   session->plugin_ = std::move(*plugin);
   return session;
