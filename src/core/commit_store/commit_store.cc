@@ -241,6 +241,12 @@ Expected<std::string> CommitStore::put_tree(const Tree& tree) const {
   auto fd = anonymous_file(trees_fd_.get(), 0444, root_ + "/trees");
   if (!fd) return fd.status();
   ROSETCTL_RETURN_IF_ERROR(write_whole(fd->get(), text, fmt::format("tree {}", id)));
+  // On disk before a commit can name it (put_commit's fsync then flushes the disk cache).
+  if (::sync_file_range(
+          fd->get(), 0, 0,
+          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+    return errno_status(errno, fmt::format("cannot write out tree {}", id));
+  }
   auto added = link_anonymous(fd->get(), trees_fd_.get(), name, fmt::format("tree {}", id));
   if (!added) return added.status();
   return id;
@@ -301,13 +307,6 @@ Status CommitStore::remove_commit(std::string_view id) const {
   ROSETCTL_RETURN_IF_ERROR(remove_object(commits_fd_.get(), std::string(id), shown));
   if (::fsync(commits_fd_.get()) != 0) {
     return errno_status(errno, fmt::format("cannot sync \"{}/commits\"", root_));
-  }
-  return Status::ok();
-}
-
-Status CommitStore::sync() const {
-  if (::syncfs(root_fd_.get()) != 0) {
-    return errno_status(errno, fmt::format("cannot flush the commit store \"{}\"", root_));
   }
   return Status::ok();
 }

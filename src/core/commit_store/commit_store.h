@@ -76,10 +76,6 @@ class CommitStore {
   Expected<std::vector<std::string>> commit_ids() const;
   Status remove_commit(std::string_view id) const;
 
-  // Flushes everything written to the store's filesystem (syncfs), so commits written after
-  // it never reference objects a power loss could take away.
-  Status sync() const;
-
   std::string stat_cache_path(std::string_view volume_id) const;
 
  private:

@@ -2,13 +2,9 @@
 //   <inode> <size> <mtime ns> <ctime ns> <sha256> <escaped path>
 #include "core/commit_store/stat_cache.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <charconv>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 #include "core/commit_store/field_escape.h"
 #include "core/commit_store/sha256.h"

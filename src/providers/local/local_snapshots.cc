@@ -13,11 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <set>
+#include <thread>
 
 #include "core/commit_store/commit_directory.h"
 #include "core/commit_store/restore.h"
-#include "core/commit_store/sha256.h"
 #include "core/commit_store/store_gc.h"
 #include "core/commit_store/store_verify.h"
 #include "core/log.h"
@@ -44,15 +43,22 @@ int64_t now_ns() {
 class PartialVolume {
  public:
   static Expected<PartialVolume> create(const std::string& path) {
-    if (::mkdir(path.c_str(), 0700) != 0) {
-      return errno_status(errno, fmt::format("cannot create \"{}\"", path));
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+        return errno_status(errno, fmt::format("cannot create \"{}\"", path));
+      }
+      UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      struct stat held, named;
+      if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0 && ::fstat(fd.get(), &held) == 0 &&
+          ::lstat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino) {
+        PartialVolume partial(path);
+        partial.fd_ = std::move(fd);
+        return partial;
+      }
+      // A sweep of abandoned restores got to the new directory between mkdir and flock.
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    PartialVolume partial(path);
-    partial.fd_.reset(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!partial.fd_ || ::flock(partial.fd_.get(), LOCK_EX | LOCK_NB) != 0) {
-      return errno_status(errno, fmt::format("cannot lock \"{}\"", path));
-    }
-    return partial;
+    return error(Code::kAborted, "cannot claim \"{}\" for a restore; retry", path);
   }
   PartialVolume(PartialVolume&& other) noexcept
       : path_(std::move(other.path_)), fd_(std::move(other.fd_)), done_(other.done_) {
