@@ -315,4 +315,48 @@ def test_restore_on_xfs_with_reflink_shares_extents(workdir, xfs_state_dir, proc
     assert restored.read_bytes() == payload, "expected the restored file to hold the committed bytes"
     assert shared_extents(restored), "expected the restored file to share extents with the store (FICLONE)"
     assert used < 8 * 2**20, f"expected a reflinked restore to use almost no space, it used {used} bytes"
+    verified = cli.ok_json("snapshot", "verify")
+    assert verified["problems"] == [], f"expected the blobs committed by reflink to hash to their names: {verified}"
     cli.ok("volume", "disconnect", "x")
+
+
+# ---------------------------------------------------------------- progress
+
+def run_on_a_terminal(cli: Rosetctl, *args) -> tuple[int, str]:
+    """Runs rosetctl with stderr on a pseudo-terminal; returns the exit code and what it drew."""
+    import pty
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(cli.argv(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=terminal, env=cli.env, cwd=cli.cwd)
+    os.close(terminal)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    proc.wait(timeout=120)
+    os.close(controller)
+    return proc.returncode, drawn.decode(errors="replace")
+
+
+def test_progress_is_drawn_on_a_terminal_and_never_with_json(cli, workdir):
+    cli.create("slow")
+    mount = Path(cli.connect("slow", workdir / "slow")["path"])
+    rng = random.Random(11)
+    for i in range(256):
+        (mount / f"part{i:03}").write_bytes(rng.randbytes(2**20))
+    rc, drawn = run_on_a_terminal(cli, "snapshot", "commit", "slow", "-o", "json")
+    assert rc == 0 and drawn == "", f"expected nothing on the terminal in JSON mode, got {drawn!r}"
+    for snapshot in cli.ok_json("snapshot", "list"):  # so the next commit reads everything again
+        cli.ok("snapshot", "delete", snapshot["id"])
+    rc, drawn = run_on_a_terminal(cli, "snapshot", "commit", "slow")
+    assert rc == 0, f"expected the commit to succeed, got {rc}: {drawn!r}"
+    if "files" not in drawn:
+        pytest.skip("the commit finished before the progress bar's first draw (300 ms)")
+    assert "committing slow:" in drawn and "/256 files" in drawn and "/s" in drawn, (
+        f"expected a progress line with files, bytes and rate, got {drawn!r}")
+    assert drawn.endswith("\r\x1b[K"), f"expected the bar erased at the end, got {drawn[-40:]!r}"

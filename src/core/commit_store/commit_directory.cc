@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <optional>
@@ -96,6 +97,11 @@ Expected<StoredContent> Capturer::store_content(int fd, int64_t size, const std:
     if (!clone) return clone.status();
     cloned = *clone;
     if (!cloned) reflink_works_ = false;
+    // A file that grew after `size` was taken is caught by the version check; until then, the
+    // blob must hold exactly the bytes that get hashed.
+    if (cloned && ::ftruncate(blob->get(), size) != 0) {
+      return errno_status(errno, fmt::format("cannot size the clone of \"{}\"", shown));
+    }
   }
   // A clone is a point-in-time copy, so hashing the clone names exactly what is stored. A copy
   // stores exactly the bytes that were hashed. Either way a blob always matches its name.
