@@ -1,4 +1,4 @@
-// UniqueFd: a file descriptor owned by one object and closed when that object goes away.
+// UniqueFd: owns one file descriptor and closes it when it goes out of scope.
 #pragma once
 
 #include <unistd.h>
@@ -11,22 +11,25 @@ class UniqueFd {
  public:
   UniqueFd() = default;
   explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
   UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
   UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) reset(std::exchange(other.fd_, -1));
+    if (this != &other) {
+      reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
     return *this;
   }
   UniqueFd(const UniqueFd&) = delete;
   UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
 
   int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  // Gives up ownership without closing.
+  bool valid() const { return fd_ >= 0; }
+  // Hands the descriptor to the caller, who closes it.
   int release() { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) {
+  void reset() {
     if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
+    fd_ = -1;
   }
 
  private:

@@ -131,8 +131,8 @@ Status Capturer::capture(WalkedEntry& walked, FileResult& result, ContentBuffer&
     int64_t started = now_ns();
     UniqueFd fd(open_beneath(root_fd_, entry.path, O_RDONLY));
     struct stat before, after;
-    if (!fd || ::fstat(fd.get(), &before) != 0 || !S_ISREG(before.st_mode)) {
-      if (!fd && errno != ENOENT && errno != ELOOP && errno != EXDEV) {
+    if (!fd.valid() || ::fstat(fd.get(), &before) != 0 || !S_ISREG(before.st_mode)) {
+      if (!fd.valid() && errno != ENOENT && errno != ELOOP && errno != EXDEV) {
         return errno_status(errno, fmt::format("cannot open \"{}\"", shown));
       }
       result.vanished = true;  // gone, or no longer a regular file: as if committed later
@@ -191,7 +191,8 @@ std::vector<TreeEntry> surviving_entries(std::vector<WalkedEntry>& walked,
 Expected<CommitOutcome> commit_directory(const CommitStore& store, const CommitRequest& request,
                                          const StoreLock& /*lock: held by the caller*/) {
   UniqueFd root(::open(request.directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!root) return errno_status(errno, fmt::format("cannot open \"{}\"", request.directory));
+  if (!root.valid())
+    return errno_status(errno, fmt::format("cannot open \"{}\"", request.directory));
   auto walked = walk_tree(root.get(), request.directory);
   if (!walked) return walked.status();
 

@@ -71,7 +71,7 @@ Status write_whole(int fd, std::string_view text, const std::string& shown) {
 
 Expected<std::string> read_whole(int dir_fd, const std::string& name, const std::string& shown) {
   UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return errno_status(errno, fmt::format("cannot open \"{}\"", shown));
+  if (!fd.valid()) return errno_status(errno, fmt::format("cannot open \"{}\"", shown));
   std::string text;
   char buffer[64 * 1024];
   while (true) {
@@ -153,7 +153,8 @@ Expected<StoreLock> take_lock(const std::string& root, bool exclusive,
                               std::chrono::milliseconds patience) {
   std::string path = root + "/lock";
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!fd) return errno_status(errno, fmt::format("cannot open the store lock \"{}\"", path));
+  if (!fd.valid())
+    return errno_status(errno, fmt::format("cannot open the store lock \"{}\"", path));
   auto give_up = std::chrono::steady_clock::now() + patience;
   auto pause = std::chrono::milliseconds(5);
   while (::flock(fd.get(), (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {

@@ -146,7 +146,8 @@ Status Materializer::create_node(const TreeEntry& entry) {
 Status Materializer::create_file(TreeEntry& entry, const ContentWriter& write_content,
                                  ContentBuffer& buffer) {
   UniqueFd fd(open_beneath(dest_fd_, entry.path, O_RDWR | O_CREAT | O_EXCL, 0600));
-  if (!fd) return errno_status(errno, fmt::format("cannot create \"{}\"", shown(entry.path)));
+  if (!fd.valid())
+    return errno_status(errno, fmt::format("cannot create \"{}\"", shown(entry.path)));
   ROSETCTL_RETURN_IF_ERROR(write_content(entry, fd.get(), buffer));
   return set_metadata_of_fd(fd.get(), entry);
 }
@@ -168,8 +169,9 @@ Status Materializer::finish_directory(const TreeEntry& entry) {
   UniqueFd opened;
   int fd = dest_fd_;
   if (!entry.path.empty()) {
-    opened.reset(open_beneath(dest_fd_, entry.path, O_RDONLY | O_DIRECTORY));
-    if (!opened) return errno_status(errno, fmt::format("cannot open \"{}\"", shown(entry.path)));
+    opened = UniqueFd(open_beneath(dest_fd_, entry.path, O_RDONLY | O_DIRECTORY));
+    if (!opened.valid())
+      return errno_status(errno, fmt::format("cannot open \"{}\"", shown(entry.path)));
     fd = opened.get();
   }
   return set_metadata_of_fd(fd, entry);

@@ -36,7 +36,7 @@ class ExtentCopier {
 
 Expected<UniqueFd> open_directory(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return errno_status(errno, fmt::format("cannot open \"{}\"", path));
+  if (!fd.valid()) return errno_status(errno, fmt::format("cannot open \"{}\"", path));
   return fd;
 }
 
@@ -96,7 +96,7 @@ Expected<RestoreOutcome> clone_directory(const std::string& source, const std::s
     for (int attempt = 0; attempt < kMaxCaptureAttempts; ++attempt) {
       UniqueFd fd(open_beneath(src->get(), entry.path, O_RDONLY));
       struct stat before, after;
-      if (!fd || ::fstat(fd.get(), &before) != 0 || !S_ISREG(before.st_mode)) {
+      if (!fd.valid() || ::fstat(fd.get(), &before) != 0 || !S_ISREG(before.st_mode)) {
         return error(Code::kAborted, "\"{}\" was removed or replaced during the clone; retry",
                      shown);
       }

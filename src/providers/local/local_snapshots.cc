@@ -49,8 +49,9 @@ class PartialVolume {
       }
       UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       struct stat held, named;
-      if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0 && ::fstat(fd.get(), &held) == 0 &&
-          ::lstat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino) {
+      if (fd.valid() && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0 &&
+          ::fstat(fd.get(), &held) == 0 && ::lstat(path.c_str(), &named) == 0 &&
+          held.st_ino == named.st_ino) {
         PartialVolume partial(path);
         partial.fd_ = std::move(fd);
         return partial;
@@ -109,7 +110,7 @@ void remove_abandoned_partials(const std::string& volumes_dir) {
     if (!name.starts_with(kPartialPrefix)) continue;
     std::string path = volumes_dir + "/" + name;
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // in progress
+    if (!fd.valid() || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // in progress
     if (Status removed = remove_tree(path); !removed) {
       spdlog::warn("cannot remove abandoned restore \"{}\": {}", path, removed.message());
     }

@@ -18,7 +18,7 @@ constexpr int64_t kSparseSize = 64 << 20;
 // 64 MiB with 4 KiB of data at 1 MiB and at the very end: almost all hole.
 std::string make_sparse(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644));
-  REQUIRE(fd);
+  REQUIRE(fd.valid());
   std::string data(4096, 'x');
   REQUIRE(::pwrite(fd.get(), data.data(), data.size(), 1 << 20) == 4096);
   REQUIRE(::pwrite(fd.get(), data.data(), data.size(), kSparseSize - 4096) == 4096);

@@ -19,21 +19,21 @@ TEST_CASE("open_beneath opens inside the tree and refuses ways out", "[commit_st
   REQUIRE(::symlink("../../outside", (scratch / "tree/sub/escape").c_str()) == 0);
   REQUIRE(::symlink(".", (scratch / "tree/loop").c_str()) == 0);
   UniqueFd root(::open((scratch / "tree").c_str(), O_RDONLY | O_DIRECTORY));
-  REQUIRE(root);
+  REQUIRE(root.valid());
 
   UniqueFd inside(open_beneath(root.get(), "sub/file", O_RDONLY));
-  CHECK(inside);
+  CHECK(inside.valid());
   UniqueFd escape(open_beneath(root.get(), "sub/escape", O_RDONLY));
-  CHECK_FALSE(escape);
+  CHECK_FALSE(escape.valid());
   CHECK(errno == ELOOP);
   UniqueFd through(open_beneath(root.get(), "loop/sub/file", O_RDONLY));
-  CHECK_FALSE(through);
+  CHECK_FALSE(through.valid());
   UniqueFd dotdot(open_beneath(root.get(), "../outside", O_RDONLY));
-  CHECK_FALSE(dotdot);
+  CHECK_FALSE(dotdot.valid());
   CHECK(errno == EXDEV);
   UniqueFd created(open_beneath(root.get(), "sub/new", O_WRONLY | O_CREAT | O_EXCL, 0600));
-  CHECK(created);
+  CHECK(created.valid());
   UniqueFd again(open_beneath(root.get(), "sub/new", O_WRONLY | O_CREAT | O_EXCL, 0600));
-  CHECK_FALSE(again);
+  CHECK_FALSE(again.valid());
   CHECK(errno == EEXIST);
 }
