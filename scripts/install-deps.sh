@@ -9,11 +9,15 @@ packages=(
   # libraries (README.md "Dependencies" says why each one is here)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libcli11-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libspdlog-dev libfmt-dev
-  libcurl4-openssl-dev catch2
+  libcurl4-openssl-dev catch2 libblkid-dev
   # what the node side uses at run time
   util-linux mount
+  # image volumes: mkfs, e2fsck, resize2fs (ext4) and mkfs.xfs, xfs_growfs (xfs)
+  e2fsprogs xfsprogs
   # test suites: Debian's Python with pytest and gRPC
   python3 python3-pytest python3-grpcio python3-grpc-tools
+  # the Ansible collection (ansible/): ansible-playbook, ansible-doc and ansible-test
+  ansible-core
 )
 
 if [[ ${EUID} -ne 0 ]]; then

@@ -10,6 +10,9 @@ step() { printf '\n==> %s\n' "$*"; }
 step "clang-format check"
 scripts/check-format.sh
 
+step "Ansible collection lint (the ansible-test sanity tests that run offline)"
+scripts/lint-ansible.sh
+
 step "release build"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "${jobs}"

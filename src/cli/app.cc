@@ -2,9 +2,13 @@
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
+#include "cli/completion_cmd.h"
 #include "cli/exit_codes.h"
 #include "cli/info_cmd.h"
 #include "cli/serve_cmd.h"
@@ -42,6 +46,9 @@ void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) 
       ->envname("ROSETCTL_NODE_ID");
   app.add_option("--driver-name", globals.driver_name, "CSI driver name (default io.roset.csi)")
       ->envname("ROSETCTL_DRIVER_NAME");
+  app.add_flag("--capacity-overcommit", globals.capacity_overcommit,
+               "Let image volumes promise more space than is free (README: capacity policy)")
+      ->envname("ROSETCTL_CAPACITY_OVERCOMMIT");
   app.add_flag("-v,--verbose", globals.verbose, "Debug logs on stderr (secrets are redacted)");
 }
 
@@ -60,6 +67,44 @@ std::string parse_error_text(CLI::App& app, const CLI::ParseError& error) {
                        path, path);
   }
   return error.what();
+}
+
+// Environment variables of the global flags, so they can outrank the config file.
+struct EnvFlag {
+  const char* env;
+  const char* long_name;
+  const char* short_name;  // or nullptr
+};
+constexpr EnvFlag kEnvFlags[] = {
+    {"ROSETCTL_OUTPUT", "--output", "-o"},
+    {"ROSETCTL_STATE_DIR", "--state-dir", nullptr},
+    {"ROSETCTL_PROVIDER", "--provider", nullptr},
+    {"ROSETCTL_NODE_ID", "--node-id", nullptr},
+    {"ROSETCTL_DRIVER_NAME", "--driver-name", nullptr},
+};
+
+bool given_on_command_line(const std::vector<std::string>& args, const EnvFlag& flag) {
+  for (const std::string& arg : args) {
+    if (arg == "--") break;
+    if (arg == flag.long_name || arg.starts_with(std::string(flag.long_name) + "=")) return true;
+    if (flag.short_name != nullptr && arg.starts_with(flag.short_name)) return true;
+  }
+  return false;
+}
+
+// CLI11 applies a config file before environment variables; the usual order is flag, then
+// environment, then file. Environment values therefore enter as if given first on the command
+// line, unless the flag itself was given.
+std::vector<std::string> arguments_with_environment(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> from_env;
+  for (const EnvFlag& flag : kEnvFlags) {
+    const char* value = std::getenv(flag.env);
+    if (value == nullptr || given_on_command_line(args, flag)) continue;
+    from_env.push_back(fmt::format("{}={}", flag.long_name, value));
+  }
+  args.insert(args.begin(), from_env.begin(), from_env.end());
+  return args;
 }
 
 std::string version_text() {
@@ -91,9 +136,13 @@ int run(int argc, char** argv) {
   setup_snapshot(app, globals, action);
   setup_serve(app, globals, action);
   setup_info(app, globals, action);
+  setup_completion(app, action);
 
   try {
-    app.parse(argc, argv);
+    // CLI11 takes the arguments in reverse order.
+    std::vector<std::string> args = arguments_with_environment(argc, argv);
+    std::reverse(args.begin(), args.end());
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -15,6 +15,8 @@ struct GlobalOptions {
   std::string provider = "local";
   std::string node_id;      // empty: host name
   std::string driver_name;  // empty: io.roset.csi
+  // Image volumes may promise more space than the disk has free (README: capacity policy).
+  bool capacity_overcommit = false;
   bool verbose = false;
 };
 

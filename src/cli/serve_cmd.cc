@@ -28,8 +28,14 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
   plugin_options.role = options.role == "controller" ? PluginRole::kController
                         : options.role == "node"     ? PluginRole::kNode
                                                      : PluginRole::kAll;
+  plugin_options.capacity_overcommit = globals.capacity_overcommit;
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();
+  // Before the first call, so nothing a crash left behind is mistaken for live state. A failed
+  // reconcile leaves things as they were; serving is still better than not.
+  if (Status reconciled = (*plugin)->reconcile(); !reconciled) {
+    spdlog::error("startup reconcile failed: {}", reconciled.message());
+  }
   return serve_until_signalled(**plugin, *socket, std::chrono::seconds(options.grace_seconds));
 }
 

@@ -1,15 +1,22 @@
 // Opening the in-process plugin for a CLI run.
 #include "cli/session.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace rosetctl::cli {
+
+bool state_exists(const GlobalOptions& options) {
+  struct stat st;
+  return ::stat(StateLayout{options.state_dir}.database().c_str(), &st) == 0;
+}
 
 Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
   PluginOptions plugin_options;
   plugin_options.state_dir = options.state_dir;
   plugin_options.default_provider = options.provider;
   plugin_options.node_id = options.node_id;
+  plugin_options.capacity_overcommit = options.capacity_overcommit;
   if (!options.driver_name.empty()) plugin_options.driver_name = options.driver_name;
 
   auto session = std::make_unique<Session>();

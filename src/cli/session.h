@@ -11,6 +11,10 @@
 
 namespace rosetctl::cli {
 
+// False when the state directory holds no database yet: read-only verbs then answer from an
+// empty state instead of creating one as a side effect.
+bool state_exists(const GlobalOptions& options);
+
 class Session {
  public:
   static Expected<std::unique_ptr<Session>> open(const GlobalOptions& options);

@@ -1,7 +1,9 @@
 // Node-side volume verbs: connect (ControllerPublish + NodeStage + NodePublish), disconnect
 // (the reverse, each step only when nothing else still needs it) and stats.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <filesystem>
 #include <vector>
@@ -22,13 +24,9 @@ struct AttachOptions {
   bool read_only = false;
 };
 
-csi::v1::VolumeCapability connect_capability() {
-  csi::v1::VolumeCapability capability;
-  capability.mutable_mount();
-  capability.mutable_access_mode()->set_mode(
-      csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
-  return capability;
-}
+// Where block devices go by default, as udev puts disks under /dev/disk. The one parent
+// directory `connect` makes itself: /dev is no place for a user to pre-create directories.
+constexpr const char* kBlockDeviceDir = "/dev/rosetctl";
 
 // How long a CLI run waits for another CLI run's connect/disconnect of the same volume.
 constexpr auto kAttachPatience = std::chrono::seconds(60);
@@ -96,11 +94,19 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   if (!info) return info.status();
   const std::string& id = info->volume.volume_id();
   std::string name = volume_name(info->volume);
-  auto target =
-      resolve_target(**session, options.target.empty()
-                                    ? fmt::format("{}/{}", (*session)->layout().mounts_dir(), name)
-                                    : options.target);
+  bool block = is_block_volume(info->volume);
+  std::string wanted = options.target;
+  if (wanted.empty()) {
+    wanted = block ? fmt::format("{}/{}", kBlockDeviceDir, name)
+                   : fmt::format("{}/{}", (*session)->layout().mounts_dir(), name);
+  }
+  if (block && std::filesystem::path(wanted).parent_path() == kBlockDeviceDir &&
+      ::mkdir(kBlockDeviceDir, 0755) != 0 && errno != EEXIST) {
+    return errno_status(errno, fmt::format("cannot create \"{}\"", kBlockDeviceDir));
+  }
+  auto target = resolve_target(**session, wanted);
   if (!target) return target.status();
+  csi::v1::VolumeCapability capability = attach_capability(info->volume);
   auto turn = lock_attachments(**session, id);
   if (!turn) return turn.status();
   // Refuse a bad target before mapping and staging anything, unless it is this very volume's
@@ -110,7 +116,8 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   if (!existing->has_value() || (*existing)->volume_id != id) {
     auto mounts = MountTable::read();
     if (!mounts) return mounts.status();
-    ROSETCTL_RETURN_IF_ERROR(check_publish_target(*mounts, *target));
+    ROSETCTL_RETURN_IF_ERROR(block ? check_block_target(*mounts, *target)
+                                   : check_publish_target(*mounts, *target));
   }
   std::string staging = fmt::format("{}/{}", (*session)->layout().staging_dir(), id);
   const std::string& node = (*session)->node_id();
@@ -121,7 +128,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   csi::v1::ControllerPublishVolumeRequest publish;
   publish.set_volume_id(id);
   publish.set_node_id(node);
-  *publish.mutable_volume_capability() = connect_capability();
+  *publish.mutable_volume_capability() = capability;
   *publish.mutable_volume_context() = info->volume.volume_context();
   csi::v1::ControllerPublishVolumeResponse published;
   ROSETCTL_RETURN_IF_ERROR(
@@ -142,7 +149,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   csi::v1::NodeStageVolumeRequest stage;
   stage.set_volume_id(id);
   stage.set_staging_target_path(staging);
-  *stage.mutable_volume_capability() = connect_capability();
+  *stage.mutable_volume_capability() = capability;
   *stage.mutable_publish_context() = published.publish_context();
   *stage.mutable_volume_context() = info->volume.volume_context();
   csi::v1::NodeStageVolumeResponse stage_response;
@@ -163,7 +170,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   mount.set_staging_target_path(staging);
   mount.set_target_path(*target);
   mount.set_readonly(options.read_only);
-  *mount.mutable_volume_capability() = connect_capability();
+  *mount.mutable_volume_capability() = capability;
   *mount.mutable_publish_context() = published.publish_context();
   *mount.mutable_volume_context() = info->volume.volume_context();
   csi::v1::NodePublishVolumeResponse mount_response;
@@ -257,6 +264,7 @@ Status run_disconnect(const GlobalOptions& globals, const AttachOptions& options
 }
 
 Status run_stats(const GlobalOptions& globals, const AttachOptions& options) {
+  if (!state_exists(globals)) return no_state(globals, options.volume);
   auto session = Session::open(globals);
   if (!session) return session.status();
   auto info = resolve_volume((*session)->client(), options.volume);
@@ -318,12 +326,15 @@ void setup_volume_attach(CLI::App& volume, const GlobalOptions& globals, Action&
   connect->add_option("volume", connect_options->volume, "Volume name or id")->required();
   connect->add_option("--target,-t", connect_options->target,
                       "Mount point to create (its parent must exist); default "
-                      "<state-dir>/mnt/<name>");
+                      "<state-dir>/mnt/<name>. Block volumes: the device file to create; "
+                      "default /dev/rosetctl/<name>");
   connect->add_flag("--read-only", connect_options->read_only, "Mount it read-only");
   connect->footer(
-      "Prints the mount path (JSON: the volume with \"path\"). Connecting again to the same\n"
-      "target is a no-op; a volume may be connected at several targets at once.\n\n"
-      "Example:\n  rosetctl volume connect demo --target /mnt/demo");
+      "Prints the mount path, or for a block volume the device file (JSON: the volume with\n"
+      "\"path\"). Connecting again to the same target is a no-op; a volume may be connected at\n"
+      "several targets at once.\n\n"
+      "Examples:\n  rosetctl volume connect demo --target /mnt/demo\n  rosetctl volume connect "
+      "raw --target /dev/rosetctl/raw");
   connect->callback([&globals, &action, connect_options] {
     action = [&globals, connect_options] { return run_connect(globals, *connect_options); };
   });

@@ -1,14 +1,17 @@
 // Controller-side volume verbs: create, list, show, expand, delete, map, unmap.
 #include "cli/volume_cmd.h"
 
+#include <cstdio>
 #include <optional>
 
 #include "cli/render.h"
 #include "cli/session.h"
 #include "cli/snapshot_lookup.h"
+#include "cli/volume_expand.h"
 #include "cli/volume_lookup.h"
 #include "cli/volume_view.h"
 #include "core/size.h"
+#include "core/validate.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -19,6 +22,9 @@ struct CreateOptions {
   std::vector<std::string> parameters;
   std::string from_snapshot;
   std::string from_volume;
+  std::string type;        // "", dir or image: the `type` parameter
+  std::string filesystem;  // "", ext4 or xfs: the mount capability's fs_type
+  bool block = false;      // a raw block volume (always an image)
 };
 
 struct VolumeOptions {
@@ -71,6 +77,45 @@ Status set_content_source(Session& session, const CreateOptions& options,
   return Status::ok();
 }
 
+// --type, --fs and --block: the `type` parameter and the capability, checked for sense.
+Status apply_kind(const CreateOptions& options, csi::v1::CreateVolumeRequest* request) {
+  auto& parameters = *request->mutable_parameters();
+  std::string type = options.type;
+  if (!type.empty() && parameters.contains("type") && parameters.at("type") != type) {
+    return error(Code::kInvalidArgument, "--type {} contradicts --param type={}", type,
+                 parameters.at("type"));
+  }
+  if (type.empty() && parameters.contains("type")) type = parameters.at("type");
+  if (options.block) {
+    if (type == "dir") {
+      return error(Code::kInvalidArgument,
+                   "--block volumes are images; drop --type dir (a directory has no device)");
+    }
+    if (!options.filesystem.empty()) {
+      return error(Code::kInvalidArgument,
+                   "--fs does not apply to --block volumes: the user of the device formats it");
+    }
+    type = "image";
+  }
+  if (!options.filesystem.empty() && type != "image") {
+    return error(Code::kInvalidArgument,
+                 "--fs needs --type image: a directory volume has no filesystem of its own");
+  }
+  if (type == "image" && !options.size) {
+    return error(Code::kInvalidArgument,
+                 "image volumes need --size: the volume is a file of exactly that size");
+  }
+  if (!type.empty()) parameters["type"] = type;
+  csi::v1::VolumeCapability capability = default_capability();
+  if (options.block) {
+    capability.mutable_block();
+  } else {
+    capability.mutable_mount()->set_fs_type(options.filesystem);
+  }
+  *request->add_volume_capabilities() = capability;
+  return Status::ok();
+}
+
 Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
   csi::v1::CreateVolumeRequest request;
   request.set_name(options.name);
@@ -80,7 +125,7 @@ Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
     request.mutable_capacity_range()->set_required_bytes(*bytes);
   }
   ROSETCTL_RETURN_IF_ERROR(parse_parameters(options.parameters, request.mutable_parameters()));
-  *request.add_volume_capabilities() = default_capability();
+  ROSETCTL_RETURN_IF_ERROR(apply_kind(options, &request));
 
   auto session = Session::open(globals);
   if (!session) return session.status();
@@ -96,6 +141,10 @@ Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
 }
 
 Status run_list(const GlobalOptions& globals) {
+  if (!state_exists(globals)) {
+    print_list(globals.output, nlohmann::json::array(), volume_columns());
+    return Status::ok();
+  }
   auto session = Session::open(globals);
   if (!session) return session.status();
   auto volumes = list_all_volumes((*session)->client());
@@ -110,7 +159,18 @@ Status run_list(const GlobalOptions& globals) {
   return Status::ok();
 }
 
+}  // namespace
+
+Status no_state(const GlobalOptions& globals, std::string_view volume) {
+  ROSETCTL_RETURN_IF_ERROR(validate_name(volume, "volume name or id"));
+  return error(Code::kNotFound, "no volume is named \"{}\" or has that id (no state in \"{}\" yet)",
+               volume, globals.state_dir);
+}
+
+namespace {
+
 Status run_show(const GlobalOptions& globals, const VolumeOptions& options) {
+  if (!state_exists(globals)) return no_state(globals, options.volume);
   auto session = Session::open(globals);
   if (!session) return session.status();
   auto info = resolve_volume((*session)->client(), options.volume);
@@ -125,17 +185,33 @@ Status run_expand(const GlobalOptions& globals, const VolumeOptions& options) {
   if (!session) return session.status();
   auto info = resolve_volume((*session)->client(), options.volume);
   if (!info) return info.status();
+  if (*bytes < info->volume.capacity_bytes()) {
+    return error(Code::kOutOfRange, "volume \"{}\" is already {}; volumes never shrink",
+                 volume_name(info->volume), format_size(info->volume.capacity_bytes()));
+  }
 
   csi::v1::ControllerExpandVolumeRequest request;
   request.set_volume_id(info->volume.volume_id());
   request.mutable_capacity_range()->set_required_bytes(*bytes);
-  *request.mutable_volume_capability() = default_capability();
+  *request.mutable_volume_capability() = attach_capability(info->volume);
   csi::v1::ControllerExpandVolumeResponse response;
   ROSETCTL_RETURN_IF_ERROR((*session)->client().controller(
       &csi::v1::Controller::Stub::ControllerExpandVolume, request, &response));
+  auto expansion = expand_on_this_node(**session, *info, response.capacity_bytes(),
+                                       response.node_expansion_required());
+  if (!expansion) return expansion.status();
   auto updated = resolve_volume((*session)->client(), info->volume.volume_id());
   if (!updated) return updated.status();
-  return print_volume(**session, globals.output, *updated);
+  auto connections = (*session)->store().node_publications(info->volume.volume_id());
+  if (!connections) return connections.status();
+  nlohmann::json out = volume_json(*updated, *connections);
+  out["expansion"] = *expansion;
+  print_object(globals.output, out, volume_fields());
+  if (globals.output == OutputFormat::kTable && (*expansion)["node"] == "pending") {
+    std::fprintf(stderr, "rosetctl: warning: %s\n",
+                 (*expansion)["message"].get<std::string>().c_str());
+  }
+  return Status::ok();
 }
 
 Status run_delete(const GlobalOptions& globals, const VolumeOptions& options) {
@@ -176,7 +252,7 @@ Status run_map(const GlobalOptions& globals, const VolumeOptions& options, bool 
     request.set_volume_id(info->volume.volume_id());
     request.set_node_id(node);
     request.set_readonly(options.read_only);
-    *request.mutable_volume_capability() = default_capability();
+    *request.mutable_volume_capability() = attach_capability(info->volume);
     *request.mutable_volume_context() = info->volume.volume_context();
     csi::v1::ControllerPublishVolumeResponse response;
     ROSETCTL_RETURN_IF_ERROR((*session)->client().controller(
@@ -220,7 +296,18 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
                      "Requested size: bytes or 64Mi, 10Gi, 1.5Ti, 500M (dir volumes record it; "
                      "they do not enforce it)");
   create->add_option("--param,-p", create_options->parameters,
-                     "Provider parameter KEY=VALUE, repeatable (local: type=dir)");
+                     "Provider parameter KEY=VALUE, repeatable (local: type=dir|image)");
+  create
+      ->add_option("--type", create_options->type,
+                   "dir: a directory (size not enforced); image: a sparse file of exactly --size "
+                   "on a loop device")
+      ->check(CLI::IsMember({"dir", "image"}));
+  create
+      ->add_option("--fs", create_options->filesystem,
+                   "Filesystem of an image volume (default ext4), made on first connect")
+      ->check(CLI::IsMember({"ext4", "xfs"}));
+  create->add_flag("--block", create_options->block,
+                   "A raw block volume: connect puts the device at the target (an image)");
   auto* from_snapshot =
       create->add_option("--from-snapshot", create_options->from_snapshot,
                          "Start with a snapshot's content (commit id, id prefix or name)");
@@ -230,9 +317,11 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
       ->excludes(from_snapshot);
   create->footer(
       "Creating a name that exists returns the existing volume when size and parameters match,\n"
-      "and fails with exit code 4 when they differ.\n\n"
+      "and fails with exit code 4 when they differ. Image volumes take their space from the\n"
+      "state directory's filesystem up front (see --capacity-overcommit).\n\n"
       "Examples:\n  rosetctl volume create demo\n  rosetctl volume create data --size 10Gi -o "
-      "json\n  rosetctl volume create copy --from-volume demo");
+      "json\n  rosetctl volume create db --size 10Gi --type image --fs xfs\n  rosetctl volume "
+      "create raw --size 1Gi --block\n  rosetctl volume create copy --from-volume demo");
   create->callback([&globals, &action, create_options] {
     action = [&globals, create_options] { return run_create(globals, *create_options); };
   });
@@ -251,6 +340,10 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
   CLI::App* expand = volume->add_subcommand("expand", "Grow a volume (volumes never shrink)");
   add_volume_argument(expand, expand_options.get());
   expand->add_option("--size,-s", expand_options->size, "New size, e.g. 20Gi")->required();
+  expand->footer(
+      "An image volume connected here grows at once, filesystem included, while mounted. Where\n"
+      "the filesystem cannot grow online (ext4 without CAP_SYS_RESOURCE) it grows at the next\n"
+      "connect; JSON \"expansion\" says which happened.");
   expand->callback([&globals, &action, expand_options] {
     action = [&globals, expand_options] { return run_expand(globals, *expand_options); };
   });

@@ -9,6 +9,9 @@
 
 namespace rosetctl::cli {
 
+// NOT_FOUND for `volume` when this host has no state yet (after validating the name).
+Status no_state(const GlobalOptions& globals, std::string_view volume);
+
 void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action);
 
 // connect / disconnect / stats (volume_attach_cmd.cc): the node-side verbs.

@@ -23,6 +23,23 @@ std::string volume_name(const csi::v1::Volume& volume) {
   return it == volume.volume_context().end() ? "" : it->second;
 }
 
+bool is_block_volume(const csi::v1::Volume& volume) {
+  auto it = volume.volume_context().find("access");
+  return it != volume.volume_context().end() && it->second == "block";
+}
+
+csi::v1::VolumeCapability attach_capability(const csi::v1::Volume& volume) {
+  csi::v1::VolumeCapability capability;
+  if (is_block_volume(volume)) {
+    capability.mutable_block();
+  } else {
+    capability.mutable_mount();
+  }
+  capability.mutable_access_mode()->set_mode(
+      csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+  return capability;
+}
+
 Expected<std::vector<VolumeInfo>> list_all_volumes(CsiClient& client) {
   std::vector<VolumeInfo> out;
   csi::v1::ListVolumesRequest request;

@@ -1,4 +1,4 @@
-// Finding volumes by name or id through the CSI Controller service.
+// Finding volumes by name or id through the CSI Controller service, and what kind they are.
 #pragma once
 
 #include <string>
@@ -24,5 +24,12 @@ Expected<VolumeInfo> resolve_volume(CsiClient& client, std::string_view name_or_
 Expected<std::vector<VolumeInfo>> list_all_volumes(CsiClient& client);
 
 std::string volume_name(const csi::v1::Volume& volume);
+
+// True for raw block volumes (volume context access=block).
+bool is_block_volume(const csi::v1::Volume& volume);
+
+// The capability the CLI attaches a volume with: single-node writer, block or mount as the
+// volume is (the filesystem of an image volume is the one it was created with).
+csi::v1::VolumeCapability attach_capability(const csi::v1::Volume& volume);
 
 }  // namespace rosetctl::cli

@@ -29,6 +29,15 @@ std::string size_cell(const nlohmann::json& volume) {
   return volume["size_enforced"].get<bool>() ? size : size + " (not enforced)";
 }
 
+// "dir", "image (ext4)", "image (block)".
+std::string type_cell(const nlohmann::json& volume) {
+  std::string type = text_of(volume["type"]);
+  if (volume["access_type"] == "block") return type + " (block)";
+  if (volume["fs"].is_string())
+    return fmt::format("{} ({})", type, volume["fs"].get<std::string>());
+  return type;
+}
+
 std::string condition_cell(const nlohmann::json& volume) {
   const auto& condition = volume["condition"];
   return condition["abnormal"].get<bool>() ? "abnormal: " + condition["message"].get<std::string>()
@@ -46,6 +55,9 @@ nlohmann::json volume_json(const VolumeInfo& info,
       {"name", context_value(volume, kContextName)},
       {"provider", context_value(volume, kContextProvider)},
       {"type", type},
+      {"access_type", is_block_volume(volume) ? "block" : "mount"},
+      {"fs", context_value(volume, "fs").empty() ? nlohmann::json(nullptr)
+                                                 : nlohmann::json(context_value(volume, "fs"))},
       {"capacity_bytes", volume.capacity_bytes()},
       {"size", volume.capacity_bytes() > 0 ? nlohmann::json(format_size(volume.capacity_bytes()))
                                            : nlohmann::json(nullptr)},
@@ -70,7 +82,7 @@ std::vector<Column> volume_fields() {
       {"ID", [](const nlohmann::json& v) { return text_of(v["id"]); }},
       {"Name", [](const nlohmann::json& v) { return text_of(v["name"]); }},
       {"Provider", [](const nlohmann::json& v) { return text_of(v["provider"]); }},
-      {"Type", [](const nlohmann::json& v) { return text_of(v["type"]); }},
+      {"Type", type_cell},
       {"Size", size_cell},
       {"Published to",
        [](const nlohmann::json& v) {

@@ -66,8 +66,56 @@ Expected<std::string> enable_wal(Connection& connection, std::chrono::millisecon
 
 }  // namespace
 
-void Statement::Finalizer::operator()(sqlite3_stmt* stmt) const {
-  sqlite3_finalize(stmt);
+StatementCache::~StatementCache() {
+  for (auto& [sql, stmt] : idle_)
+    sqlite3_finalize(stmt);
+}
+
+sqlite3_stmt* StatementCache::take(std::string_view sql) {
+  auto found = idle_.find(std::string(sql));
+  if (found == idle_.end()) return nullptr;
+  sqlite3_stmt* stmt = found->second;
+  idle_.erase(found);
+  return stmt;
+}
+
+void StatementCache::give_back(std::string sql, sqlite3_stmt* stmt) {
+  sqlite3_reset(stmt);
+  sqlite3_clear_bindings(stmt);
+  if (!idle_.emplace(std::move(sql), stmt).second) sqlite3_finalize(stmt);
+}
+
+Statement::Statement(Statement&& other) noexcept
+    : db_(other.db_),
+      stmt_(std::exchange(other.stmt_, nullptr)),
+      cache_(other.cache_),
+      sql_(std::move(other.sql_)),
+      bind_status_(std::move(other.bind_status_)) {}
+
+Statement& Statement::operator=(Statement&& other) noexcept {
+  if (this != &other) {
+    release();
+    db_ = other.db_;
+    stmt_ = std::exchange(other.stmt_, nullptr);
+    cache_ = other.cache_;
+    sql_ = std::move(other.sql_);
+    bind_status_ = std::move(other.bind_status_);
+  }
+  return *this;
+}
+
+Statement::~Statement() {
+  release();
+}
+
+void Statement::release() {
+  if (stmt_ == nullptr) return;
+  if (cache_ != nullptr) {
+    cache_->give_back(std::move(sql_), stmt_);
+  } else {
+    sqlite3_finalize(stmt_);
+  }
+  stmt_ = nullptr;
 }
 
 Statement& Statement::check_bind(int rc) {
@@ -79,24 +127,24 @@ Statement& Statement::bind_text(int index, std::string_view value) {
   // An empty string_view may carry a null data pointer, which SQLite would store as NULL.
   const char* data = value.data() != nullptr ? value.data() : "";
   return check_bind(
-      sqlite3_bind_text64(stmt_.get(), index, data, value.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
+      sqlite3_bind_text64(stmt_, index, data, value.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
 }
 
 Statement& Statement::bind_int64(int index, int64_t value) {
-  return check_bind(sqlite3_bind_int64(stmt_.get(), index, value));
+  return check_bind(sqlite3_bind_int64(stmt_, index, value));
 }
 
 Statement& Statement::bind_null(int index) {
-  return check_bind(sqlite3_bind_null(stmt_.get(), index));
+  return check_bind(sqlite3_bind_null(stmt_, index));
 }
 
 Expected<bool> Statement::step() {
   if (!bind_status_.is_ok()) return bind_status_;
-  const int rc = sqlite3_step(stmt_.get());
+  const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   Status status = sqlite_error(db_, rc);
-  sqlite3_reset(stmt_.get());  // so the statement can run again after a transient failure
+  sqlite3_reset(stmt_);  // so the statement can run again after a transient failure
   return status;
 }
 
@@ -109,21 +157,21 @@ Status Statement::run() {
 }
 
 void Statement::reset() {
-  sqlite3_reset(stmt_.get());
+  sqlite3_reset(stmt_);
 }
 
 std::string Statement::column_text(int index) const {
-  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_.get(), index));
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, index));
   if (text == nullptr) return {};
-  return std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), index)));
+  return std::string(text, static_cast<size_t>(sqlite3_column_bytes(stmt_, index)));
 }
 
 int64_t Statement::column_int64(int index) const {
-  return sqlite3_column_int64(stmt_.get(), index);
+  return sqlite3_column_int64(stmt_, index);
 }
 
 bool Statement::column_is_null(int index) const {
-  return sqlite3_column_type(stmt_.get(), index) == SQLITE_NULL;
+  return sqlite3_column_type(stmt_, index) == SQLITE_NULL;
 }
 
 void Connection::Closer::operator()(sqlite3* db) const {
@@ -161,18 +209,28 @@ Status Connection::exec(std::string_view sql) {
 }
 
 Expected<Statement> Connection::prepare(std::string_view sql) {
+  if (sqlite3_stmt* cached = cache_->take(sql)) {
+    return Statement(db_.get(), cached, cache_.get(), std::string(sql));
+  }
   sqlite3_stmt* raw = nullptr;
   const char* tail = nullptr;
-  const int rc =
-      sqlite3_prepare_v3(db_.get(), sql.data(), static_cast<int>(sql.size()), 0, &raw, &tail);
-  Statement statement(db_.get(), raw);
+  const int rc = sqlite3_prepare_v3(db_.get(), sql.data(), static_cast<int>(sql.size()),
+                                    SQLITE_PREPARE_PERSISTENT, &raw, &tail);
+  Statement uncached(db_.get(), raw, nullptr, "");  // finalized unless it proves cacheable
   if (rc != SQLITE_OK) return sqlite_error(db_.get(), rc);
   // Both are programming errors: the rest of a multi-statement string would be silently ignored.
   if (raw == nullptr) return error(Code::kInternal, "empty SQL statement");
   if (!only_whitespace(tail, sql.data() + sql.size())) {
     return error(Code::kInternal, "more than one SQL statement in \"{}\"; use exec()", sql);
   }
-  return statement;
+  uncached.stmt_ = nullptr;
+  return Statement(db_.get(), raw, cache_.get(), std::string(sql));
+}
+
+Status Connection::run(std::string_view sql) {
+  auto statement = prepare(sql);
+  if (!statement) return statement.status();
+  return statement->run();
 }
 
 int64_t Connection::changes() const {
@@ -189,7 +247,7 @@ std::string Connection::path() const {
 }
 
 Expected<Transaction> Transaction::begin(Connection& connection) {
-  ROSETCTL_RETURN_IF_ERROR(connection.exec("BEGIN IMMEDIATE"));
+  ROSETCTL_RETURN_IF_ERROR(connection.run("BEGIN IMMEDIATE"));
   return Transaction(&connection);
 }
 
@@ -203,7 +261,7 @@ Transaction::~Transaction() {
 
 Status Transaction::commit() {
   if (connection_ == nullptr) return error(Code::kInternal, "transaction already finished");
-  ROSETCTL_RETURN_IF_ERROR(connection_->exec("COMMIT"));
+  ROSETCTL_RETURN_IF_ERROR(connection_->run("COMMIT"));
   connection_ = nullptr;
   return Status::ok();
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "core/status.h"
 
@@ -14,6 +15,24 @@ struct sqlite3;
 struct sqlite3_stmt;
 
 namespace rosetctl::sqlite {
+
+// Prepared statements a connection keeps between uses: compiling SQL costs more than running
+// the small statements of the state store. Owned by one Connection (used by one thread at a time).
+class StatementCache {
+ public:
+  StatementCache() = default;
+  StatementCache(const StatementCache&) = delete;
+  StatementCache& operator=(const StatementCache&) = delete;
+  ~StatementCache();
+
+  sqlite3_stmt* take(std::string_view sql);
+  // Keeps `stmt` for the next prepare of `sql` (reset, bindings cleared), or finalizes it when
+  // one is kept already.
+  void give_back(std::string sql, sqlite3_stmt* stmt);
+
+ private:
+  std::unordered_map<std::string, sqlite3_stmt*> idle_;
+};
 
 // How long a connection waits for another writer (thread or process) before giving up with
 // ABORTED "state store busy: ...".
@@ -23,8 +42,12 @@ inline constexpr std::chrono::milliseconds kDefaultBusyTimeout{10'000};
 // It must not outlive the Connection that prepared it.
 class Statement {
  public:
-  Statement(Statement&&) noexcept = default;
-  Statement& operator=(Statement&&) noexcept = default;
+  Statement(Statement&& other) noexcept;
+  Statement& operator=(Statement&& other) noexcept;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  // Returns the compiled statement to its connection's cache (or finalizes it).
+  ~Statement();
 
   // A failed bind is remembered and reported by the next step()/run(), so binds can be chained:
   // `stmt.bind_text(1, id).bind_int64(2, size).run()`.
@@ -47,19 +70,18 @@ class Statement {
 
  private:
   friend class Connection;
-  struct Finalizer {
-    void operator()(sqlite3_stmt* stmt) const;
-  };
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(sqlite3* db, sqlite3_stmt* stmt, StatementCache* cache, std::string sql)
+      : db_(db), stmt_(stmt), cache_(cache), sql_(std::move(sql)) {}
   Statement& check_bind(int rc);
+  void release();
 
-  sqlite3* db_;
-  std::unique_ptr<sqlite3_stmt, Finalizer> stmt_;
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* stmt_ = nullptr;
+  StatementCache* cache_ = nullptr;  // where the statement goes back to; null: finalize it
+  std::string sql_;
   Status bind_status_;  // first failed bind since construction
 };
 
-// An open database handle. A connection is used by one thread at a time (the state store lends
-// each one out from a pool); it may be moved, not copied.
 class Connection {
  public:
   // Opens (creating if missing) the database at `path` and applies what every connection needs:
@@ -70,9 +92,13 @@ class Connection {
   Connection(Connection&&) noexcept = default;
   Connection& operator=(Connection&&) noexcept = default;
 
-  // Runs one or more `;`-separated statements that return no rows we need.
+  // Runs one or more `;`-separated statements that return no rows we need (compiled each time:
+  // for set-up and rare statements).
   Status exec(std::string_view sql);
+  // One statement, compiled once per connection and reused.
   Expected<Statement> prepare(std::string_view sql);
+  // prepare(sql) and run it: for the frequent statements without rows (BEGIN, COMMIT, ...).
+  Status run(std::string_view sql);
 
   // Rows inserted, updated or deleted by the most recent statement.
   int64_t changes() const;
@@ -85,9 +111,11 @@ class Connection {
   struct Closer {
     void operator()(sqlite3* db) const;
   };
-  explicit Connection(sqlite3* db) : db_(db) {}
+  explicit Connection(sqlite3* db) : db_(db), cache_(std::make_unique<StatementCache>()) {}
 
   std::unique_ptr<sqlite3, Closer> db_;
+  // Declared after db_: cached statements are finalized before the connection closes.
+  std::unique_ptr<StatementCache> cache_;
 };
 
 // `BEGIN IMMEDIATE` now (taking the write lock up front, so a transaction never fails halfway with

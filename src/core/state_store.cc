@@ -389,19 +389,7 @@ auto StateStore::read(Body&& body) -> decltype(body(std::declval<sqlite::Connect
 
 template <typename Body>
 Status StateStore::write(Body&& body) {
-  std::unique_lock writer(writer_mutex_, sqlite::kDefaultBusyTimeout);
-  if (!writer.owns_lock()) {
-    return error(
-        Code::kAborted, "state store busy: {}: another thread kept writing for {} s; retry", path_,
-        std::chrono::duration_cast<std::chrono::seconds>(sqlite::kDefaultBusyTimeout).count());
-  }
-  Expected<Lease> lease = borrow();
-  if (!lease) return lease.status();
-  sqlite::Connection& connection = lease->connection();
-  Expected<sqlite::Transaction> transaction = sqlite::Transaction::begin(connection);
-  if (!transaction) return transaction.status();
-  ROSETCTL_RETURN_IF_ERROR(body(connection));
-  return transaction->commit();
+  return group_commit_.run(GroupCommit::Body(std::forward<Body>(body)));
 }
 
 Expected<std::unique_ptr<StateStore>> StateStore::open(const std::string& state_dir) {
@@ -414,7 +402,7 @@ Expected<std::unique_ptr<StateStore>> StateStore::open(const std::string& state_
   Expected<sqlite::Connection> connection = sqlite::Connection::open(path);
   if (!connection) return connection.status();
   ROSETCTL_RETURN_IF_ERROR(migrate(*connection, path));
-  std::unique_ptr<StateStore> store(new StateStore(std::move(path)));
+  std::unique_ptr<StateStore> store(new StateStore(path));
   store->give_back(std::move(*connection));
   return store;
 }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/group_commit.h"
 #include "core/sqlite.h"
 #include "core/status.h"
 
@@ -146,7 +147,7 @@ class StateStore {
  private:
   class Lease;
 
-  explicit StateStore(std::string path) : path_(std::move(path)) {}
+  explicit StateStore(const std::string& path) : path_(path), group_commit_(path) {}
 
   // Lends out an idle connection, opening a new one when none is free.
   Expected<Lease> borrow();
@@ -155,7 +156,8 @@ class StateStore {
   // already runs against one consistent snapshot.
   template <typename Body>
   auto read(Body&& body) -> decltype(body(std::declval<sqlite::Connection&>()));
-  // Runs `body(connection)` inside one BEGIN IMMEDIATE transaction; commits if it returned OK.
+  // Runs `body(connection)` atomically and durably: in a transaction it may share with other
+  // threads' writes (group commit), rolled back alone if it does not return OK.
   template <typename Body>
   Status write(Body&& body);
 
@@ -164,10 +166,9 @@ class StateStore {
   std::mutex pool_mutex_;
   std::vector<sqlite::Connection> idle_connections_;  // guarded by pool_mutex_
 
-  // Held for the whole of each write transaction: this process's threads queue here in order
-  // instead of polling SQLite's busy handler against each other. Other processes still meet us
-  // at SQLite's write lock.
-  std::timed_mutex writer_mutex_;
+  // Every write of this process goes through here: one fsync per burst of writes. Other
+  // processes meet us at SQLite's write lock.
+  GroupCommit group_commit_;
 };
 
 }  // namespace rosetctl

@@ -211,6 +211,7 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
     record = std::move(**existing);
     std::string why =
         incompatibility(record, (*provider)->name(), parameters, *range, *access_type, *source_key);
+    if (why.empty()) why = (*provider)->incompatibility(record, spec);
     if (!why.empty()) {
       return error(Code::kAlreadyExists, "volume \"{}\" already exists and {}", request.name(),
                    why);
@@ -236,7 +237,8 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
     record.content_source = *source_key;
     record.created_at = unix_now();
     if (Status inserted = context_.store.insert_volume(record); !inserted) {
-      (void)(*provider)->delete_volume(record);  // a restored directory nobody would know about
+      // Unrecorded, what the provider made would never be found again: take it back.
+      (void)(*provider)->delete_volume(record);
       return inserted;
     }
   }
@@ -478,8 +480,10 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
     return error(Code::kInvalidArgument, "capacity_range is required");
   auto range = capacity_from_proto(request.capacity_range());
   if (!range) return range.status();
-  if (range->required == 0) {
-    return error(Code::kInvalidArgument, "capacity_range.required_bytes is required");
+  int64_t wanted = range->required > 0 ? range->required : range->limit;
+  if (wanted == 0) {
+    return error(Code::kInvalidArgument,
+                 "capacity_range needs required_bytes or limit_bytes: the size to grow to");
   }
   auto lock =
       context_.locks.try_lock(volume_lock_key(request.volume_id()), LockMode::kExclusive,
@@ -487,6 +491,15 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
   if (!lock) return lock.status();
   auto volume = load_volume(context_, request.volume_id());
   if (!volume) return volume.status();
+  if (request.has_volume_capability()) {
+    auto capability = capability_from_proto(request.volume_capability(), "volume_capability");
+    if (!capability) return capability.status();
+    std::string_view type = capability->access_type == AccessType::kBlock ? "block" : "mount";
+    if (type != volume->record.access_type) {
+      return error(Code::kInvalidArgument, "volume \"{}\" is a {} volume, not {}",
+                   volume->record.name, volume->record.access_type, type);
+    }
+  }
 
   int64_t current = volume->record.capacity_bytes;
   if (range->limit > 0 && current > range->limit) {
@@ -495,14 +508,17 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
                  "never shrink",
                  volume->record.name, current, range->limit);
   }
-  // Directory volumes only record their size (it is not enforced), so growing is bookkeeping.
-  if (range->required > current) {
-    ROSETCTL_RETURN_IF_ERROR(
-        context_.store.update_volume_capacity(volume->record.id, range->required));
-    current = range->required;
+  // A smaller required size is already satisfied; the provider answers as for a retry.
+  auto expanded = volume->provider->expand_volume(volume->record, wanted, range->limit);
+  if (!expanded) {
+    return expanded.status().with_context(fmt::format("volume \"{}\"", volume->record.name));
   }
-  response->set_capacity_bytes(current);
-  response->set_node_expansion_required(false);
+  if (expanded->capacity_bytes != current) {
+    ROSETCTL_RETURN_IF_ERROR(
+        context_.store.update_volume_capacity(volume->record.id, expanded->capacity_bytes));
+  }
+  response->set_capacity_bytes(expanded->capacity_bytes);
+  response->set_node_expansion_required(expanded->node_expansion_required);
   return Status::ok();
 }
 

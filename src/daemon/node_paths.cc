@@ -2,6 +2,7 @@
 #include "daemon/node_paths.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -82,6 +83,62 @@ Status check_publish_target(const MountTable& mounts, const std::string& target)
                  target);
   }
   return Status::ok();
+}
+
+Status check_block_target(const MountTable& mounts, const std::string& target) {
+  if (mounts.find_by_target(target) != nullptr) {
+    return error(Code::kAlreadyExists, "target_path \"{}\" already has another mount", target);
+  }
+  struct stat st;
+  if (::lstat(target.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::ok();
+    return errno_status(errno, fmt::format("cannot inspect target_path \"{}\"", target));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return error(Code::kInvalidArgument,
+                 "target_path \"{}\" exists and is not a regular file; a block volume is bound "
+                 "onto a file",
+                 target);
+  }
+  if (st.st_size != 0) {
+    return error(Code::kFailedPrecondition,
+                 "target_path \"{}\" is a file with data; binding the device over it would hide "
+                 "its contents",
+                 target);
+  }
+  return Status::ok();
+}
+
+Expected<bool> ensure_file(const std::string& path, std::string_view field) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    ::close(fd);
+    return true;
+  }
+  if (errno != EEXIST) {
+    return errno_status(errno, fmt::format("cannot create {} \"{}\"", field, path));
+  }
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    return errno_status(errno, fmt::format("cannot inspect {} \"{}\"", field, path));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return error(Code::kInvalidArgument,
+                 "{} \"{}\" exists and is not a regular file; a block volume needs a file", field,
+                 path);
+  }
+  return false;
+}
+
+Status remove_target(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::ok();
+    return errno_status(errno, fmt::format("cannot inspect \"{}\"", path));
+  }
+  if (S_ISDIR(st.st_mode)) return remove_directory(path);
+  if (::unlink(path.c_str()) == 0 || errno == ENOENT) return Status::ok();
+  return errno_status(errno, fmt::format("cannot remove \"{}\"", path));
 }
 
 Expected<bool> ensure_directory(const std::string& path, std::string_view field) {

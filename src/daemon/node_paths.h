@@ -28,6 +28,18 @@ Expected<std::string> checked_mount_path(const StateLayout& layout, std::string_
 // over it would hide its contents).
 Status check_publish_target(const MountTable& mounts, const std::string& target);
 
+// Whether a block volume can be published at `target` (canonical): missing (a file will be
+// created for the device to be bound onto), or an empty regular file that is not a mount point.
+Status check_block_target(const MountTable& mounts, const std::string& target);
+
+// Makes sure `path` is a regular file (created empty, 0600). Returns true when this call created
+// it, false when it was already there.
+Expected<bool> ensure_file(const std::string& path, std::string_view field);
+
+// Removes a publish target this plugin created: an (empty) directory or a regular file.
+// A missing path is fine.
+Status remove_target(const std::string& path);
+
 // Makes sure `path` is a directory. Returns true when this call created it (so the caller
 // may remove it later), false when it was already there.
 Expected<bool> ensure_directory(const std::string& path, std::string_view field);

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "core/loop_device.h"
 #include "core/mount_ops.h"
 #include "core/mountinfo.h"
 #include "core/validate.h"
@@ -24,9 +25,68 @@ Expected<HeldLock> lock_volume(const ServiceContext& context, std::string_view v
                                 busy_message(fmt::format("volume \"{}\"", volume_id)));
 }
 
+// Bytes and inodes of the filesystem at `path`, or the size of the block device there.
+Status fill_usage(const std::string& path, csi::v1::NodeGetVolumeStatsResponse* response) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return errno_status(errno, fmt::format("cannot inspect \"{}\"", path));
+  }
+  auto* bytes = response->add_usage();
+  bytes->set_unit(csi::v1::VolumeUsage::BYTES);
+  if (S_ISBLK(st.st_mode)) {  // a raw block volume: only its size is known
+    auto size = block_device_size(path);
+    if (!size) return size.status();
+    bytes->set_total(*size);
+    return Status::ok();
+  }
+  struct statvfs fs;
+  if (::statvfs(path.c_str(), &fs) != 0) {
+    return errno_status(errno, fmt::format("cannot statfs \"{}\"", path));
+  }
+  auto unit = static_cast<int64_t>(fs.f_frsize);
+  bytes->set_total(static_cast<int64_t>(fs.f_blocks) * unit);
+  bytes->set_available(static_cast<int64_t>(fs.f_bavail) * unit);
+  bytes->set_used(static_cast<int64_t>(fs.f_blocks - fs.f_bfree) * unit);
+  auto* inodes = response->add_usage();
+  inodes->set_unit(csi::v1::VolumeUsage::INODES);
+  inodes->set_total(static_cast<int64_t>(fs.f_files));
+  inodes->set_available(static_cast<int64_t>(fs.f_favail));
+  inodes->set_used(static_cast<int64_t>(fs.f_files - fs.f_ffree));
+  return Status::ok();
+}
+
 Expected<Capability> required_capability(bool present, const csi::v1::VolumeCapability& proto) {
   if (!present) return error(Code::kInvalidArgument, "volume_capability is required");
   return capability_from_proto(proto, "volume_capability");
+}
+
+// The spec's "exceeds capabilities" (FAILED_PRECONDITION): mount access to a block volume or the
+// reverse. Only checkable where the volume record lives on this host.
+Status check_access_type(const ServiceContext& context, std::string_view volume_id,
+                         const Capability& capability) {
+  auto record = context.store.find_volume(volume_id);
+  if (!record) return record.status();
+  if (!record->has_value()) return Status::ok();
+  std::string_view wanted = capability.access_type == AccessType::kBlock ? "block" : "mount";
+  if ((*record)->access_type != wanted) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" is a {} volume; it cannot be used for {} access", volume_id,
+                 (*record)->access_type, wanted);
+  }
+  return Status::ok();
+}
+
+// For unstage/unpublish: a path that no longer exists (kubelet may have removed its parent)
+// cannot be mounted, so its normalised form is enough to find and drop our records.
+Expected<std::string> path_to_release(const StateLayout& layout, std::string_view path,
+                                      std::string_view field, const std::string& allowed) {
+  auto checked = checked_mount_path(layout, path, field, allowed);
+  if (checked || checked.status().code() != Code::kInvalidArgument) return checked;
+  auto normal = normalize_absolute_path(path, field);
+  if (!normal) return normal.status();
+  struct stat st;
+  if (::lstat(normal->c_str(), &st) == 0 || errno != ENOENT) return checked.status();
+  return normal;
 }
 
 }  // namespace
@@ -52,6 +112,7 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
   auto provider = context_.providers.for_volume(request.volume_id());
   if (!provider) return provider.status();
   ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+  ROSETCTL_RETURN_IF_ERROR(check_access_type(context_, request.volume_id(), *capability));
 
   auto record = context_.store.find_staging(request.volume_id(), *staging);
   if (!record) return record.status();
@@ -94,8 +155,8 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
 
 Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& request) {
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
-  auto staging = checked_mount_path(context_.layout, request.staging_target_path(),
-                                    "staging_target_path", context_.layout.staging_dir());
+  auto staging = path_to_release(context_.layout, request.staging_target_path(),
+                                 "staging_target_path", context_.layout.staging_dir());
   if (!staging) return staging.status();
 
   auto volume_lock = lock_volume(context_, request.volume_id());
@@ -136,7 +197,9 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
 
   auto provider = context_.providers.for_volume(request.volume_id());
   if (!provider) return provider.status();
-  if (mounted) ROSETCTL_RETURN_IF_ERROR((*provider)->unstage_volume(request.volume_id(), *staging));
+  // Also when the mount is already gone: the provider may still hold something for it (a loop
+  // device attached before a crash), and unstaging what is not mounted is fine by contract.
+  ROSETCTL_RETURN_IF_ERROR((*provider)->unstage_volume(request.volume_id(), *staging));
   if ((*record)->created_dir) ROSETCTL_RETURN_IF_ERROR(remove_directory(*staging));
   return context_.store.delete_staging(request.volume_id(), *staging);
 }
@@ -145,9 +208,16 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
 
 Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& request) {
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  if (request.target_path().empty())
+    return error(Code::kInvalidArgument, "target_path is required");
+  auto capability =
+      required_capability(request.has_volume_capability(), request.volume_capability());
+  if (!capability) return capability.status();
+  // The spec's code for a missing staging path when STAGE_UNSTAGE_VOLUME is advertised.
   if (request.staging_target_path().empty()) {
-    return error(Code::kInvalidArgument,
-                 "staging_target_path is required (this plugin stages volumes)");
+    return error(Code::kFailedPrecondition,
+                 "staging_target_path is required: this plugin stages volumes (NodeStageVolume) "
+                 "before publishing them");
   }
   auto staging = checked_mount_path(context_.layout, request.staging_target_path(),
                                     "staging_target_path", context_.layout.staging_dir());
@@ -159,9 +229,6 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
     return error(Code::kInvalidArgument,
                  "target_path \"{}\" and staging_target_path \"{}\" overlap", *target, *staging);
   }
-  auto capability =
-      required_capability(request.has_volume_capability(), request.volume_capability());
-  if (!capability) return capability.status();
 
   auto volume_lock = lock_volume(context_, request.volume_id());
   if (!volume_lock) return volume_lock.status();
@@ -176,6 +243,7 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   auto provider = context_.providers.for_volume(request.volume_id());
   if (!provider) return provider.status();
   ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+  ROSETCTL_RETURN_IF_ERROR(check_access_type(context_, request.volume_id(), *capability));
 
   auto table = MountTable::read();
   if (!table) return table.status();
@@ -191,9 +259,14 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   auto existing = context_.store.find_node_publication(*target);
   if (!existing) return existing.status();
   std::string key = capability_key(*capability);
+  // A block volume's target is a file bound to a device node inside the staging mount, so it
+  // shows the staging's filesystem with another root.
+  bool block = capability->access_type == AccessType::kBlock;
   if (const MountEntry* target_mount = table->find_by_target(*target)) {
-    bool ours = existing->has_value() && (*existing)->volume_id == request.volume_id() &&
-                same_source(*target_mount, *staging_mount);
+    bool same = block ? target_mount->major == staging_mount->major &&
+                            target_mount->minor == staging_mount->minor
+                      : same_source(*target_mount, *staging_mount);
+    bool ours = existing->has_value() && (*existing)->volume_id == request.volume_id() && same;
     if (!ours) {
       return error(Code::kAlreadyExists, "target_path \"{}\" already has another mount", *target);
     }
@@ -210,8 +283,10 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                  (*existing)->volume_id);
   }
 
-  ROSETCTL_RETURN_IF_ERROR(check_publish_target(*table, *target));
-  auto created = ensure_directory(*target, "target_path");
+  ROSETCTL_RETURN_IF_ERROR(block ? check_block_target(*table, *target)
+                                 : check_publish_target(*table, *target));
+  auto created =
+      block ? ensure_file(*target, "target_path") : ensure_directory(*target, "target_path");
   if (!created) return created.status();
   NodePublication publication{request.volume_id(),
                               *target,
@@ -225,7 +300,7 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                    *capability,         request.readonly(), to_map(request.volume_context())};
   if (Status status = (*provider)->publish_volume(spec); !status) {
     (void)context_.store.delete_node_publication(*target);
-    if (publication.created_target) (void)remove_directory(*target);
+    if (publication.created_target) (void)remove_target(*target);
     return status;
   }
   return Status::ok();
@@ -233,8 +308,8 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
 
 Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& request) {
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
-  auto target = checked_mount_path(context_.layout, request.target_path(), "target_path",
-                                   context_.layout.mounts_dir());
+  auto target = path_to_release(context_.layout, request.target_path(), "target_path",
+                                context_.layout.mounts_dir());
   if (!target) return target.status();
 
   auto volume_lock = lock_volume(context_, request.volume_id());
@@ -263,7 +338,7 @@ Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& 
   if (!provider) return provider.status();
   if (mounted)
     ROSETCTL_RETURN_IF_ERROR((*provider)->unpublish_volume(request.volume_id(), *target));
-  if ((*record)->created_target) ROSETCTL_RETURN_IF_ERROR(remove_directory(*target));
+  if ((*record)->created_target) ROSETCTL_RETURN_IF_ERROR(remove_target(*target));
   return context_.store.delete_node_publication(*target);
 }
 
@@ -272,11 +347,27 @@ Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& 
 Status NodeService::volume_stats(const csi::v1::NodeGetVolumeStatsRequest& request,
                                  csi::v1::NodeGetVolumeStatsResponse* response) {
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
-  auto path = normalize_absolute_path(request.volume_path(), "volume_path");
-  if (!path) return path.status();
+  if (request.volume_path().empty())
+    return error(Code::kInvalidArgument, "volume_path is required");
   auto provider = context_.providers.for_volume(request.volume_id());
   if (!provider) return provider.status();
   ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+  // Only a path where this node staged or published this volume has its stats (spec: NOT_FOUND
+  // when the volume is not at volume_path).
+  auto path = normalize_absolute_path(request.volume_path(), "volume_path");
+  Status not_here = error(Code::kNotFound, "volume \"{}\" is not staged or published at {}",
+                          request.volume_id(), display_quoted(request.volume_path()));
+  if (!path) return not_here;
+  auto canonical = canonical_mount_path(*path, "volume_path");
+  if (!canonical) return not_here;
+  auto published = context_.store.find_node_publication(*canonical);
+  if (!published) return published.status();
+  auto staged = context_.store.find_staging(request.volume_id(), *canonical);
+  if (!staged) return staged.status();
+  bool ours = (published->has_value() && (*published)->volume_id == request.volume_id()) ||
+              staged->has_value();
+  if (!ours) return not_here;
+  path = *canonical;
 
   int err = 0;
   PathHealth health = probe_path(*path, &err);
@@ -289,23 +380,67 @@ Status NodeService::volume_stats(const csi::v1::NodeGetVolumeStatsRequest& reque
     condition->set_message(fmt::format("\"{}\" is not accessible: {}", *path, std::strerror(err)));
     return Status::ok();
   }
-  struct statvfs fs;
-  if (::statvfs(path->c_str(), &fs) != 0) {
-    return errno_status(errno, fmt::format("cannot statfs \"{}\"", *path));
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  if (table->find_by_target(*path) == nullptr) {
+    // Usage of the directory underneath would describe the wrong filesystem.
+    condition->set_abnormal(true);
+    condition->set_message(fmt::format("\"{}\" is no longer mounted", *path));
+    return Status::ok();
   }
-  auto unit = static_cast<int64_t>(fs.f_frsize);
-  auto* bytes = response->add_usage();
-  bytes->set_unit(csi::v1::VolumeUsage::BYTES);
-  bytes->set_total(static_cast<int64_t>(fs.f_blocks) * unit);
-  bytes->set_available(static_cast<int64_t>(fs.f_bavail) * unit);
-  bytes->set_used(static_cast<int64_t>(fs.f_blocks - fs.f_bfree) * unit);
-  auto* inodes = response->add_usage();
-  inodes->set_unit(csi::v1::VolumeUsage::INODES);
-  inodes->set_total(static_cast<int64_t>(fs.f_files));
-  inodes->set_available(static_cast<int64_t>(fs.f_favail));
-  inodes->set_used(static_cast<int64_t>(fs.f_files - fs.f_ffree));
-  condition->set_abnormal(false);
-  condition->set_message("volume is healthy");
+  ROSETCTL_RETURN_IF_ERROR(fill_usage(*path, response));
+  VolumeCondition health_here = (*provider)->node_condition(request.volume_id());
+  condition->set_abnormal(health_here.abnormal);
+  condition->set_message(health_here.abnormal ? health_here.message : "volume is healthy");
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------- expand
+
+Status NodeService::expand_volume(const csi::v1::NodeExpandVolumeRequest& request,
+                                  csi::v1::NodeExpandVolumeResponse* response) {
+  ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  if (request.volume_path().empty())
+    return error(Code::kInvalidArgument, "volume_path is required");
+  // An unknown volume is NOT_FOUND before anything about the path is judged (csi-sanity asks
+  // for NOT_FOUND with a relative path and an unknown id).
+  auto owner = context_.providers.for_volume(request.volume_id());
+  if (!owner) return owner.status();
+  ROSETCTL_RETURN_IF_ERROR((*owner)->check_volume_on_node(request.volume_id()));
+  auto path = normalize_absolute_path(request.volume_path(), "volume_path");
+  if (!path) {
+    return error(Code::kNotFound, "volume \"{}\" is not at {}", request.volume_id(),
+                 display_quoted(request.volume_path()));
+  }
+  std::string staging;
+  if (!request.staging_target_path().empty()) {
+    auto normal = normalize_absolute_path(request.staging_target_path(), "staging_target_path");
+    if (!normal) return normal.status();
+    staging = *normal;
+  }
+  if (request.capacity_range().required_bytes() < 0) {
+    return error(Code::kInvalidArgument, "capacity_range.required_bytes must not be negative");
+  }
+
+  // Exclusive with stage/unstage: the device and filesystem must stay put while they grow.
+  auto volume_lock = lock_volume(context_, request.volume_id());
+  if (!volume_lock) return volume_lock.status();
+  auto stage_lock =
+      context_.locks.try_lock(stage_lock_key(request.volume_id()), LockMode::kExclusive,
+                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  if (!stage_lock) return stage_lock.status();
+
+  auto provider = context_.providers.for_volume(request.volume_id());
+  if (!provider) return provider.status();
+  ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+  if (probe_path(*path) == PathHealth::kMissing) {
+    return error(Code::kNotFound, "volume_path \"{}\" does not exist", *path);
+  }
+  NodeExpandSpec spec{request.volume_id(), *path, staging,
+                      request.capacity_range().required_bytes()};
+  auto capacity = (*provider)->expand_on_node(spec);
+  if (!capacity) return capacity.status();
+  response->set_capacity_bytes(*capacity);
   return Status::ok();
 }
 
@@ -347,10 +482,8 @@ grpc::Status NodeService::NodeGetVolumeStats(Request*,
 grpc::Status NodeService::NodeExpandVolume(Request*,
                                            const csi::v1::NodeExpandVolumeRequest* request,
                                            csi::v1::NodeExpandVolumeResponse* response) {
-  return run_logged("NodeExpandVolume", *request, response, [] {
-    return error(Code::kUnimplemented,
-                 "NodeExpandVolume is not supported yet: directory volumes need no node expansion");
-  });
+  return run_logged("NodeExpandVolume", *request, response,
+                    [&] { return expand_volume(*request, response); });
 }
 
 grpc::Status NodeService::NodeGetCapabilities(Request*,
@@ -358,7 +491,8 @@ grpc::Status NodeService::NodeGetCapabilities(Request*,
                                               csi::v1::NodeGetCapabilitiesResponse* response) {
   return run_logged("NodeGetCapabilities", *request, response, [&] {
     using Rpc = csi::v1::NodeServiceCapability::RPC;
-    for (auto type : {Rpc::STAGE_UNSTAGE_VOLUME, Rpc::GET_VOLUME_STATS, Rpc::VOLUME_CONDITION}) {
+    for (auto type : {Rpc::STAGE_UNSTAGE_VOLUME, Rpc::GET_VOLUME_STATS, Rpc::VOLUME_CONDITION,
+                      Rpc::EXPAND_VOLUME}) {
       response->add_capabilities()->mutable_rpc()->set_type(type);
     }
     return Status::ok();

@@ -35,6 +35,8 @@ class NodeService final : public csi::v1::Node::Service {
   Status unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& request);
   Status volume_stats(const csi::v1::NodeGetVolumeStatsRequest& request,
                       csi::v1::NodeGetVolumeStatsResponse* response);
+  Status expand_volume(const csi::v1::NodeExpandVolumeRequest& request,
+                       csi::v1::NodeExpandVolumeResponse* response);
 
   ServiceContext& context_;
 };

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/validate.h"
+#include "daemon/reconcile.h"
 
 namespace rosetctl {
 namespace {
@@ -17,16 +18,18 @@ Expected<std::string> host_name() {
   return std::string(name);
 }
 
-// CSI driver names: at most 63 characters, alphanumerics, '-', '.', alphanumeric at both ends.
+// CSI driver names: at most 63 characters of alphanumerics, '-' and '.'. The spec lets them
+// start and end with a digit; conformance suites (csi-sanity) insist on a letter, so we do too.
 Status validate_driver_name(std::string_view name) {
   auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-  bool ok = !name.empty() && name.size() <= 63 && alnum(name.front()) && alnum(name.back());
+  auto alpha = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  bool ok = name.size() >= 2 && name.size() <= 63 && alpha(name.front()) && alpha(name.back());
   for (char c : name)
     ok = ok && (alnum(c) || c == '-' || c == '.');
   if (ok) return Status::ok();
   return error(Code::kInvalidArgument,
-               "driver name \"{}\" must be 1-63 characters of letters, digits, '-' and '.', "
-               "starting and ending with a letter or digit",
+               "driver name \"{}\" must be 2-63 characters of letters, digits, '-' and '.', "
+               "starting and ending with a letter",
                name.substr(0, 80));
 }
 
@@ -59,7 +62,8 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
   auto store = StateStore::open(layout.root);
   if (!store) return store.status();
   plugin->store_ = std::move(*store);
-  auto providers = ProviderRegistry::create(layout, *plugin->store_, options.default_provider);
+  auto providers = ProviderRegistry::create(layout, *plugin->store_, options.default_provider,
+                                            options.capacity_overcommit);
   if (!providers) return providers.status();
   plugin->providers_ = std::move(*providers);
   auto locks = LockSpace::open(layout.lock_file());
@@ -90,6 +94,10 @@ Status Plugin::start(const std::optional<std::string>& unix_socket) {
                  unix_socket ? fmt::format(" on unix socket \"{}\"", *unix_socket) : "");
   }
   return Status::ok();
+}
+
+Status Plugin::reconcile() {
+  return reconcile_node(*context_);
 }
 
 std::shared_ptr<grpc::Channel> Plugin::in_process_channel() {

@@ -28,6 +28,8 @@ class Plugin {
   Status start(const std::optional<std::string>& unix_socket);
   // A channel to the running services within this process.
   std::shared_ptr<grpc::Channel> in_process_channel();
+  // Startup reconcile (daemon/reconcile.h): undoes what a crash left on this node.
+  Status reconcile();
   // Stops taking calls, lets in-flight calls finish until `grace` has passed.
   void shutdown(std::chrono::milliseconds grace);
 

@@ -22,6 +22,7 @@ struct PluginOptions {
   std::string node_id;  // empty: the host name
   std::string default_provider = "local";
   int64_t max_volumes_per_node = 0;  // 0: no limit
+  bool capacity_overcommit = false;  // providers may promise more space than they have
   PluginRole role = PluginRole::kAll;
   // Long operations (snapshot commits, restores) report here: the CLI's progress bar on a
   // terminal. Null under `serve` and in JSON mode. Owned by whoever built these options.

@@ -1,6 +1,9 @@
-// Defaults shared by providers: node-side publish/unpublish as bind mounts from the staging
-// path, and UNIMPLEMENTED snapshot operations for providers without snapshots.
+// Defaults shared by providers: publish/unpublish as bind mounts from the staging path,
+// UNIMPLEMENTED snapshots, and no-op answers for what only some providers need (node
+// expansion, reconcile).
 #include "providers/provider.h"
+
+#include <algorithm>
 
 #include "core/mount_ops.h"
 
@@ -46,6 +49,28 @@ Expected<StorageCollection> Provider::collect_garbage(std::chrono::milliseconds)
 
 Status Provider::unpublish_volume(std::string_view /*volume_id*/, const std::string& target_path) {
   return unmount_all(target_path);
+}
+
+std::string Provider::incompatibility(const VolumeRecord& /*existing*/,
+                                      const CreateVolumeSpec& /*spec*/) const {
+  return "";
+}
+
+Expected<ExpandedVolume> Provider::expand_volume(const VolumeRecord& volume, int64_t required_bytes,
+                                                 int64_t /*limit_bytes*/) {
+  return ExpandedVolume{std::max(volume.capacity_bytes, required_bytes), false};
+}
+
+Expected<int64_t> Provider::expand_on_node(const NodeExpandSpec& spec) {
+  return spec.required_bytes;
+}
+
+VolumeCondition Provider::node_condition(std::string_view /*volume_id*/) const {
+  return {};
+}
+
+Status Provider::reconcile_node(const VolumeLocker& /*lock*/) {
+  return Status::ok();
 }
 
 }  // namespace rosetctl

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/commit_store/tree_diff.h"
+#include "core/lock_space.h"
 #include "core/progress.h"
 #include "core/state_store.h"
 #include "core/status.h"
@@ -131,6 +132,21 @@ struct VolumeCondition {
   std::string message;
 };
 
+struct ExpandedVolume {
+  int64_t capacity_bytes = 0;
+  bool node_expansion_required = false;  // NodeExpandVolume must grow what is staged
+};
+
+struct NodeExpandSpec {
+  std::string volume_id;
+  std::string volume_path;   // where it is published: a directory, or a block device file
+  std::string staging_path;  // "" when the CO gave none
+  int64_t required_bytes = 0;
+};
+
+// Takes the locks a NodeStage of the volume would take; ABORTED while one is in flight.
+using VolumeLocker = std::function<Expected<std::vector<HeldLock>>(std::string_view volume_id)>;
+
 class Provider {
  public:
   virtual ~Provider() = default;
@@ -155,6 +171,15 @@ class Provider {
   virtual Expected<int64_t> available_capacity() const = 0;
   // Health as the controller sees it (ListVolumes / ControllerGetVolume).
   virtual VolumeCondition volume_condition(const VolumeRecord& volume) const = 0;
+  // What makes `existing` unfit for a repeated CreateVolume beyond the parameters, size and
+  // access type the daemon compares (another filesystem, say); "" when it fits.
+  virtual std::string incompatibility(const VolumeRecord& existing,
+                                      const CreateVolumeSpec& spec) const;
+  // Grows the volume to at least `required_bytes`, at most `limit_bytes` (0: no limit); the
+  // daemon records the capacity returned. Never shrinks. Default: the new size is only
+  // recorded, as for volumes whose size is not enforced.
+  virtual Expected<ExpandedVolume> expand_volume(const VolumeRecord& volume, int64_t required_bytes,
+                                                 int64_t limit_bytes);
 
   // --- snapshots (default: UNIMPLEMENTED) ---
   // Takes a snapshot of the volume and calls `record` before returning.
@@ -182,6 +207,14 @@ class Provider {
   virtual Status publish_volume(const PublishSpec& spec);
   // Default: unmount everything stacked at the target.
   virtual Status unpublish_volume(std::string_view volume_id, const std::string& target_path);
+  // NodeExpandVolume: grows what is staged here to the volume's size; returns the capacity.
+  // Default: nothing on the node to grow.
+  virtual Expected<int64_t> expand_on_node(const NodeExpandSpec& spec);
+  // Health as this node sees it (NodeGetVolumeStats). Default: healthy.
+  virtual VolumeCondition node_condition(std::string_view volume_id) const;
+  // Startup reconcile: releases what a crash left on this node (devices no staging uses).
+  // Each volume is touched only under `lock`; a busy one is in use and is left alone.
+  virtual Status reconcile_node(const VolumeLocker& lock);
 };
 
 }  // namespace rosetctl

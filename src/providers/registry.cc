@@ -8,9 +8,11 @@
 namespace rosetctl {
 
 Expected<std::unique_ptr<ProviderRegistry>> ProviderRegistry::create(
-    const StateLayout& layout, StateStore& store, std::string_view default_provider) {
+    const StateLayout& layout, StateStore& store, std::string_view default_provider,
+    bool capacity_overcommit) {
   auto registry = std::make_unique<ProviderRegistry>();
-  registry->providers_.push_back(std::make_unique<LocalProvider>(layout, store));
+  registry->providers_.push_back(
+      std::make_unique<LocalProvider>(layout, store, capacity_overcommit));
 
   auto chosen = registry->by_name(default_provider);
   if (!chosen) return chosen.status();

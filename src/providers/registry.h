@@ -15,10 +15,12 @@ namespace rosetctl {
 class ProviderRegistry {
  public:
   // Builds every provider this binary has. `default_provider` serves CreateVolume calls that do
-  // not name one; INVALID_ARGUMENT if it is unknown.
+  // not name one; INVALID_ARGUMENT if it is unknown. `capacity_overcommit`: providers may
+  // promise more space than they have (local image volumes).
   static Expected<std::unique_ptr<ProviderRegistry>> create(const StateLayout& layout,
                                                             StateStore& store,
-                                                            std::string_view default_provider);
+                                                            std::string_view default_provider,
+                                                            bool capacity_overcommit);
 
   Provider& default_provider() const { return *default_; }
   // By name ("local"), for CreateVolume's `provider` parameter.

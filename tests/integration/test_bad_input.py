@@ -237,7 +237,7 @@ def test_disconnect_of_a_target_it_is_not_connected_at_changes_nothing(world, cl
     pytest.param(["volume", "list", "-o", "yaml"], "yaml", id="output-yaml"),
     pytest.param(["volume", "create", "p1", "-p", "novalue"], "novalue", id="param-without-value"),
     pytest.param(["volume", "create", "p2", "-p", "colour=blue"], "colour", id="unknown-param"),
-    pytest.param(["volume", "create", "p3", "-p", "type=image"], "type=image", id="unsupported-type"),
+    pytest.param(["volume", "create", "p3", "-p", "type=zfs"], 'type="zfs"', id="unsupported-type"),
     pytest.param(["volume", "create"], "name", id="missing-name"),
 ])
 def test_bad_flags_and_parameters_are_usage_errors(world, cli, args, mention):

@@ -10,7 +10,7 @@ from pathlib import Path
 import grpc
 
 from snapshot_trees import describe_tree, differences, fill_everything
-from test_serve import CALL_TIMEOUT, csi, expect_code, mount_capability, server, start_serve  # noqa: F401 (fixtures)
+from csi_server import CALL_TIMEOUT, expect_code, mount_capability
 
 
 def create_volume(server, pb2, name: str, source=None) -> str:

@@ -1,10 +1,12 @@
-// Local directory volumes: ids "local-<16 hex>", data in <state>/volumes/<id>.
+// Local volumes: ids "local-<16 hex>"; directories in <state>/volumes/<id>, images handed to
+// ImageFiles / ImageNode.
 #include "providers/local/local_provider.h"
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "core/mount_ops.h"
@@ -20,15 +22,10 @@ constexpr std::string_view kKubernetesPrefix = "csi.storage.k8s.io/";
 Status validate_parameters(const StringMap& parameters) {
   for (const auto& [key, value] : parameters) {
     if (key.starts_with(kKubernetesPrefix)) continue;
-    if (key == "type") {
-      if (value == "dir") continue;
-      if (value == "image") {
-        return error(Code::kInvalidArgument,
-                     "parameter type=image (size-enforced image volumes) is not supported yet by "
-                     "the local provider; use type=dir");
-      }
+    if (key == kContextType) {
+      if (value == kTypeDir || value == kTypeImage) continue;
       return error(Code::kInvalidArgument,
-                   "parameter type=\"{}\" is not a local volume type; use type=dir", value);
+                   "parameter type=\"{}\" is not a local volume type (types: dir, image)", value);
     }
     return error(Code::kInvalidArgument,
                  "unknown parameter \"{}\" for the local provider (known: type)", key);
@@ -36,16 +33,26 @@ Status validate_parameters(const StringMap& parameters) {
   return Status::ok();
 }
 
-Status validate_capability(const Capability& capability) {
-  if (capability.access_type == AccessType::kBlock) {
-    return error(Code::kInvalidArgument,
-                 "raw block volumes are not supported yet by the local provider; "
-                 "request a mount volume");
-  }
-  return Status::ok();
+bool asks_for_dir(const CreateVolumeSpec& spec) {
+  auto type = spec.parameters.find(kContextType);
+  return type != spec.parameters.end() && type->second == kTypeDir;
 }
 
 }  // namespace
+
+LocalProvider::LocalProvider(StateLayout layout, StateStore& store, bool capacity_overcommit)
+    : layout_(std::move(layout)),
+      store_(store),
+      images_(layout_.root + "/images", capacity_overcommit),
+      image_node_(images_, store) {}
+
+Expected<VolumeRecord> LocalProvider::load(std::string_view volume_id) const {
+  auto record = store_.find_volume(volume_id);
+  if (!record) return record.status();
+  if (!record->has_value())
+    return error(Code::kNotFound, "volume \"{}\" does not exist", volume_id);
+  return std::move(**record);
+}
 
 std::string LocalProvider::data_dir(std::string_view volume_id) const {
   return fmt::format("{}/{}", layout_.volumes_dir(), volume_id);
@@ -61,29 +68,90 @@ Status LocalProvider::check_health() const {
 
 Status LocalProvider::validate_create(const CreateVolumeSpec& spec) const {
   ROSETCTL_RETURN_IF_ERROR(validate_parameters(spec.parameters));
-  for (const Capability& capability : spec.capabilities) {
-    ROSETCTL_RETURN_IF_ERROR(validate_capability(capability));
+  bool block = std::any_of(spec.capabilities.begin(), spec.capabilities.end(),
+                           [](const Capability& c) { return c.access_type == AccessType::kBlock; });
+  if (block && asks_for_dir(spec)) {
+    return error(Code::kInvalidArgument,
+                 "a raw block volume is always image-backed; use type=image or leave type out");
   }
-  return Status::ok();
+  if (!wants_image(spec)) return Status::ok();
+  return plan_image(spec).status();
 }
 
 Expected<ProvisionedVolume> LocalProvider::create_volume(const CreateVolumeSpec& spec) {
-  // For an empty volume nothing durable happens here: the directory appears on first stage
-  // (emptyDir semantics), so the daemon's single insert of the volume record is the whole
-  // creation.
   ProvisionedVolume volume;
   volume.id = fmt::format("local-{}", random_hex(8));
-  volume.capacity_bytes = spec.required_bytes;
-  volume.context = {{"type", "dir"}};
-  // A restore or clone fills the data directory completely before the daemon records the
-  // volume, so a recorded volume is never half filled.
-  if (spec.source.kind != VolumeSource::Kind::kNone) {
-    ROSETCTL_RETURN_IF_ERROR(populate_volume(volume.id, spec));
+  if (!wants_image(spec)) {
+    // An empty volume needs nothing durable here: the directory appears on first stage
+    // (emptyDir semantics), so the daemon's single insert of the volume record is the whole
+    // creation. A restore or clone fills the data directory completely before the daemon
+    // records the volume, so a recorded volume is never half filled.
+    volume.capacity_bytes = spec.required_bytes;
+    volume.context = {{kContextType, std::string(kTypeDir)}};
+    if (spec.source.kind != VolumeSource::Kind::kNone) {
+      ROSETCTL_RETURN_IF_ERROR(populate_volume(volume.id, spec));
+    }
+    return volume;
   }
+  if (spec.source.kind != VolumeSource::Kind::kNone) {
+    return error(Code::kUnimplemented,
+                 "restoring or cloning into an image or block volume is not implemented yet; "
+                 "create a directory volume (no fsType, mount access) from the source instead");
+  }
+  // The image is made now, so its space is promised from the start; it is formatted on first
+  // stage, where the filesystem tools run on the node.
+  auto plan = plan_image(spec);
+  if (!plan) return plan.status();
+  ROSETCTL_RETURN_IF_ERROR(images_.create(volume.id, plan->bytes));
+  volume.capacity_bytes = plan->bytes;
+  volume.context = image_context(*plan);
   return volume;
 }
 
+std::string LocalProvider::incompatibility(const VolumeRecord& existing,
+                                           const CreateVolumeSpec& spec) const {
+  if (wants_image(spec) != is_image_volume(existing)) {
+    return fmt::format("it is a {} volume", is_image_volume(existing) ? kTypeImage : kTypeDir);
+  }
+  auto plan = is_image_volume(existing) ? plan_image(spec) : Expected<ImagePlan>(ImagePlan{});
+  if (plan && plan->filesystem != filesystem_of(existing)) {
+    return fmt::format("it holds an {} filesystem, not {}", filesystem_of(existing),
+                       plan->filesystem);
+  }
+  return "";
+}
+
+Expected<ExpandedVolume> LocalProvider::expand_volume(const VolumeRecord& volume,
+                                                      int64_t required_bytes, int64_t limit_bytes) {
+  if (!is_image_volume(volume)) return Provider::expand_volume(volume, required_bytes, limit_bytes);
+  auto bytes = image_bytes(std::max(required_bytes, volume.capacity_bytes), limit_bytes);
+  if (!bytes) return bytes.status();
+  // A mount volume's filesystem grows on the node (NodeExpandVolume, or the next stage); a
+  // staged block volume's loop device takes the new size there too.
+  ROSETCTL_RETURN_IF_ERROR(images_.grow(volume.id, *bytes, !is_block_volume(volume)));
+  return ExpandedVolume{*bytes, true};
+}
+
 Status LocalProvider::delete_volume(const VolumeRecord& volume) {
+  return is_image_volume(volume) ? delete_image_volume(volume) : delete_directory_volume(volume);
+}
+
+Status LocalProvider::delete_image_volume(const VolumeRecord& volume) {
+  // No staging is left (the daemon checked), so any device still on the image is a leftover.
+  auto released = image_node_.release_unused_devices(volume.id);
+  if (!released) return released.status();
+  auto remaining = loop_devices_backed_by(images_.image(volume.id));
+  if (!remaining) return remaining.status();
+  if (!remaining->empty()) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\": its image is still in use through {} (mounted outside "
+                 "rosetctl?); unmount it first",
+                 volume.name, remaining->front().path);
+  }
+  return images_.remove(volume.id);
+}
+
+Status LocalProvider::delete_directory_volume(const VolumeRecord& volume) {
   // Its snapshots stay (they are independent of the volume); its stat cache goes.
   ROSETCTL_RETURN_IF_ERROR(forget_volume(volume.id));
   // Move the data out of the way atomically first, so a half-finished removal never looks like
@@ -102,14 +170,11 @@ Status LocalProvider::delete_volume(const VolumeRecord& volume) {
 }
 
 Expected<int64_t> LocalProvider::available_capacity() const {
-  struct statvfs fs;
-  if (::statvfs(layout_.volumes_dir().c_str(), &fs) != 0) {
-    return errno_status(errno, fmt::format("cannot statfs \"{}\"", layout_.volumes_dir()));
-  }
-  return static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
+  return images_.available_bytes();
 }
 
 VolumeCondition LocalProvider::volume_condition(const VolumeRecord& volume) const {
+  if (is_image_volume(volume)) return image_node_.condition(volume);
   auto stagings = store_.stagings(volume.id);
   if (!stagings || stagings->empty()) return {};
   switch (probe_path(data_dir(volume.id))) {
@@ -124,11 +189,7 @@ VolumeCondition LocalProvider::volume_condition(const VolumeRecord& volume) cons
 }
 
 Status LocalProvider::check_volume_on_node(std::string_view volume_id) const {
-  auto record = store_.find_volume(volume_id);
-  if (!record) return record.status();
-  if (!record->has_value())
-    return error(Code::kNotFound, "volume \"{}\" does not exist", volume_id);
-  return Status::ok();
+  return load(volume_id).status();
 }
 
 Status LocalProvider::ensure_data_dir(std::string_view volume_id) const {
@@ -145,14 +206,45 @@ Status LocalProvider::ensure_data_dir(std::string_view volume_id) const {
 }
 
 Status LocalProvider::stage_volume(const StageSpec& spec) {
-  ROSETCTL_RETURN_IF_ERROR(check_volume_on_node(spec.volume_id));
+  auto volume = load(spec.volume_id);
+  if (!volume) return volume.status();
+  if ((spec.capability.access_type == AccessType::kBlock) != is_block_volume(*volume)) {
+    return error(Code::kInvalidArgument, "volume \"{}\" is a {} volume; stage it for {} access",
+                 volume->name, volume->access_type, volume->access_type);
+  }
+  if (is_image_volume(*volume)) return image_node_.stage(*volume, spec);
   ROSETCTL_RETURN_IF_ERROR(ensure_data_dir(spec.volume_id));
   return bind_mount(data_dir(spec.volume_id), spec.staging_path, MountOptions{});
 }
 
-Status LocalProvider::unstage_volume(std::string_view /*volume_id*/,
-                                     const std::string& staging_path) {
+Status LocalProvider::unstage_volume(std::string_view volume_id, const std::string& staging_path) {
+  auto volume = load(volume_id);
+  if (volume && is_image_volume(*volume)) return image_node_.unstage(*volume, staging_path);
   return unmount_all(staging_path);
+}
+
+Status LocalProvider::publish_volume(const PublishSpec& spec) {
+  auto volume = load(spec.volume_id);
+  if (!volume) return volume.status();
+  if (is_block_volume(*volume)) return image_node_.publish_block(*volume, spec);
+  return Provider::publish_volume(spec);
+}
+
+Expected<int64_t> LocalProvider::expand_on_node(const NodeExpandSpec& spec) {
+  auto volume = load(spec.volume_id);
+  if (!volume) return volume.status();
+  if (!is_image_volume(*volume)) return volume->capacity_bytes;  // nothing enforces the size
+  return image_node_.expand(*volume, spec);
+}
+
+VolumeCondition LocalProvider::node_condition(std::string_view volume_id) const {
+  auto volume = load(volume_id);
+  if (!volume) return {true, volume.status().message()};
+  return volume_condition(*volume);
+}
+
+Status LocalProvider::reconcile_node(const VolumeLocker& lock) {
+  return image_node_.reconcile(lock);
 }
 
 }  // namespace rosetctl

@@ -1,6 +1,9 @@
-// The embedded default provider: a volume is a directory under the state dir (emptyDir
-// semantics, seed 000), created on first stage, bind-mounted at the staging path. Snapshots
-// are commits in a content-addressed store under the state dir (local_snapshots.cc).
+// The embedded default provider. A volume is either a directory under the state dir (type
+// dir: emptyDir semantics, seed 000, created on first stage, bind-mounted at the staging
+// path; its size is recorded, not enforced) or a sparse image file on a loop device (type
+// image: a filesystem of exactly the requested size, or a raw block device; see
+// image_volume.h and image_node.h). Snapshots of directory volumes are commits in a
+// content-addressed store under the state dir (local_snapshots.cc).
 #pragma once
 
 #include <memory>
@@ -10,14 +13,17 @@
 #include "core/commit_store/commit_store.h"
 #include "core/state_layout.h"
 #include "core/state_store.h"
+#include "providers/local/image_node.h"
+#include "providers/local/image_volume.h"
 #include "providers/provider.h"
 
 namespace rosetctl {
 
 class LocalProvider final : public Provider {
  public:
-  LocalProvider(StateLayout layout, StateStore& store)
-      : layout_(std::move(layout)), store_(store) {}
+  // `capacity_overcommit`: image volumes may promise more space than the disk has free (see
+  // ImageFiles for the policy).
+  LocalProvider(StateLayout layout, StateStore& store, bool capacity_overcommit);
 
   std::string_view name() const override { return "local"; }
   bool volumes_are_node_local() const override { return true; }
@@ -28,6 +34,10 @@ class LocalProvider final : public Provider {
   Status delete_volume(const VolumeRecord& volume) override;
   Expected<int64_t> available_capacity() const override;
   VolumeCondition volume_condition(const VolumeRecord& volume) const override;
+  std::string incompatibility(const VolumeRecord& existing,
+                              const CreateVolumeSpec& spec) const override;
+  Expected<ExpandedVolume> expand_volume(const VolumeRecord& volume, int64_t required_bytes,
+                                         int64_t limit_bytes) override;
 
   Expected<ProvisionedSnapshot> create_snapshot(const SnapshotSpec& spec,
                                                 const RecordSnapshot& record) override;
@@ -41,9 +51,16 @@ class LocalProvider final : public Provider {
   Status check_volume_on_node(std::string_view volume_id) const override;
   Status stage_volume(const StageSpec& spec) override;
   Status unstage_volume(std::string_view volume_id, const std::string& staging_path) override;
+  Status publish_volume(const PublishSpec& spec) override;
+  Expected<int64_t> expand_on_node(const NodeExpandSpec& spec) override;
+  VolumeCondition node_condition(std::string_view volume_id) const override;
+  Status reconcile_node(const VolumeLocker& lock) override;
 
  private:
   std::string data_dir(std::string_view volume_id) const;
+  Expected<VolumeRecord> load(std::string_view volume_id) const;
+  Status delete_directory_volume(const VolumeRecord& volume);
+  Status delete_image_volume(const VolumeRecord& volume);
   // Creates the data directory (mode 0777) unless it exists.
   Status ensure_data_dir(std::string_view volume_id) const;
 
@@ -57,6 +74,8 @@ class LocalProvider final : public Provider {
 
   StateLayout layout_;
   StateStore& store_;
+  ImageFiles images_;
+  ImageNode image_node_;
 
   mutable std::mutex commit_store_mutex_;
   mutable std::unique_ptr<CommitStore> commit_store_;  // opened on first use; guarded by the mutex

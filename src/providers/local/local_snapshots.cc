@@ -131,6 +131,14 @@ Expected<const CommitStore*> LocalProvider::commit_store() const {
 
 Expected<ProvisionedSnapshot> LocalProvider::create_snapshot(const SnapshotSpec& spec,
                                                              const RecordSnapshot& record) {
+  auto volume = load(spec.volume_id);
+  if (!volume) return volume.status();
+  if (is_image_volume(*volume)) {
+    return error(Code::kUnimplemented,
+                 "volume \"{}\" is an image volume; snapshots of image and block volumes are "
+                 "not implemented yet (directory volumes have them)",
+                 spec.volume_name);
+  }
   auto store = commit_store();
   if (!store) return store.status();
   // A volume never staged has no directory yet; its content is an empty directory.
@@ -260,6 +268,16 @@ Expected<StorageCollection> LocalProvider::collect_garbage(std::chrono::millisec
 
 Status LocalProvider::populate_volume(std::string_view volume_id, const CreateVolumeSpec& spec) {
   const VolumeSource& source = spec.source;
+  if (source.kind == VolumeSource::Kind::kVolume) {
+    auto source_volume = load(source.id);
+    if (!source_volume) return source_volume.status();
+    if (is_image_volume(*source_volume)) {
+      return error(Code::kUnimplemented,
+                   "volume \"{}\" is an image volume; cloning image and block volumes is not "
+                   "implemented yet",
+                   source_volume->name);
+    }
+  }
   std::string source_dir = data_dir(source.id);
   // A source volume that was never staged is empty, and so is its clone.
   if (source.kind == VolumeSource::Kind::kVolume && !path_exists(source_dir)) return Status::ok();

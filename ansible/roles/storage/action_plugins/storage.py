@@ -1,0 +1,1 @@
+../../../plugins/action/storage.py

@@ -1,0 +1,291 @@
+// Load client for `rosetctl serve`: drives the CSI services over the unix socket the way a busy
+// CO would, and reports throughput, latency percentiles and the server's memory.
+//
+//   csi_load --endpoint unix:///path/csi.sock --serve-pid PID --work-dir DIR
+//
+// Scenarios (all run in order; see bench/README.md for the targets):
+//   1. create-delete: 8 clients, each CreateVolume + DeleteVolume of unique names, for N seconds
+//   2. publish-fanout: one staged volume published to 100 targets by 100 concurrent calls
+//   3. scale: CreateVolume latency with 0 vs 10,000 existing volumes; list all in pages of 100
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "csi.grpc.pb.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Millis = std::chrono::duration<double, std::milli>;
+
+struct Options {
+  std::string endpoint;
+  int serve_pid = 0;
+  std::string work_dir;
+  int clients = 8;
+  double seconds = 10;
+  int targets = 100;
+  int existing = 10000;
+};
+
+struct Memory {
+  long rss_anon_kb = 0;
+  long rss_kb = 0;
+};
+
+Memory memory_of(int pid) {
+  Memory memory;
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  std::string key;
+  long value = 0;
+  std::string unit;
+  while (status >> key) {
+    if (key == "RssAnon:" && status >> value >> unit) memory.rss_anon_kb = value;
+    if (key == "VmRSS:" && status >> value >> unit) memory.rss_kb = value;
+  }
+  return memory;
+}
+
+void print_memory(const char* when, int pid) {
+  Memory memory = memory_of(pid);
+  std::printf("memory %-22s RssAnon %6.2f MiB   VmRSS %6.2f MiB\n", when,
+              memory.rss_anon_kb / 1024.0, memory.rss_kb / 1024.0);
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  std::size_t index = std::min(values.size() - 1, static_cast<std::size_t>(p * values.size()));
+  return values[index];
+}
+
+csi::v1::VolumeCapability mount_capability() {
+  csi::v1::VolumeCapability capability;
+  capability.mutable_mount();
+  capability.mutable_access_mode()->set_mode(
+      csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+  return capability;
+}
+
+void check(const grpc::Status& status, const char* what) {
+  if (!status.ok()) {
+    std::fprintf(stderr, "csi_load: %s failed: %s\n", what, status.error_message().c_str());
+    std::exit(1);
+  }
+}
+
+std::string create(csi::v1::Controller::Stub& stub, const std::string& name) {
+  csi::v1::CreateVolumeRequest request;
+  request.set_name(name);
+  *request.add_volume_capabilities() = mount_capability();
+  csi::v1::CreateVolumeResponse response;
+  grpc::ClientContext context;
+  check(stub.CreateVolume(&context, request, &response), "CreateVolume");
+  return response.volume().volume_id();
+}
+
+void remove(csi::v1::Controller::Stub& stub, const std::string& id) {
+  csi::v1::DeleteVolumeRequest request;
+  request.set_volume_id(id);
+  csi::v1::DeleteVolumeResponse response;
+  grpc::ClientContext context;
+  check(stub.DeleteVolume(&context, request, &response), "DeleteVolume");
+}
+
+void create_delete(const std::shared_ptr<grpc::Channel>& channel, const Options& options) {
+  std::atomic<long> pairs = 0;
+  std::vector<std::vector<double>> latencies(options.clients);
+  auto deadline = Clock::now() + std::chrono::duration<double>(options.seconds);
+  std::vector<std::thread> clients;
+  auto start = Clock::now();
+  for (int c = 0; c < options.clients; ++c) {
+    clients.emplace_back([&, c] {
+      auto stub = csi::v1::Controller::NewStub(channel);
+      for (long i = 0; Clock::now() < deadline; ++i) {
+        auto begin = Clock::now();
+        std::string id = create(*stub, fmt::format("bench-{}-{}", c, i));
+        remove(*stub, id);
+        latencies[c].push_back(Millis(Clock::now() - begin).count());
+        ++pairs;
+      }
+    });
+  }
+  for (auto& client : clients)
+    client.join();
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> all;
+  for (auto& l : latencies)
+    all.insert(all.end(), l.begin(), l.end());
+  std::printf(
+      "create-delete   %d clients: %ld pairs in %.1f s = %.0f pairs/s (pair p50 %.2f ms, p99 %.2f "
+      "ms)\n",
+      options.clients, pairs.load(), elapsed, pairs / elapsed, percentile(all, 0.5),
+      percentile(all, 0.99));
+}
+
+void publish_fanout(const std::shared_ptr<grpc::Channel>& channel, const Options& options) {
+  auto controller = csi::v1::Controller::NewStub(channel);
+  auto node = csi::v1::Node::NewStub(channel);
+  csi::v1::NodeGetInfoResponse info;
+  {
+    grpc::ClientContext context;
+    check(node->NodeGetInfo(&context, {}, &info), "NodeGetInfo");
+  }
+  std::string id = create(*controller, "bench-fanout");
+  std::string staging = options.work_dir + "/staging";
+  std::filesystem::create_directories(staging);
+  std::filesystem::create_directories(options.work_dir + "/pods");
+  {
+    csi::v1::ControllerPublishVolumeRequest request;
+    request.set_volume_id(id);
+    request.set_node_id(info.node_id());
+    *request.mutable_volume_capability() = mount_capability();
+    csi::v1::ControllerPublishVolumeResponse response;
+    grpc::ClientContext context;
+    check(controller->ControllerPublishVolume(&context, request, &response), "ControllerPublish");
+    csi::v1::NodeStageVolumeRequest stage;
+    stage.set_volume_id(id);
+    stage.set_staging_target_path(staging);
+    *stage.mutable_volume_capability() = mount_capability();
+    csi::v1::NodeStageVolumeResponse staged;
+    grpc::ClientContext stage_context;
+    check(node->NodeStageVolume(&stage_context, stage, &staged), "NodeStage");
+  }
+
+  std::vector<double> latencies(options.targets);
+  std::vector<std::thread> calls;
+  auto start = Clock::now();
+  for (int t = 0; t < options.targets; ++t) {
+    calls.emplace_back([&, t] {
+      csi::v1::NodePublishVolumeRequest request;
+      request.set_volume_id(id);
+      request.set_staging_target_path(staging);
+      request.set_target_path(fmt::format("{}/pods/t{}", options.work_dir, t));
+      *request.mutable_volume_capability() = mount_capability();
+      csi::v1::NodePublishVolumeResponse response;
+      grpc::ClientContext context;
+      auto begin = Clock::now();
+      check(node->NodePublishVolume(&context, request, &response), "NodePublish");
+      latencies[t] = Millis(Clock::now() - begin).count();
+    });
+  }
+  for (auto& call : calls)
+    call.join();
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf("publish-fanout  %d targets: %.3f s total (per call p50 %.2f ms, p99 %.2f ms)\n",
+              options.targets, elapsed, percentile(latencies, 0.5), percentile(latencies, 0.99));
+
+  for (int t = 0; t < options.targets; ++t) {
+    csi::v1::NodeUnpublishVolumeRequest request;
+    request.set_volume_id(id);
+    request.set_target_path(fmt::format("{}/pods/t{}", options.work_dir, t));
+    csi::v1::NodeUnpublishVolumeResponse response;
+    grpc::ClientContext context;
+    check(node->NodeUnpublishVolume(&context, request, &response), "NodeUnpublish");
+  }
+  csi::v1::NodeUnstageVolumeRequest unstage;
+  unstage.set_volume_id(id);
+  unstage.set_staging_target_path(staging);
+  csi::v1::NodeUnstageVolumeResponse unstaged;
+  grpc::ClientContext unstage_context;
+  check(node->NodeUnstageVolume(&unstage_context, unstage, &unstaged), "NodeUnstage");
+  csi::v1::ControllerUnpublishVolumeRequest unpublish;
+  unpublish.set_volume_id(id);
+  unpublish.set_node_id(info.node_id());
+  csi::v1::ControllerUnpublishVolumeResponse unpublished;
+  grpc::ClientContext unpublish_context;
+  check(controller->ControllerUnpublishVolume(&unpublish_context, unpublish, &unpublished),
+        "ControllerUnpublish");
+  remove(*controller, id);
+}
+
+double create_latency_p50(csi::v1::Controller::Stub& stub, const std::string& prefix, int samples) {
+  std::vector<double> latencies;
+  std::vector<std::string> ids;
+  for (int i = 0; i < samples; ++i) {
+    auto begin = Clock::now();
+    ids.push_back(create(stub, fmt::format("{}-{}", prefix, i)));
+    latencies.push_back(Millis(Clock::now() - begin).count());
+  }
+  for (const auto& id : ids)
+    remove(stub, id);
+  return percentile(latencies, 0.5);
+}
+
+void scale(const std::shared_ptr<grpc::Channel>& channel, const Options& options) {
+  auto stub = csi::v1::Controller::NewStub(channel);
+  double empty_p50 = create_latency_p50(*stub, "bench-empty", 200);
+
+  std::vector<std::thread> fillers;
+  for (int c = 0; c < options.clients; ++c) {
+    fillers.emplace_back([&, c] {
+      auto own = csi::v1::Controller::NewStub(channel);
+      for (int i = c; i < options.existing; i += options.clients)
+        create(*own, fmt::format("bench-fill-{}", i));
+    });
+  }
+  for (auto& filler : fillers)
+    filler.join();
+  double full_p50 = create_latency_p50(*stub, "bench-full", 200);
+  std::printf(
+      "scale           CreateVolume p50 %.2f ms with 0 volumes, %.2f ms with %d (ratio %.2f)\n",
+      empty_p50, full_p50, options.existing, full_p50 / empty_p50);
+
+  auto start = Clock::now();
+  csi::v1::ListVolumesRequest request;
+  request.set_max_entries(100);
+  long listed = 0;
+  do {
+    csi::v1::ListVolumesResponse response;
+    grpc::ClientContext context;
+    check(stub->ListVolumes(&context, request, &response), "ListVolumes");
+    listed += response.entries_size();
+    request.set_starting_token(response.next_token());
+  } while (!request.starting_token().empty());
+  std::printf("scale           listed %ld volumes in pages of 100 in %.3f s\n", listed,
+              std::chrono::duration<double>(Clock::now() - start).count());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--endpoint")
+      options.endpoint = value;
+    else if (flag == "--serve-pid")
+      options.serve_pid = std::stoi(value);
+    else if (flag == "--work-dir")
+      options.work_dir = value;
+    else if (flag == "--seconds")
+      options.seconds = std::stod(value);
+    else if (flag == "--existing")
+      options.existing = std::stoi(value);
+    else {
+      std::fprintf(stderr, "csi_load: unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  if (options.endpoint.empty() || options.serve_pid == 0 || options.work_dir.empty()) {
+    std::fprintf(stderr,
+                 "usage: csi_load --endpoint unix:///x.sock --serve-pid PID --work-dir DIR\n");
+    return 2;
+  }
+  auto channel = grpc::CreateChannel(options.endpoint, grpc::InsecureChannelCredentials());
+  print_memory("idle", options.serve_pid);
+  create_delete(channel, options);
+  publish_fanout(channel, options);
+  scale(channel, options);
+  print_memory("after the runs", options.serve_pid);
+  return 0;
+}

@@ -1,0 +1,75 @@
+// Leader/follower batching: the first writer to find no batch in progress writes everything
+// queued so far; writers arriving meanwhile queue up for the next batch.
+#include "core/group_commit.h"
+
+namespace rosetctl {
+namespace {
+
+Status rollback_savepoint(sqlite::Connection& connection) {
+  ROSETCTL_RETURN_IF_ERROR(connection.run("ROLLBACK TO one_write"));
+  return connection.run("RELEASE one_write");
+}
+
+}  // namespace
+
+Status GroupCommit::run(const Body& body) {
+  Pending me{&body, Status::ok()};
+  std::unique_lock lock(mutex_);
+  queue_.push_back(&me);
+  while (!me.done) {
+    if (leading_) {
+      batch_done_.wait(lock);
+      continue;
+    }
+    leading_ = true;
+    std::vector<Pending*> batch;
+    batch.swap(queue_);
+    lock.unlock();
+    run_batch(batch);
+    lock.lock();
+    for (Pending* pending : batch)
+      pending->done = true;
+    leading_ = false;
+    batch_done_.notify_all();
+  }
+  return me.result;
+}
+
+Expected<sqlite::Connection*> GroupCommit::writer_connection() {
+  // A connection left inside a transaction (a failed ROLLBACK) would hold the write lock.
+  if (connection_ && connection_->in_transaction()) connection_.reset();
+  if (!connection_) {
+    auto opened = sqlite::Connection::open(path_);
+    if (!opened) return opened.status();
+    connection_.emplace(std::move(*opened));
+  }
+  return &*connection_;
+}
+
+void GroupCommit::run_batch(const std::vector<Pending*>& batch) {
+  auto fail_all = [&](const Status& status) {
+    for (Pending* pending : batch)
+      pending->result = status;
+  };
+  auto connection = writer_connection();
+  if (!connection) return fail_all(connection.status());
+  auto transaction = sqlite::Transaction::begin(**connection);
+  if (!transaction) return fail_all(transaction.status());
+
+  for (Pending* pending : batch) {
+    if (Status saved = (*connection)->run("SAVEPOINT one_write"); !saved) return fail_all(saved);
+    pending->result = (*pending->body)(**connection);
+    if (!(*connection)->in_transaction()) {
+      // SQLite rolled the whole transaction back (disk full, I/O error): nothing committed.
+      return fail_all(pending->result.is_ok()
+                          ? error(Code::kInternal, "state store transaction was rolled back")
+                          : pending->result);
+    }
+    Status closed = pending->result.is_ok() ? (*connection)->run("RELEASE one_write")
+                                            : rollback_savepoint(**connection);
+    if (!closed) return fail_all(closed);
+  }
+  if (Status committed = transaction->commit(); !committed) fail_all(committed);
+}
+
+}  // namespace rosetctl

@@ -1,0 +1,92 @@
+// Loop devices: attaching a file (LOOP_CTL_GET_FREE + LOOP_CONFIGURE), the LoopDevice guard
+// that detaches it again on a failure path, finding the devices backed by a file (sysfs), and
+// refreshing a device's size after its file grew.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/unique_fd.h"
+
+namespace rosetctl {
+
+struct LoopAttachOptions {
+  bool read_only = false;
+  // The kernel detaches the device by itself when its last user goes away (the mount on it,
+  // or our descriptor if nothing else took it): a process killed mid-way leaks nothing.
+  bool autoclear = true;
+  // Bypass the page cache of the backing file (no double caching). Falls back to buffered
+  // I/O when the backing filesystem cannot do it.
+  bool direct_io = true;
+};
+
+// An attached loop device this process owns until release(): on any early return the
+// destructor detaches it. Best effort, as a destructor cannot report.
+class LoopDevice {
+ public:
+  // Attaches `backing_file` to a free loop device.
+  static Expected<LoopDevice> attach(const std::string& backing_file,
+                                     const LoopAttachOptions& options);
+
+  LoopDevice() = default;
+  ~LoopDevice();
+  LoopDevice(LoopDevice&& other) noexcept;
+  LoopDevice& operator=(LoopDevice&& other) noexcept;
+  LoopDevice(const LoopDevice&) = delete;
+  LoopDevice& operator=(const LoopDevice&) = delete;
+
+  const std::string& path() const { return path_; }  // "/dev/loop3"
+  int number() const { return number_; }
+  // Whether direct I/O took effect (the kernel may decline it for the backing file).
+  bool direct_io() const { return direct_io_; }
+
+  // Success: keep the device attached and close our descriptor. An autoclear device then
+  // lives exactly as long as something else holds it open (a mount).
+  void release();
+
+ private:
+  LoopDevice(UniqueFd fd, int number, bool direct_io);
+  void reset();
+
+  UniqueFd fd_;
+  std::string path_;
+  int number_ = -1;
+  bool direct_io_ = false;
+};
+
+// One attached loop device as sysfs describes it.
+struct LoopInfo {
+  int number = -1;
+  std::string path;          // "/dev/loop3"
+  std::string backing_file;  // as the kernel shows it, without the " (deleted)" mark
+  bool backing_deleted = false;
+  bool read_only = false;
+  bool autoclear = false;
+  bool direct_io = false;
+  unsigned major = 0;
+  unsigned minor = 0;
+  int64_t size_bytes = 0;
+};
+
+// Every attached loop device, read from `sysfs_block` (/sys/block).
+Expected<std::vector<LoopInfo>> list_loop_devices(const std::string& sysfs_block = "/sys/block");
+
+// The attached loop devices whose backing file is `file` (also once it has been deleted).
+Expected<std::vector<LoopInfo>> loop_devices_backed_by(const std::string& file);
+
+// LOOP_CLR_FD. A device with nothing attached is fine. A device still open elsewhere (a mount
+// on it) is only marked to detach when its last user lets go: that is the kernel's rule.
+Status detach_loop_device(const std::string& device);
+
+// LOOP_SET_CAPACITY: the device takes the current size of its backing file.
+Status refresh_loop_capacity(const std::string& device);
+
+// Size in bytes of a block device (BLKGETSIZE64).
+Expected<int64_t> block_device_size(const std::string& device);
+
+}  // namespace rosetctl

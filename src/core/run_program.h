@@ -1,0 +1,39 @@
+// Running a helper program (mkfs.ext4, resize2fs, xfs_growfs, ...) to completion: an argv
+// vector and never a shell, stdin from /dev/null, stdout and stderr captured, a deadline.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace rosetctl {
+
+struct ProgramResult {
+  int exit_code = -1;  // meaningful when signal == 0
+  int signal = 0;      // the signal that ended the program, 0 when it exited
+  std::string out;     // captured stdout and stderr, each cut at kMaxCapturedBytes
+  std::string err;
+
+  static constexpr size_t kMaxCapturedBytes = 64 * 1024;
+
+  bool succeeded() const { return signal == 0 && exit_code == 0; }
+  // "exit code 1: <last line of stderr>" (or of stdout when stderr is empty), for messages.
+  std::string describe() const;
+};
+
+// The absolute path of `name`: searched in $PATH, then in /usr/sbin, /sbin, /usr/bin and /bin
+// (a daemon's PATH often lacks the sbin directories where mkfs and friends live). NOT_FOUND,
+// naming the program and `package` to install, when it is nowhere.
+Expected<std::string> find_program(std::string_view name, std::string_view package);
+
+// Runs argv[0] (an absolute path, see find_program) with `argv`, inheriting the environment
+// with LC_ALL=C (so messages are the untranslated ones) and no descriptors beyond 0-2. A
+// program that exits non-zero is a ProgramResult, not an error: the caller knows which codes
+// mean what. Past `timeout` the program is killed (SIGKILL) and the call is DEADLINE_EXCEEDED.
+Expected<ProgramResult> run_program(const std::vector<std::string>& argv,
+                                    std::chrono::milliseconds timeout);
+
+}  // namespace rosetctl

@@ -1,0 +1,300 @@
+// Staging, publishing and growing image volumes on this node (see image_node.h).
+#include "providers/local/image_node.h"
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "core/crash_point.h"
+#include "core/fs_signature.h"
+#include "core/mount_filesystem.h"
+#include "core/mount_ops.h"
+#include "providers/local/image_filesystem.h"
+
+namespace rosetctl {
+namespace {
+
+constexpr const char* kDeviceNode = "device";
+constexpr const char* kReadOnlyDeviceNode = "device-ro";
+// Holds two device nodes; nothing else is ever written there.
+constexpr const char* kBlockStagingData = "size=16k,nr_inodes=8,mode=0700";
+
+// The image's size; FAILED_PRECONDITION when it is gone (and the volume's data with it).
+Expected<int64_t> image_size(const std::string& image) {
+  struct stat st;
+  if (::stat(image.c_str(), &st) == 0) return static_cast<int64_t>(st.st_size);
+  if (errno == ENOENT) {
+    return error(Code::kFailedPrecondition,
+                 "its image \"{}\" is missing, so its data is gone; delete the volume", image);
+  }
+  return errno_status(errno, fmt::format("cannot inspect image \"{}\"", image));
+}
+
+const MountEntry* mount_of_device(const MountTable& table, unsigned major, unsigned minor) {
+  for (const MountEntry& entry : table.entries()) {
+    if (entry.major == major && entry.minor == minor) return &entry;
+  }
+  return nullptr;
+}
+
+Status make_device_node(const std::string& path, dev_t numbers) {
+  if (::mknod(path.c_str(), S_IFBLK | 0600, numbers) != 0) {
+    return errno_status(errno, fmt::format("cannot create device node \"{}\"", path));
+  }
+  return Status::ok();
+}
+
+Expected<dev_t> device_numbers(const std::string& node) {
+  struct stat st;
+  if (::stat(node.c_str(), &st) != 0) {
+    return errno_status(errno, fmt::format("cannot inspect device node \"{}\"", node));
+  }
+  if (!S_ISBLK(st.st_mode)) {
+    return error(Code::kInternal, "\"{}\" is not a block device node", node);
+  }
+  return st.st_rdev;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- stage / unstage
+
+Status ImageNode::stage(const VolumeRecord& volume, const StageSpec& spec) {
+  Status status = image_size(files_.image(volume.id)).status();
+  if (status)
+    status = is_block_volume(volume) ? stage_block(volume, spec) : stage_mount(volume, spec);
+  return status ? status : status.with_context(fmt::format("volume \"{}\"", volume.name));
+}
+
+Status ImageNode::stage_mount(const VolumeRecord& volume, const StageSpec& spec) {
+  std::string filesystem = filesystem_of(volume);
+  if (!spec.capability.fs_type.empty() && spec.capability.fs_type != filesystem) {
+    return error(Code::kInvalidArgument,
+                 "it holds an {} filesystem; volume_capability asks for fs_type \"{}\"", filesystem,
+                 spec.capability.fs_type);
+  }
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  auto loops = loop_devices_backed_by(files_.image(volume.id));
+  if (!loops) return loops.status();
+  // Staged elsewhere already: mount that same device again (one filesystem, one superblock).
+  // A second loop device on the image would be a second filesystem writing the same file.
+  for (const LoopInfo& loop : *loops) {
+    if (!loop.read_only && mount_of_device(*table, loop.major, loop.minor) != nullptr) {
+      return mount_device(loop.path, spec.staging_path, filesystem, MountOptions{});
+    }
+  }
+  ROSETCTL_RETURN_IF_ERROR(release_unused_devices(volume.id).status());
+
+  auto loop = LoopDevice::attach(files_.image(volume.id), LoopAttachOptions{});
+  if (!loop) return loop.status();
+  crash_point("image-stage-attached");
+  ROSETCTL_RETURN_IF_ERROR(prepare_filesystem(volume, loop->path()));
+  ROSETCTL_RETURN_IF_ERROR(
+      mount_device(loop->path(), spec.staging_path, filesystem, MountOptions{}));
+  MountGuard mounted(spec.staging_path);  // destroyed before `loop`: unmount, then detach
+  if (files_.grow_pending(volume.id)) {   // xfs grows only while mounted
+    ROSETCTL_RETURN_IF_ERROR(grow_filesystem_online(filesystem, loop->path(), spec.staging_path));
+    ROSETCTL_RETURN_IF_ERROR(files_.clear_grow_pending(volume.id));
+  }
+  mounted.release();
+  loop->release();  // autoclear: the mount now holds the device
+  return Status::ok();
+}
+
+Status ImageNode::prepare_filesystem(const VolumeRecord& volume, const std::string& device) {
+  std::string filesystem = filesystem_of(volume);
+  auto signature = probe_signature(device);
+  if (!signature) return signature.status();
+  if (!signature->has_value()) {
+    // First stage: a blank image. A fresh filesystem spans the whole device already.
+    ROSETCTL_RETURN_IF_ERROR(make_filesystem(filesystem, device));
+    return files_.clear_grow_pending(volume.id);
+  }
+  if (**signature != filesystem) {
+    return error(Code::kFailedPrecondition,
+                 "its image holds {}, not the {} filesystem it was created with; rosetctl never "
+                 "formats a device that carries data",
+                 **signature, filesystem);
+  }
+  if (files_.grow_pending(volume.id) && !can_grow_online(filesystem)) {
+    // Growing ext4 in place was refused earlier (no CAP_SYS_RESOURCE): grow it now, unmounted.
+    Status grown = grow_filesystem_offline(filesystem, device);
+    if (!grown) {
+      return grown.with_context(fmt::format(
+          "growing {} to the image's new size before mounting failed; the image \"{}\" is "
+          "unchanged beyond what the tool reports",
+          filesystem, files_.image(volume.id)));
+    }
+    return files_.clear_grow_pending(volume.id);
+  }
+  return Status::ok();
+}
+
+Status ImageNode::stage_block(const VolumeRecord& volume, const StageSpec& spec) {
+  auto stagings = store_.stagings(volume.id);
+  if (!stagings) return stagings.status();
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  // Staged elsewhere already: share that device, as two devices would cache the image twice.
+  for (const Staging& other : *stagings) {
+    if (other.staging_path == spec.staging_path) continue;
+    if (table->find_by_target(other.staging_path) == nullptr) continue;
+    auto numbers = device_numbers(other.staging_path + "/" + kDeviceNode);
+    if (!numbers) continue;
+    ROSETCTL_RETURN_IF_ERROR(
+        mount_tmpfs(spec.staging_path, kBlockStagingData, MS_NOSUID | MS_NOEXEC));
+    MountGuard mounted(spec.staging_path);
+    ROSETCTL_RETURN_IF_ERROR(make_device_node(spec.staging_path + "/" + kDeviceNode, *numbers));
+    mounted.release();
+    return Status::ok();
+  }
+  ROSETCTL_RETURN_IF_ERROR(release_unused_devices(volume.id).status());
+
+  // Nothing holds a raw block device open, so autoclear would detach it at once.
+  auto loop = LoopDevice::attach(files_.image(volume.id), LoopAttachOptions{.autoclear = false});
+  if (!loop) return loop.status();
+  crash_point("image-stage-attached");
+  auto numbers = device_numbers(loop->path());
+  if (!numbers) return numbers.status();
+  ROSETCTL_RETURN_IF_ERROR(
+      mount_tmpfs(spec.staging_path, kBlockStagingData, MS_NOSUID | MS_NOEXEC));
+  MountGuard mounted(spec.staging_path);
+  ROSETCTL_RETURN_IF_ERROR(make_device_node(spec.staging_path + "/" + kDeviceNode, *numbers));
+  mounted.release();
+  loop->release();
+  return Status::ok();
+}
+
+Status ImageNode::unstage(const VolumeRecord& volume, const std::string& staging_path) {
+  ROSETCTL_RETURN_IF_ERROR(unmount_all(staging_path));
+  auto released = release_unused_devices(volume.id);
+  if (!released) return released.status().with_context(fmt::format("volume \"{}\"", volume.name));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------- publish
+
+Status ImageNode::publish_block(const VolumeRecord& volume, const PublishSpec& spec) {
+  std::string node = spec.staging_path + "/" + kDeviceNode;
+  if (spec.readonly) {
+    auto read_only = read_only_node(volume, spec.staging_path);
+    if (!read_only) return read_only.status();
+    node = *read_only;
+  }
+  MountOptions options;
+  options.read_only = spec.readonly;
+  return bind_mount(node, spec.target_path, options);
+}
+
+// A read-only bind mount of a device node still lets a writer open the device, so read-only
+// publications get a device of their own that the kernel keeps read-only.
+Expected<std::string> ImageNode::read_only_node(const VolumeRecord& volume,
+                                                const std::string& staging) {
+  std::string node = staging + "/" + kReadOnlyDeviceNode;
+  if (::access(node.c_str(), F_OK) == 0) return node;
+  auto loop = LoopDevice::attach(files_.image(volume.id),
+                                 LoopAttachOptions{.read_only = true, .autoclear = false});
+  if (!loop) return loop.status();
+  auto numbers = device_numbers(loop->path());
+  if (!numbers) return numbers.status();
+  Status made = make_device_node(node, *numbers);
+  if (!made) {
+    // A concurrent read-only publish made it first: use theirs, our device goes away.
+    if (made.code() == Code::kAlreadyExists) return node;
+    return made;
+  }
+  loop->release();
+  return node;
+}
+
+// ---------------------------------------------------------------- expand
+
+Expected<int64_t> ImageNode::expand(const VolumeRecord& volume, const NodeExpandSpec& spec) {
+  auto grown = expand_staged(volume, spec);
+  if (!grown) return grown.status().with_context(fmt::format("volume \"{}\"", volume.name));
+  return grown;
+}
+
+Expected<int64_t> ImageNode::expand_staged(const VolumeRecord& volume, const NodeExpandSpec& spec) {
+  std::string image = files_.image(volume.id);
+  auto size = image_size(image);
+  if (!size) return size.status();
+  auto loops = loop_devices_backed_by(image);
+  if (!loops) return loops.status();
+  if (loops->empty()) {
+    return error(Code::kFailedPrecondition,
+                 "it is not staged on this node; it grows when it is next staged");
+  }
+  for (const LoopInfo& loop : *loops)
+    ROSETCTL_RETURN_IF_ERROR(refresh_loop_capacity(loop.path));
+  if (is_block_volume(volume)) return *size;
+
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  std::string mount_point = spec.staging_path.empty() ? spec.volume_path : spec.staging_path;
+  const MountEntry* mounted = table->find_by_target(mount_point);
+  const LoopInfo* device = nullptr;
+  for (const LoopInfo& loop : *loops) {
+    if (mounted != nullptr && mounted->major == loop.major && mounted->minor == loop.minor) {
+      device = &loop;
+    }
+  }
+  if (device == nullptr) {
+    return error(Code::kFailedPrecondition,
+                 "it is not mounted at \"{}\"; it grows when it is next staged", mount_point);
+  }
+  std::string filesystem = filesystem_of(volume);
+  Status grown = grow_filesystem_online(filesystem, device->path, mount_point);
+  if (!grown) {
+    if (can_grow_online(filesystem)) return grown;
+    ROSETCTL_RETURN_IF_ERROR(files_.mark_grow_pending(volume.id));
+    return error(Code::kFailedPrecondition,
+                 "cannot grow {} online ({}); a mounted {} grows only with CAP_SYS_RESOURCE, "
+                 "which rosetctl lacks here; it grows at the next connect",
+                 filesystem, grown.message(), filesystem);
+  }
+  ROSETCTL_RETURN_IF_ERROR(files_.clear_grow_pending(volume.id));
+  return *size;
+}
+
+// ---------------------------------------------------------------- devices in use
+
+Expected<std::set<ImageNode::DeviceNumbers>> ImageNode::devices_in_use(
+    std::string_view volume_id, const MountTable& table) const {
+  std::set<DeviceNumbers> used;
+  for (const MountEntry& entry : table.entries())
+    used.emplace(entry.major, entry.minor);
+  auto stagings = store_.stagings(volume_id);
+  if (!stagings) return stagings.status();
+  for (const Staging& staging : *stagings) {
+    if (table.find_by_target(staging.staging_path) == nullptr) continue;
+    for (const char* name : {kDeviceNode, kReadOnlyDeviceNode}) {
+      auto numbers = device_numbers(staging.staging_path + "/" + name);
+      if (numbers) used.emplace(::major(*numbers), ::minor(*numbers));
+    }
+  }
+  return used;
+}
+
+Expected<std::vector<std::string>> ImageNode::release_unused_devices(std::string_view volume_id) {
+  auto loops = loop_devices_backed_by(files_.image(volume_id));
+  if (!loops) return loops.status();
+  std::vector<std::string> released;
+  if (loops->empty()) return released;
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  auto used = devices_in_use(volume_id, *table);
+  if (!used) return used.status();
+  for (const LoopInfo& loop : *loops) {
+    if (used->contains({loop.major, loop.minor})) continue;
+    ROSETCTL_RETURN_IF_ERROR(detach_loop_device(loop.path));
+    released.push_back(loop.path);
+  }
+  return released;
+}
+
+}  // namespace rosetctl

@@ -1,0 +1,68 @@
+// Image-backed local volumes, node side: a loop device per staged image, the filesystem on it
+// (made on first stage, only on a device without a signature), raw block staging, growing on
+// the node, health, and the reconcile that reclaims devices a crash left behind.
+//
+// A staged mount volume is its loop device's filesystem mounted at the staging path; the loop
+// device is autoclear, so the kernel detaches it when the last mount goes (a kill -9 before
+// the mount leaks nothing). A staged block volume is a small tmpfs at the staging path holding
+// the device node `device` (and `device-ro`, a read-only loop device, once a read-only publish
+// asks for it); nothing holds those devices open, so they are detached explicitly at unstage
+// and, after a crash, by reconcile or the next stage.
+#pragma once
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/loop_device.h"
+#include "core/mountinfo.h"
+#include "core/state_store.h"
+#include "providers/local/image_volume.h"
+#include "providers/provider.h"
+
+namespace rosetctl {
+
+class ImageNode {
+ public:
+  ImageNode(const ImageFiles& files, StateStore& store) : files_(files), store_(store) {}
+
+  // Node calls, made with the daemon's per-volume locks held.
+  Status stage(const VolumeRecord& volume, const StageSpec& spec);
+  Status unstage(const VolumeRecord& volume, const std::string& staging_path);
+  Status publish_block(const VolumeRecord& volume, const PublishSpec& spec);
+  Expected<int64_t> expand(const VolumeRecord& volume, const NodeExpandSpec& spec);
+
+  // Detaches every loop device of the volume's image that no mount and no mounted staging of
+  // the volume uses (leftovers of an interrupted stage). Returns the devices detached.
+  Expected<std::vector<std::string>> release_unused_devices(std::string_view volume_id);
+
+  // Abnormal when the image is missing, a staging's mount is gone or dead, or its loop device
+  // is no longer attached to the image.
+  VolumeCondition condition(const VolumeRecord& volume) const;
+
+  // Every loop device backed by an image in our directory that nothing uses is detached, and
+  // images without a volume record (a crash between making the file and recording the volume)
+  // are removed when they were never written, else reported.
+  Status reconcile(const VolumeLocker& lock);
+
+ private:
+  using DeviceNumbers = std::pair<unsigned, unsigned>;
+
+  Status stage_mount(const VolumeRecord& volume, const StageSpec& spec);
+  Status stage_block(const VolumeRecord& volume, const StageSpec& spec);
+  Expected<int64_t> expand_staged(const VolumeRecord& volume, const NodeExpandSpec& spec);
+  // Formats a blank device, refuses one holding anything else, grows ext4 if a grow is due.
+  Status prepare_filesystem(const VolumeRecord& volume, const std::string& device);
+  Status forget_orphan_images();
+  Expected<std::string> read_only_node(const VolumeRecord& volume, const std::string& staging);
+  // Devices in use for `volume_id`: anything mounted from them, and the device nodes of the
+  // volume's mounted block stagings.
+  Expected<std::set<DeviceNumbers>> devices_in_use(std::string_view volume_id,
+                                                   const MountTable& table) const;
+
+  const ImageFiles& files_;
+  StateStore& store_;
+};
+
+}  // namespace rosetctl

@@ -1,0 +1,263 @@
+// Image volume plans, image files and the capacity policy (see image_volume.h).
+#include "providers/local/image_volume.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "core/size.h"
+#include "core/unique_fd.h"
+#include "providers/local/image_filesystem.h"
+
+namespace rosetctl {
+namespace {
+
+constexpr int64_t kBlockBytes = 4096;
+constexpr std::string_view kImageSuffix = ".img";
+
+int64_t round_up(int64_t bytes) {
+  return (bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
+}
+
+std::string context_value(const VolumeRecord& volume, const char* key) {
+  auto it = volume.context.find(key);
+  return it == volume.context.end() ? "" : it->second;
+}
+
+// The one filesystem the mount capabilities agree on ("" when none names one).
+Expected<std::string> requested_filesystem(const std::vector<Capability>& capabilities) {
+  std::string chosen;
+  for (const Capability& capability : capabilities) {
+    if (capability.fs_type.empty()) continue;
+    if (!chosen.empty() && chosen != capability.fs_type) {
+      return error(Code::kInvalidArgument,
+                   "volume_capabilities ask for different filesystems (\"{}\" and \"{}\"); an "
+                   "image volume has one",
+                   chosen, capability.fs_type);
+    }
+    chosen = capability.fs_type;
+  }
+  return chosen;
+}
+
+Status sync_directory(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid() || ::fsync(fd.get()) != 0) {
+    return errno_status(errno, fmt::format("cannot sync directory \"{}\"", dir));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+bool is_image_volume(const VolumeRecord& volume) {
+  return context_value(volume, kContextType) == kTypeImage;
+}
+
+bool is_block_volume(const VolumeRecord& volume) {
+  return volume.access_type == "block";
+}
+
+std::string filesystem_of(const VolumeRecord& volume) {
+  return context_value(volume, kContextFilesystem);
+}
+
+bool wants_image(const CreateVolumeSpec& spec) {
+  auto type = spec.parameters.find(kContextType);
+  if (type != spec.parameters.end() && type->second == kTypeImage) return true;
+  for (const Capability& capability : spec.capabilities) {
+    if (capability.access_type == AccessType::kBlock) return true;
+  }
+  return false;
+}
+
+Expected<ImagePlan> plan_image(const CreateVolumeSpec& spec) {
+  ImagePlan plan;
+  plan.block =
+      !spec.capabilities.empty() && spec.capabilities.front().access_type == AccessType::kBlock;
+  if (!plan.block) {
+    auto requested = requested_filesystem(spec.capabilities);
+    if (!requested) return requested.status();
+    auto filesystem = checked_filesystem(*requested);
+    if (!filesystem) return filesystem.status();
+    plan.filesystem = std::move(*filesystem);
+  }
+
+  // COs may leave the size to the plugin (CSI allows an empty capacity_range); the image is
+  // sparse, so the default costs nothing until written.
+  int64_t asked = spec.required_bytes > 0 ? spec.required_bytes : spec.limit_bytes;
+  if (asked <= 0) asked = kDefaultImageBytes;
+  auto bytes = image_bytes(asked, spec.limit_bytes);
+  if (!bytes) return bytes.status();
+  plan.bytes = *bytes;
+  int64_t minimum = plan.block ? kBlockBytes : minimum_filesystem_bytes(plan.filesystem);
+  if (plan.bytes < minimum) {
+    return error(Code::kOutOfRange,
+                 "an {} image volume needs at least {} ({} bytes); {} bytes were asked for",
+                 plan.block ? "block" : plan.filesystem, format_size(minimum), minimum, asked);
+  }
+  return plan;
+}
+
+StringMap image_context(const ImagePlan& plan) {
+  StringMap context = {{kContextType, std::string(kTypeImage)},
+                       {kContextAccess, plan.block ? "block" : "mount"}};
+  if (!plan.block) context[kContextFilesystem] = plan.filesystem;
+  return context;
+}
+
+Expected<int64_t> image_bytes(int64_t required, int64_t limit) {
+  int64_t bytes = round_up(required);
+  if (limit > 0 && bytes > limit) {
+    return error(Code::kOutOfRange,
+                 "image volumes come in whole 4 KiB blocks: {} bytes rounds up to {}, above "
+                 "capacity_range.limit_bytes {}",
+                 required, bytes, limit);
+  }
+  return bytes;
+}
+
+// ---------------------------------------------------------------- ImageFiles
+
+std::string ImageFiles::image(std::string_view volume_id) const {
+  return fmt::format("{}/{}{}", dir_, volume_id, kImageSuffix);
+}
+
+std::string ImageFiles::grow_marker(std::string_view volume_id) const {
+  return fmt::format("{}/{}.grow", dir_, volume_id);
+}
+
+std::string ImageFiles::volume_of_image(std::string_view path) const {
+  if (!path.starts_with(dir_) || path.size() <= dir_.size() || path[dir_.size()] != '/' ||
+      !path.ends_with(kImageSuffix)) {
+    return "";
+  }
+  std::string_view name = path.substr(dir_.size() + 1);
+  name.remove_suffix(kImageSuffix.size());
+  if (name.empty() || name.find('/') != std::string_view::npos) return "";
+  return std::string(name);
+}
+
+Status ImageFiles::ensure_dir() const {
+  if (::mkdir(dir_.c_str(), 0700) == 0 || errno == EEXIST) return Status::ok();
+  return errno_status(errno, fmt::format("cannot create the image directory \"{}\"", dir_));
+}
+
+Status ImageFiles::create(std::string_view volume_id, int64_t bytes) const {
+  ROSETCTL_RETURN_IF_ERROR(ensure_dir());
+  ROSETCTL_RETURN_IF_ERROR(check_room(bytes, fmt::format("a {} image", format_size(bytes))));
+  std::string path = image(volume_id);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd.valid()) return errno_status(errno, fmt::format("cannot create image \"{}\"", path));
+  if (::ftruncate(fd.get(), bytes) != 0 || ::fsync(fd.get()) != 0) {
+    Status failed = errno_status(errno, fmt::format("cannot size image \"{}\"", path));
+    ::unlink(path.c_str());
+    return failed;
+  }
+  return sync_directory(dir_);
+}
+
+Status ImageFiles::remove(std::string_view volume_id) const {
+  for (const std::string& path : {grow_marker(volume_id), image(volume_id)}) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return errno_status(errno, fmt::format("cannot remove \"{}\"", path));
+    }
+  }
+  return Status::ok();
+}
+
+Status ImageFiles::grow(std::string_view volume_id, int64_t bytes, bool filesystem_follows) const {
+  std::string path = image(volume_id);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return errno_status(errno, fmt::format("cannot grow image \"{}\"", path));
+  }
+  if (bytes <= st.st_size) return Status::ok();
+  ROSETCTL_RETURN_IF_ERROR(
+      check_room(bytes - st.st_size, fmt::format("growing to {}", format_size(bytes))));
+  if (filesystem_follows) ROSETCTL_RETURN_IF_ERROR(mark_grow_pending(volume_id));
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid() || ::ftruncate(fd.get(), bytes) != 0 || ::fsync(fd.get()) != 0) {
+    return errno_status(errno, fmt::format("cannot grow image \"{}\" to {} bytes", path, bytes));
+  }
+  return Status::ok();
+}
+
+bool ImageFiles::grow_pending(std::string_view volume_id) const {
+  return ::access(grow_marker(volume_id).c_str(), F_OK) == 0;
+}
+
+Status ImageFiles::mark_grow_pending(std::string_view volume_id) const {
+  std::string marker = grow_marker(volume_id);
+  UniqueFd fd(::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd.valid() || ::fsync(fd.get()) != 0) {
+    return errno_status(errno, fmt::format("cannot write grow marker \"{}\"", marker));
+  }
+  return sync_directory(dir_);
+}
+
+Status ImageFiles::clear_grow_pending(std::string_view volume_id) const {
+  std::string marker = grow_marker(volume_id);
+  if (::unlink(marker.c_str()) != 0 && errno != ENOENT) {
+    return errno_status(errno, fmt::format("cannot remove grow marker \"{}\"", marker));
+  }
+  return Status::ok();
+}
+
+Expected<std::vector<std::string>> ImageFiles::volume_ids() const {
+  std::vector<std::string> ids;
+  DIR* dir = ::opendir(dir_.c_str());
+  if (dir == nullptr) {
+    if (errno == ENOENT) return ids;  // no image volume yet
+    return errno_status(errno, fmt::format("cannot read the image directory \"{}\"", dir_));
+  }
+  while (dirent* entry = ::readdir(dir)) {
+    std::string id = volume_of_image(fmt::format("{}/{}", dir_, entry->d_name));
+    if (!id.empty()) ids.push_back(std::move(id));
+  }
+  ::closedir(dir);
+  return ids;
+}
+
+Expected<int64_t> ImageFiles::unallocated_bytes() const {
+  auto ids = volume_ids();
+  if (!ids) return ids.status();
+  int64_t total = 0;
+  for (const std::string& id : *ids) {
+    struct stat st;
+    if (::lstat(image(id).c_str(), &st) != 0) continue;  // deleted meanwhile
+    total += std::max<int64_t>(0, st.st_size - static_cast<int64_t>(st.st_blocks) * 512);
+  }
+  return total;
+}
+
+Expected<int64_t> ImageFiles::available_bytes() const {
+  ROSETCTL_RETURN_IF_ERROR(ensure_dir());
+  struct statvfs fs;
+  if (::statvfs(dir_.c_str(), &fs) != 0) {
+    return errno_status(errno, fmt::format("cannot statfs \"{}\"", dir_));
+  }
+  int64_t free_bytes = static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
+  if (overcommit_) return free_bytes;
+  auto promised = unallocated_bytes();
+  if (!promised) return promised.status();
+  return std::max<int64_t>(0, free_bytes - *promised);
+}
+
+Status ImageFiles::check_room(int64_t more_bytes, std::string_view what) const {
+  if (overcommit_) return Status::ok();
+  auto available = available_bytes();
+  if (!available) return available.status();
+  if (more_bytes <= *available) return Status::ok();
+  return error(Code::kResourceExhausted,
+               "not enough space for {}: {} available in \"{}\" after what existing image volumes "
+               "were promised (free space minus their unwritten part); free space, or allow "
+               "overcommit with --capacity-overcommit",
+               what, format_size(*available), dir_);
+}
+
+}  // namespace rosetctl

@@ -1,0 +1,99 @@
+// Image-backed local volumes, controller side: what a CreateVolume for one asks (block or a
+// filesystem, and a size), the sparse files under <state>/images/, growing them, and the
+// capacity policy that keeps promised space honest.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/state_store.h"
+#include "core/status.h"
+#include "providers/provider.h"
+
+namespace rosetctl {
+
+// Volume context keys of local volumes; node calls and the CLI read them back.
+inline constexpr const char* kContextType = "type";      // "dir" or "image"
+inline constexpr const char* kContextFilesystem = "fs";  // image mount volumes: ext4, xfs
+inline constexpr const char* kContextAccess = "access";  // image volumes: "mount", "block"
+inline constexpr std::string_view kTypeDir = "dir";
+inline constexpr std::string_view kTypeImage = "image";
+
+bool is_image_volume(const VolumeRecord& volume);
+bool is_block_volume(const VolumeRecord& volume);
+// The filesystem recorded for an image mount volume.
+std::string filesystem_of(const VolumeRecord& volume);
+
+// What an image volume is to be.
+// The size of an image volume created without one (sparse: it costs nothing until written).
+inline constexpr int64_t kDefaultImageBytes = int64_t{1} << 30;
+
+struct ImagePlan {
+  bool block = false;
+  std::string filesystem;  // empty for block volumes
+  int64_t bytes = 0;       // rounded up to whole 4 KiB blocks
+};
+
+// True when the request asks for an image volume: parameter type=image, or block access
+// (block volumes are always image-backed).
+bool wants_image(const CreateVolumeSpec& spec);
+
+// The plan for an image volume: INVALID_ARGUMENT for an unsupported or contradictory
+// filesystem; OUT_OF_RANGE below the filesystem's minimum or above limit_bytes.
+Expected<ImagePlan> plan_image(const CreateVolumeSpec& spec);
+
+StringMap image_context(const ImagePlan& plan);
+
+// The image size for `required` bytes (whole 4 KiB blocks), OUT_OF_RANGE above `limit` (0:
+// none).
+Expected<int64_t> image_bytes(int64_t required, int64_t limit);
+
+// The files of image volumes: <dir>/<id>.img, a sparse file holding the volume, and
+// <dir>/<id>.grow, present while the filesystem on it has yet to grow to the file's size.
+//
+// Capacity policy: a sparse image takes disk space only as it is written, so the space a
+// volume was promised but has not used yet is still free on disk. Unless overcommit is on,
+// that unallocated remainder counts as taken: available = free bytes of the filesystem holding
+// <dir> minus the unallocated part of every image, and a create or grow that does not fit is
+// RESOURCE_EXHAUSTED. With overcommit, available is the plain free space, and images can
+// promise more than the disk has (writes then fail with ENOSPC inside the volumes).
+class ImageFiles {
+ public:
+  ImageFiles(std::string dir, bool overcommit) : dir_(std::move(dir)), overcommit_(overcommit) {}
+
+  const std::string& dir() const { return dir_; }
+  std::string image(std::string_view volume_id) const;
+  std::string grow_marker(std::string_view volume_id) const;
+  // The volume id whose image `path` is, or "" when it is no image of ours.
+  std::string volume_of_image(std::string_view path) const;
+  // The volume ids of every image in the directory.
+  Expected<std::vector<std::string>> volume_ids() const;
+
+  // A new sparse image of `bytes` (durable before it returns); RESOURCE_EXHAUSTED when it
+  // does not fit under the capacity policy.
+  Status create(std::string_view volume_id, int64_t bytes) const;
+  // Removes the image and its marker; missing files are fine.
+  Status remove(std::string_view volume_id) const;
+  // Grows the image to `bytes`. With `filesystem_follows`, the grow marker is written first,
+  // so the filesystem's growth is never forgotten, even across a crash.
+  Status grow(std::string_view volume_id, int64_t bytes, bool filesystem_follows) const;
+  bool grow_pending(std::string_view volume_id) const;
+  Status mark_grow_pending(std::string_view volume_id) const;
+  Status clear_grow_pending(std::string_view volume_id) const;
+
+  // Bytes available for new volumes under the policy above.
+  Expected<int64_t> available_bytes() const;
+
+ private:
+  Status ensure_dir() const;
+  Status check_room(int64_t more_bytes, std::string_view what) const;
+  // Sum over images of (apparent size - allocated bytes).
+  Expected<int64_t> unallocated_bytes() const;
+
+  std::string dir_;
+  bool overcommit_;
+};
+
+}  // namespace rosetctl

@@ -1,0 +1,72 @@
+"""Where settings come from (flag > environment > config file > default), read-only verbs that
+leave no trace, and the generated shell completions."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from rosetctl_cli import binary_path, isolated_environment
+
+SOURCE = Path(os.environ.get("ROSETCTL_SOURCE_DIR") or Path(__file__).resolve().parents[2])
+
+
+def run(*args, env_extra=None, cwd=None):
+    env = isolated_environment()
+    env.update(env_extra or {})
+    done = subprocess.run([binary_path(), *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_flag_beats_environment_beats_config_file(workdir):
+    config = workdir / "config.toml"
+    config.write_text(f'state-dir = "{workdir}/from-file"\n')
+    env = {"ROSETCTL_CONFIG": str(config)}
+    assert run("volume", "create", "a", env_extra=env)[0] == 0
+    assert (workdir / "from-file" / "state.db").exists(), "expected the config file's state dir"
+    env["ROSETCTL_STATE_DIR"] = str(workdir / "from-env")
+    assert run("volume", "create", "b", env_extra=env)[0] == 0
+    assert (workdir / "from-env" / "state.db").exists(), "expected the environment to beat the file"
+    assert run("--state-dir", str(workdir / "from-flag"), "volume", "create", "c", env_extra=env)[0] == 0
+    assert (workdir / "from-flag" / "state.db").exists(), "expected the flag to beat the environment"
+
+
+def test_unknown_config_key_is_a_usage_error_naming_it(workdir):
+    config = workdir / "config.toml"
+    config.write_text('state_dirr = "/tmp/x"\n')
+    rc, _, err = run("volume", "list", env_extra={"ROSETCTL_CONFIG": str(config)})
+    assert rc == 2 and "state_dirr" in err, f"expected exit 2 naming the key, got {rc}: {err}"
+
+
+def test_read_only_verbs_do_not_create_the_state_directory(workdir):
+    state = workdir / "never"
+    rc, out, _ = run("--state-dir", str(state), "volume", "list", "-o", "json")
+    assert rc == 0 and out.strip() == "[]"
+    rc, _, err = run("--state-dir", str(state), "volume", "show", "ghost")
+    assert rc == 3 and "ghost" in err
+    rc, _, _ = run("--state-dir", str(state), "volume", "stats", "ghost")
+    assert rc == 3
+    assert not state.exists(), f"expected {state} not to be created by read-only verbs"
+
+
+def test_checked_in_completions_match_the_binary():
+    for shell in ("bash", "zsh", "fish"):
+        rc, generated, err = run("completion", shell)
+        assert rc == 0, err
+        checked_in = (SOURCE / "completions" / f"rosetctl.{shell}").read_text()
+        assert generated == checked_in, (
+            f"completions/rosetctl.{shell} is stale: regenerate with "
+            f"`rosetctl completion {shell} > completions/rosetctl.{shell}`")
+
+
+def test_bash_completion_completes_verbs_and_flags():
+    script = SOURCE / "completions" / "rosetctl.bash"
+    probe = f"""
+source {script}
+COMP_WORDS=(rosetctl volume con); COMP_CWORD=2; _rosetctl; echo "${{COMPREPLY[*]}}"
+COMP_WORDS=(rosetctl volume connect demo --ta); COMP_CWORD=4; _rosetctl; echo "${{COMPREPLY[*]}}"
+"""
+    done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30)
+    lines = done.stdout.splitlines()
+    assert lines == ["connect", "--target"], f"unexpected completions {lines} ({done.stderr})"

@@ -1,0 +1,108 @@
+// Tests for src/core/run_program.cc: real child processes (sh, cat, sleep), no root needed.
+#include "core/run_program.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+
+using namespace std::chrono_literals;
+using rosetctl::Code;
+using rosetctl::find_program;
+using rosetctl::ProgramResult;
+using rosetctl::run_program;
+
+namespace {
+
+std::string sh() {
+  auto path = find_program("sh", "dash");
+  REQUIRE(path);
+  return *path;
+}
+
+ProgramResult run_sh(const std::string& script, std::chrono::milliseconds timeout = 10s) {
+  auto result = run_program({sh(), "-c", script}, timeout);
+  REQUIRE(result);
+  return *result;
+}
+
+}  // namespace
+
+TEST_CASE("run_program captures stdout, stderr and the exit code", "[run_program]") {
+  ProgramResult result = run_sh("echo out; echo err >&2; exit 3");
+  CHECK(result.out == "out\n");
+  CHECK(result.err == "err\n");
+  CHECK(result.exit_code == 3);
+  CHECK(result.signal == 0);
+  CHECK_FALSE(result.succeeded());
+  CHECK(result.describe() == "exit code 3: err");
+}
+
+TEST_CASE("run_program passes arguments verbatim, never through a shell", "[run_program]") {
+  auto echo = find_program("echo", "coreutils");
+  REQUIRE(echo);
+  auto result = run_program({*echo, "a b", "$HOME", ";", "*"}, 10s);
+  REQUIRE(result);
+  CHECK(result->out == "a b $HOME ; *\n");
+  CHECK(result->succeeded());
+}
+
+TEST_CASE("run_program reports a program killed by a signal", "[run_program]") {
+  ProgramResult result = run_sh("kill -KILL $$");
+  CHECK(result.signal == 9);
+  CHECK_FALSE(result.succeeded());
+  CHECK(result.describe() == "killed by signal 9");
+}
+
+TEST_CASE("run_program kills a program that outlives its deadline", "[run_program]") {
+  auto start = std::chrono::steady_clock::now();
+  auto result = run_program({sh(), "-c", "sleep 30"}, 300ms);
+  REQUIRE_FALSE(result);
+  CHECK(result.status().code() == Code::kDeadlineExceeded);
+  CHECK_THAT(result.status().message(), Catch::Contains("did not finish within 0.3 s"));
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+}
+
+TEST_CASE("run_program's deadline also holds after the program closed its output",
+          "[run_program]") {
+  auto result = run_program({sh(), "-c", "exec >&- 2>&-; sleep 30"}, 300ms);
+  REQUIRE_FALSE(result);
+  CHECK(result.status().code() == Code::kDeadlineExceeded);
+}
+
+TEST_CASE("run_program gives the child /dev/null as stdin, LC_ALL=C and no other descriptors",
+          "[run_program]") {
+  int leaked = ::open("/dev/null", O_RDONLY);  // deliberately without O_CLOEXEC
+  REQUIRE(leaked >= 0);
+  ProgramResult result =
+      run_sh("cat; echo \"locale=$LC_ALL\"; ls /proc/self/fd | sort -n | tr '\\n' ' '");
+  ::close(leaked);
+  // ls itself holds one more descriptor (the directory it lists), numbered 3.
+  CHECK(result.out == "locale=C\n0 1 2 3 ");
+  CHECK(result.succeeded());
+}
+
+TEST_CASE("run_program keeps at most kMaxCapturedBytes of output and still finishes",
+          "[run_program]") {
+  ProgramResult result = run_sh("head -c 1000000 /dev/zero");
+  CHECK(result.out.size() == ProgramResult::kMaxCapturedBytes);
+  CHECK(result.succeeded());
+}
+
+TEST_CASE("run_program names a program that cannot be started", "[run_program]") {
+  auto result = run_program({"/nonexistent/mkfs.nothing"}, 10s);
+  REQUIRE_FALSE(result);
+  CHECK_THAT(result.status().message(), Catch::Contains("/nonexistent/mkfs.nothing"));
+}
+
+TEST_CASE("find_program looks in PATH and the sbin directories, or says what to install",
+          "[run_program]") {
+  auto found = find_program("sh", "dash");
+  REQUIRE(found);
+  CHECK(found->front() == '/');
+  auto missing = find_program("rosetctl-no-such-program", "some-package");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.status().code() == Code::kFailedPrecondition);
+  CHECK_THAT(missing.status().message(), Catch::Contains("install the some-package package"));
+}
