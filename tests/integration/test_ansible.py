@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rosetctl_cli import EXIT_UNIMPLEMENTED, isolated_environment
+from rosetctl_cli import isolated_environment
 from rosetctl_mounts import is_mount_point
 
 SOURCE_DIR = Path(os.environ.get("ROSETCTL_SOURCE_DIR") or Path(__file__).resolve().parents[2])
@@ -360,10 +360,7 @@ def test_bad_input_fails_the_task_with_a_clear_message(ansible, cli, workdir, mo
         "connect a missing volume, with secrets": r'volume "missing" does not exist; create it first',
         "snapshot state on a volume": r"state restored does not apply to volumes.*from_snapshot",
         "same name, bigger size": r'exists with size 1Gi, not 2Gi.*state: extended',
-        # Until rosetctl has snapshots, its own UNIMPLEMENTED message; then the module's.
-        "commit a volume that is not there": (
-            r'volume "not-there" does not exist' if snapshots_implemented(cli)
-            else r"snapshot list is not implemented.*exited 9: not implemented"),
+        "commit a volume that is not there": r'volume "not-there" does not exist',
     }
     for name, pattern in expected.items():
         result = run.task(name)
@@ -380,10 +377,6 @@ def test_bad_input_fails_the_task_with_a_clear_message(ansible, cli, workdir, mo
 
 
 # ---------------------------------------------------------------- snapshots
-
-def snapshots_implemented(cli) -> bool:
-    return cli.run("snapshot", "list", "-o", "json").rc != EXIT_UNIMPLEMENTED
-
 
 SNAPSHOT_FLOW = """\
 - hosts: storage_consumers
@@ -413,16 +406,17 @@ SNAPSHOT_FLOW = """\
 
 
 def test_snapshot_flow_commit_restore_connect_compare(ansible, cli, workdir, mounts_in):
-    if not snapshots_implemented(cli):
-        pytest.skip("rosetctl snapshot list exits 9 (UNIMPLEMENTED): this rosetctl has no snapshots yet; "
-                    "the test runs by itself once they land")
     run = ansible.run(ansible.playbook_file("snap.yml", SNAPSHOT_FLOW), extra_vars={"workdir": str(workdir)})
     run.assert_ok()
     assert run.task("commit")["changed"] and run.task("commit")["snapshot_id"], (
         f"expected commit to return a snapshot id: {run.task('commit')}")
     assert not run.task("commit again")["changed"], "expected a second commit of the same name to change nothing"
+    assert run.task("commit again")["snapshot_id"] == run.task("commit")["snapshot_id"], (
+        "expected the second commit of the same name to return the first snapshot")
+    assert run.task("commit")["snapshot"]["name"] == "first", run.task("commit")
     assert run.task("restore")["changed"] and run.task("restore")["name"] == "copy", run.task("restore")
     assert cli.volumes() == [] and mounts_in() == [], f"expected nothing left: {cli.volumes()} {mounts_in()}"
+    assert cli.ok_json("snapshot", "list") == [], "expected the snapshot task with state absent to delete it"
 
 
 # ---------------------------------------------------------------- documentation
