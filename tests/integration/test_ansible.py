@@ -12,9 +12,12 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 
+import grpc
 import pytest
 import yaml
 
@@ -374,6 +377,56 @@ def test_bad_input_fails_the_task_with_a_clear_message(ansible, cli, workdir, mo
         f"expected the secrets in a 0600 file in a 0700 directory named by ROSETCTL_SECRETS_FILE: {seen}")
     assert not os.path.exists(os.path.dirname(seen["file"])), f"expected {seen['file']} to be removed after the call"
     assert cli.volumes() == [] and mounts_in() == [], f"expected nothing left: {cli.volumes()} {mounts_in()}"
+
+
+# ---------------------------------------------------------------- serve on a controller
+
+SERVE = """\
+- hosts: storage_consumers
+  roles:
+    - role: storage
+      node_type: controller
+      storage_serve: true
+"""
+
+
+def test_controller_role_runs_serve_without_systemd_and_leaves_it_running(ansible, csi, workdir):
+    assert not Path("/run/systemd/system").is_dir(), "this test covers hosts without systemd"
+    socket_path, pidfile = workdir / "run" / "csi.sock", workdir / "run" / "serve.pid"
+    extra = {"storage_serve_endpoint": f"unix://{socket_path}", "storage_serve_pidfile": str(pidfile),
+             "storage_serve_log": str(workdir / "log" / "serve.log")}
+    try:
+        first = ansible.run(ansible.playbook_file("serve.yml", SERVE), extra_vars=extra)
+        first.assert_ok()
+        assert [t for t in first.changed_tasks() if "serve" in t] == ["storage : Start rosetctl serve"], (
+            f"expected one start of serve and no restart: {first.changed_tasks()}")
+        pid = int(pidfile.read_text())
+        with grpc.insecure_channel(f"unix://{socket_path}") as channel:
+            info = csi.grpc.IdentityStub(channel).GetPluginInfo(csi.pb2.GetPluginInfoRequest(), timeout=10)
+        assert info.name == "io.roset.csi", f"expected serve to answer on {socket_path}: {info}"
+        again = ansible.run(ansible.playbook_file("serve.yml", SERVE), extra_vars=extra)
+        again.assert_ok()
+        assert again.changed_tasks() == [] and int(pidfile.read_text()) == pid, (
+            f"expected a second run to find serve running and change nothing: {again.changed_tasks()}")
+        changed = ansible.run(ansible.playbook_file("serve.yml", SERVE), extra_vars=dict(extra, storage_driver_name="renamed.example"))
+        changed.assert_ok()
+        assert int(pidfile.read_text()) != pid and "storage : Restart rosetctl serve without systemd" in (
+            changed.changed_tasks()), f"expected a new configuration to restart serve: {changed.changed_tasks()}"
+        with grpc.insecure_channel(f"unix://{socket_path}") as channel:
+            grpc.channel_ready_future(channel).result(timeout=30)
+            info = csi.grpc.IdentityStub(channel).GetPluginInfo(csi.pb2.GetPluginInfoRequest(), timeout=10)
+        assert info.name == "renamed.example", f"expected the restarted serve to read the new driver name: {info}"
+    finally:
+        if pidfile.exists():
+            pid = int(pidfile.read_text())
+            try:
+                os.kill(pid, signal.SIGTERM)
+                for _ in range(200):
+                    os.kill(pid, 0)
+                    time.sleep(0.05)
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 # ---------------------------------------------------------------- snapshots
