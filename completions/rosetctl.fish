@@ -18,7 +18,7 @@ complete -c rosetctl -n '__fish_use_subcommand' -l roset-fuse
 complete -c rosetctl -n '__fish_use_subcommand' -l fuse-credentials
 complete -c rosetctl -n '__fish_use_subcommand' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_use_subcommand' -a volume -d 'Create, attach, inspect and delete volumes'
-complete -c rosetctl -n '__fish_use_subcommand' -a snapshot -d 'Commit, list, restore and delete snapshots (NOT IMPLEMENTED YET)'
+complete -c rosetctl -n '__fish_use_subcommand' -a snapshot -d 'Commit volumes, list, compare and restore their snapshots'
 complete -c rosetctl -n '__fish_use_subcommand' -a serve -d 'Run as a CSI v1.10 plugin (Identity, Controller, Node)'
 complete -c rosetctl -n '__fish_use_subcommand' -a node -d 'This node as the CSI Node service sees it'
 complete -c rosetctl -n '__fish_use_subcommand' -a plugin -d 'The plugin\'s identity and capabilities'
@@ -57,6 +57,8 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l type
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l fs
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l block
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l from-snapshot
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l from-volume
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l config
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l output
@@ -251,12 +253,17 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-ca-bundl
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-fuse-timeout
-complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a commit -d 'Record a volume\'s content as a snapshot (not implemented yet)'
-complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a list -d 'List snapshots (not implemented yet)'
-complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a show -d 'Show one snapshot (not implemented yet)'
-complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a restore -d 'Create a volume from a snapshot (not implemented yet)'
-complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a delete -d 'Delete a snapshot (not implemented yet)'
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a commit -d 'Record a volume\'s content as a commit'
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a list -d 'List snapshots, oldest first'
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a show -d 'Show one snapshot'
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a restore -d 'Create a new volume with a snapshot\'s content'
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a delete -d 'Delete a snapshot'
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a diff -d 'Show what changed between two snapshots'
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a verify -d 'Re-hash snapshots\' stored data and report anything missing or corrupt'
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a gc -d 'Reclaim storage no snapshot needs (also runs after every snapshot delete)'
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l message
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l config
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l output
@@ -274,6 +281,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l volume
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l config
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l output
@@ -308,6 +316,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l name
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l read-only
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l size
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l config
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l output
@@ -341,6 +352,57 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l endpoint
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l role

@@ -17,6 +17,10 @@ namespace rosetctl::cli {
 
 class CsiClient {
  public:
+  static constexpr std::chrono::system_clock::duration kCallDeadline = std::chrono::minutes(10);
+  // A commit or restore reads or writes a whole volume: hours for a large one.
+  static constexpr std::chrono::system_clock::duration kDataCallDeadline = std::chrono::hours(24);
+
   explicit CsiClient(std::shared_ptr<grpc::Channel> channel)
       : identity_(csi::v1::Identity::NewStub(channel)),
         controller_(csi::v1::Controller::NewStub(channel)),
@@ -37,10 +41,12 @@ class CsiClient {
                   Response* response) {
     return call(*identity_, method, request, response);
   }
+  // `deadline` for calls that copy a volume's data (commit, restore, clone).
   template <typename Request, typename Response>
   Status controller(ControllerMethod<Request, Response> method, const Request& request,
-                    Response* response) {
-    return call(*controller_, method, request, response);
+                    Response* response,
+                    std::chrono::system_clock::duration deadline = kCallDeadline) {
+    return call(*controller_, method, request, response, deadline);
   }
   template <typename Request, typename Response>
   Status node(NodeMethod<Request, Response> method, const Request& request, Response* response) {
@@ -48,16 +54,16 @@ class CsiClient {
   }
 
  private:
-  static constexpr auto kCallDeadline = std::chrono::minutes(10);
   static constexpr auto kBusyPatience = std::chrono::seconds(30);
 
   template <typename Stub, typename Method, typename Request, typename Response>
-  Status call(Stub& stub, Method method, const Request& request, Response* response) {
+  Status call(Stub& stub, Method method, const Request& request, Response* response,
+              std::chrono::system_clock::duration deadline = kCallDeadline) {
     auto give_up = std::chrono::steady_clock::now() + kBusyPatience;
     auto pause = std::chrono::milliseconds(20);
     while (true) {
       grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+      context.set_deadline(std::chrono::system_clock::now() + deadline);
       Status status = from_grpc((stub.*method)(&context, request, response));
       // Every CSI call is idempotent, so repeating one that met a concurrent call is safe.
       if (status.code() != Code::kAborted || std::chrono::steady_clock::now() > give_up) {

@@ -2,6 +2,7 @@
 #include "cli/session.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace rosetctl::cli {
 
@@ -19,11 +20,15 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
   plugin_options.roset = roset_config(options);
   if (!options.driver_name.empty()) plugin_options.driver_name = options.driver_name;
 
+  auto session = std::make_unique<Session>();
+  if (options.output != OutputFormat::kJson && ::isatty(STDERR_FILENO) == 1) {
+    session->progress_ = std::make_unique<TerminalProgress>();
+    plugin_options.progress = session->progress_.get();
+  }
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();
   ROSETCTL_RETURN_IF_ERROR((*plugin)->start(std::nullopt));
 
-  auto session = std::make_unique<Session>();
   session->client_ = std::make_unique<CsiClient>((*plugin)->in_process_channel());
   session->plugin_ = std::move(*plugin);
   return session;

@@ -6,6 +6,7 @@
 
 #include "cli/csi_client.h"
 #include "cli/global_options.h"
+#include "cli/terminal_progress.h"
 #include "daemon/plugin.h"
 
 namespace rosetctl::cli {
@@ -24,8 +25,13 @@ class Session {
   const StateLayout& layout() const { return plugin_->layout(); }
   const LockSpace& locks() const { return plugin_->locks(); }
   const std::string& node_id() const { return plugin_->options().node_id; }
+  // Maintenance without a CSI RPC (snapshot diff, verify, gc) asks this host's providers.
+  ProviderRegistry& providers() { return plugin_->providers(); }
+  // The progress bar, or null when there is no terminal to draw on (or JSON output).
+  ProgressSink* progress() { return progress_.get(); }
 
  private:
+  std::unique_ptr<TerminalProgress> progress_;  // outlives the plugin that reports to it
   std::unique_ptr<Plugin> plugin_;
   std::unique_ptr<CsiClient> client_;
 };

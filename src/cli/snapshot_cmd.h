@@ -1,4 +1,4 @@
-// `rosetctl snapshot ...`: declared so --help shows the plan; not implemented yet.
+// `rosetctl snapshot ...`: commits of a volume's content, and volumes restored from them.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,6 +8,11 @@
 
 namespace rosetctl::cli {
 
+// commit / list / show / restore / delete (snapshot_cmd.cc): the verbs that are CSI calls.
 void setup_snapshot(CLI::App& app, const GlobalOptions& globals, Action& action);
+
+// diff / verify / gc (snapshot_store_cmd.cc): maintenance of this host's snapshot storage,
+// which has no CSI RPC.
+void setup_snapshot_store(CLI::App& snapshot, const GlobalOptions& globals, Action& action);
 
 }  // namespace rosetctl::cli

@@ -6,6 +6,7 @@
 
 #include "cli/render.h"
 #include "cli/session.h"
+#include "cli/snapshot_lookup.h"
 #include "cli/volume_expand.h"
 #include "cli/volume_lookup.h"
 #include "cli/volume_view.h"
@@ -19,6 +20,8 @@ struct CreateOptions {
   std::string name;
   std::optional<std::string> size;  // given but empty ("--size \"$UNSET\"") is an error
   std::vector<std::string> parameters;
+  std::string from_snapshot;
+  std::string from_volume;
   std::string type;        // "", dir or image: the `type` parameter
   std::string filesystem;  // "", ext4 or xfs: the mount capability's fs_type
   bool block = false;      // a raw block volume (always an image)
@@ -54,6 +57,22 @@ Status parse_parameters(const std::vector<std::string>& items,
       return error(Code::kInvalidArgument, "--param \"{}\" must look like KEY=VALUE", item);
     }
     (*out)[item.substr(0, equals)] = item.substr(equals + 1);
+  }
+  return Status::ok();
+}
+
+// --from-snapshot (id, id prefix or name) or --from-volume (name or id).
+Status set_content_source(Session& session, const CreateOptions& options,
+                          csi::v1::CreateVolumeRequest* request) {
+  if (!options.from_snapshot.empty()) {
+    auto snapshot = resolve_snapshot(session.store(), options.from_snapshot);
+    if (!snapshot) return snapshot.status();
+    request->mutable_volume_content_source()->mutable_snapshot()->set_snapshot_id(snapshot->id);
+  } else if (!options.from_volume.empty()) {
+    auto volume = resolve_volume(session.client(), options.from_volume);
+    if (!volume) return volume.status();
+    request->mutable_volume_content_source()->mutable_volume()->set_volume_id(
+        volume->volume.volume_id());
   }
   return Status::ok();
 }
@@ -110,9 +129,12 @@ Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
 
   auto session = Session::open(globals);
   if (!session) return session.status();
+  ROSETCTL_RETURN_IF_ERROR(set_content_source(**session, options, &request));
   csi::v1::CreateVolumeResponse response;
-  ROSETCTL_RETURN_IF_ERROR((*session)->client().controller(&csi::v1::Controller::Stub::CreateVolume,
-                                                           request, &response));
+  ROSETCTL_RETURN_IF_ERROR((*session)->client().controller(
+      &csi::v1::Controller::Stub::CreateVolume, request, &response,
+      request.has_volume_content_source() ? CsiClient::kDataCallDeadline
+                                          : CsiClient::kCallDeadline));
   auto info = resolve_volume((*session)->client(), response.volume().volume_id());
   if (!info) return info.status();
   return print_volume(**session, globals.output, *info);
@@ -286,13 +308,20 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
       ->check(CLI::IsMember({"ext4", "xfs"}));
   create->add_flag("--block", create_options->block,
                    "A raw block volume: connect puts the device at the target (an image)");
+  auto* from_snapshot =
+      create->add_option("--from-snapshot", create_options->from_snapshot,
+                         "Start with a snapshot's content (commit id, id prefix or name)");
+  create
+      ->add_option("--from-volume", create_options->from_volume,
+                   "Start as a copy of another volume (name or id)")
+      ->excludes(from_snapshot);
   create->footer(
       "Creating a name that exists returns the existing volume when size and parameters match,\n"
       "and fails with exit code 4 when they differ. Image volumes take their space from the\n"
       "state directory's filesystem up front (see --capacity-overcommit).\n\n"
       "Examples:\n  rosetctl volume create demo\n  rosetctl volume create data --size 10Gi -o "
       "json\n  rosetctl volume create db --size 10Gi --type image --fs xfs\n  rosetctl volume "
-      "create raw --size 1Gi --block");
+      "create raw --size 1Gi --block\n  rosetctl volume create copy --from-volume demo");
   create->callback([&globals, &action, create_options] {
     action = [&globals, create_options] { return run_create(globals, *create_options); };
   });

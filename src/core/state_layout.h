@@ -23,6 +23,8 @@ struct StateLayout {
   // Default mount targets of `volume connect` without --target: the one place inside the
   // state dir that may be a target.
   std::string mounts_dir() const { return root + "/mnt"; }
+  // The local provider's commit store (snapshots): content-addressed objects and commits.
+  std::string commit_store_dir() const { return root + "/store"; }
 
   // Creates the directories (0700; mnt 0755 so users can reach their mounts).
   Status ensure_directories() const;

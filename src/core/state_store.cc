@@ -66,6 +66,24 @@ CREATE TABLE node_publications (
 ) STRICT;
 CREATE INDEX node_publications_by_staging ON node_publications(volume_id, staging_path);
 )sql"},
+    // Snapshots outlive their source volume, so no foreign key to volumes.
+    {2, R"sql(
+CREATE TABLE snapshots (
+  id TEXT NOT NULL PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  provider TEXT NOT NULL,
+  source_volume_id TEXT NOT NULL,
+  source_volume_name TEXT NOT NULL,
+  parent_id TEXT NOT NULL,
+  message TEXT NOT NULL,
+  parameters TEXT NOT NULL,
+  size_bytes INTEGER NOT NULL,
+  file_count INTEGER NOT NULL,
+  new_bytes INTEGER NOT NULL,
+  created_at_ns INTEGER NOT NULL
+) STRICT;
+CREATE INDEX snapshots_by_source ON snapshots(source_volume_id, created_at_ns);
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");
@@ -78,6 +96,9 @@ constexpr const char* kControllerPublicationColumns =
 constexpr const char* kStagingColumns = "volume_id, staging_path, capability, created_dir";
 constexpr const char* kNodePublicationColumns =
     "volume_id, target_path, staging_path, readonly, capability, created_target";
+constexpr const char* kSnapshotColumns =
+    "id, name, provider, source_volume_id, source_volume_name, parent_id, message, parameters, "
+    "size_bytes, file_count, new_bytes, created_at_ns";
 
 // --- Opening ---------------------------------------------------------------------------------
 
@@ -276,6 +297,25 @@ Expected<Staging> read_staging(const sqlite::Statement& row) {
 Expected<NodePublication> read_node_publication(const sqlite::Statement& row) {
   return NodePublication{row.column_text(0), row.column_text(1), row.column_text(2),
                          row.column_bool(3), row.column_text(4), row.column_bool(5)};
+}
+
+Expected<SnapshotRecord> read_snapshot(const sqlite::Statement& row) {
+  SnapshotRecord snapshot;
+  snapshot.id = row.column_text(0);
+  snapshot.name = row.column_text(1);
+  snapshot.provider = row.column_text(2);
+  snapshot.source_volume_id = row.column_text(3);
+  snapshot.source_volume_name = row.column_text(4);
+  snapshot.parent_id = row.column_text(5);
+  snapshot.message = row.column_text(6);
+  Expected<StringMap> parameters = from_json(row.column_text(7), "snapshots.parameters");
+  if (!parameters) return parameters.status();
+  snapshot.parameters = std::move(*parameters);
+  snapshot.size_bytes = row.column_int64(8);
+  snapshot.file_count = row.column_int64(9);
+  snapshot.new_bytes = row.column_int64(10);
+  snapshot.created_at_ns = row.column_int64(11);
+  return snapshot;
 }
 
 // What still holds a volume, as phrases: `published to node "n1"`, `staged at "/p"`, ...
@@ -618,6 +658,83 @@ Status StateStore::delete_node_publication(std::string_view target_path) {
   return write([&](sqlite::Connection& connection) {
     return run(
         prepare(connection, "DELETE FROM node_publications WHERE target_path = ?1", target_path));
+  });
+}
+
+// --- Snapshots -------------------------------------------------------------------------------
+
+Status StateStore::insert_snapshot(const SnapshotRecord& snapshot) {
+  return write([&](sqlite::Connection& connection) -> Status {
+    Expected<std::optional<std::string>> holder = select_one<std::string>(
+        prepare(connection, "SELECT name FROM snapshots WHERE id = ?1", snapshot.id), read_text);
+    if (!holder) return holder.status();
+    if (*holder) {
+      return error(Code::kAlreadyExists, "snapshot {} is already recorded, named \"{}\"",
+                   snapshot.id, **holder);
+    }
+    holder = select_one<std::string>(
+        prepare(connection, "SELECT id FROM snapshots WHERE name = ?1", snapshot.name), read_text);
+    if (!holder) return holder.status();
+    if (*holder) {
+      return error(Code::kAlreadyExists, "snapshot name \"{}\" is already taken by snapshot {}",
+                   snapshot.name, **holder);
+    }
+    return run(prepare(connection,
+                       fmt::format("INSERT INTO snapshots ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                                   "?7, ?8, ?9, ?10, ?11, ?12)",
+                                   kSnapshotColumns),
+                       snapshot.id, snapshot.name, snapshot.provider, snapshot.source_volume_id,
+                       snapshot.source_volume_name, snapshot.parent_id, snapshot.message,
+                       to_json(snapshot.parameters), snapshot.size_bytes, snapshot.file_count,
+                       snapshot.new_bytes, snapshot.created_at_ns));
+  });
+}
+
+Expected<std::optional<SnapshotRecord>> StateStore::find_snapshot(std::string_view id) {
+  return read([&](sqlite::Connection& connection) {
+    return select_one(
+        prepare(connection, fmt::format("SELECT {} FROM snapshots WHERE id = ?1", kSnapshotColumns),
+                id),
+        read_snapshot);
+  });
+}
+
+Expected<std::optional<SnapshotRecord>> StateStore::find_snapshot_by_name(std::string_view name) {
+  return read([&](sqlite::Connection& connection) {
+    return select_one(
+        prepare(connection,
+                fmt::format("SELECT {} FROM snapshots WHERE name = ?1", kSnapshotColumns), name),
+        read_snapshot);
+  });
+}
+
+Expected<std::vector<SnapshotRecord>> StateStore::list_snapshots(
+    std::string_view after_id, int limit, std::string_view source_volume_id) {
+  return read([&](sqlite::Connection& connection) {
+    return select_all(prepare(connection,
+                              fmt::format("SELECT {} FROM snapshots WHERE id > ?1 AND (?2 = '' OR "
+                                          "source_volume_id = ?2) ORDER BY id LIMIT ?3",
+                                          kSnapshotColumns),
+                              after_id, source_volume_id, limit > 0 ? limit : -1),
+                      read_snapshot);
+  });
+}
+
+Expected<std::optional<SnapshotRecord>> StateStore::latest_snapshot_of(
+    std::string_view source_volume_id) {
+  return read([&](sqlite::Connection& connection) {
+    return select_one(prepare(connection,
+                              fmt::format("SELECT {} FROM snapshots WHERE source_volume_id = ?1 "
+                                          "ORDER BY created_at_ns DESC, id DESC LIMIT 1",
+                                          kSnapshotColumns),
+                              source_volume_id),
+                      read_snapshot);
+  });
+}
+
+Status StateStore::delete_snapshot(std::string_view id) {
+  return write([&](sqlite::Connection& connection) {
+    return run(prepare(connection, "DELETE FROM snapshots WHERE id = ?1", id));
   });
 }
 

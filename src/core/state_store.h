@@ -1,5 +1,5 @@
-// The host's state database (<state_dir>/state.db): volumes, controller publications, stagings
-// and node publications as typed records, with versioned schema migrations.
+// The host's state database (<state_dir>/state.db): volumes, controller publications, stagings,
+// node publications and snapshots as typed records, with versioned schema migrations.
 #pragma once
 
 #include <cstdint>
@@ -65,13 +65,32 @@ struct NodePublication {
   bool operator==(const NodePublication&) const = default;
 };
 
+// A snapshot (a commit of a volume's content). The id is the provider's (for `local`, the
+// commit id); snapshots outlive the volume they were taken from.
+struct SnapshotRecord {
+  std::string id;    // primary key
+  std::string name;  // CSI name: unique
+  std::string provider;
+  std::string source_volume_id;
+  std::string source_volume_name;  // kept for display after the volume is deleted
+  std::string parent_id;           // previous snapshot of the same volume, or ""
+  std::string message;
+  std::map<std::string, std::string> parameters;  // CreateSnapshot parameters as given
+  int64_t size_bytes = 0;                         // bytes of the files it holds
+  int64_t file_count = 0;
+  int64_t new_bytes = 0;      // bytes it added to the provider's storage when taken
+  int64_t created_at_ns = 0;  // unix nanoseconds
+
+  bool operator==(const SnapshotRecord&) const = default;
+};
+
 // Safe to share between threads; several processes (CLI invocations beside `serve`) may open the
 // same directory at once: every mutating method is exactly one SQLite transaction. Not to be
 // used across fork(): open a new store in the child.
 class StateStore {
  public:
   // The schema version this binary creates and understands (the last migration's number).
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Creates state_dir (0700, parents too) and state.db (0600) when missing, then migrates the
   // schema up to kSchemaVersion. A database from a newer rosetctl is FAILED_PRECONDITION.
@@ -112,6 +131,18 @@ class StateStore {
   Expected<std::vector<NodePublication>> node_publications_of_staging(
       std::string_view volume_id, std::string_view staging_path);
   Status delete_node_publication(std::string_view target_path);
+
+  // Snapshots. insert_snapshot is ALREADY_EXISTS when the id or the name is taken.
+  Status insert_snapshot(const SnapshotRecord& snapshot);
+  Expected<std::optional<SnapshotRecord>> find_snapshot(std::string_view id);
+  Expected<std::optional<SnapshotRecord>> find_snapshot_by_name(std::string_view name);
+  // Keyset paging by id like list_volumes; `source_volume_id` "" means every volume.
+  Expected<std::vector<SnapshotRecord>> list_snapshots(std::string_view after_id, int limit,
+                                                       std::string_view source_volume_id = "");
+  // The most recent snapshot of a volume (the parent of its next one).
+  Expected<std::optional<SnapshotRecord>> latest_snapshot_of(std::string_view source_volume_id);
+  // A missing id is OK.
+  Status delete_snapshot(std::string_view id);
 
  private:
   class Lease;

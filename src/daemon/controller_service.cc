@@ -4,8 +4,11 @@
 #include <fmt/ranges.h>
 #include <time.h>
 
+#include <algorithm>
+
 #include "core/validate.h"
 #include "daemon/call_log.h"
+#include "daemon/content_source.h"
 #include "daemon/convert.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
@@ -50,12 +53,25 @@ StringMap provider_parameters(const StringMap& parameters) {
   return out;
 }
 
+// "snapshot <id>" or "volume \"<id>\"" for a VolumeRecord::content_source.
+std::string describe_source(std::string_view key) {
+  if (key.starts_with(kContentSourceVolume)) {
+    return fmt::format("volume \"{}\"", key.substr(kContentSourceVolume.size()));
+  }
+  return fmt::format("snapshot {}", key.substr(kContentSourceSnapshot.size()));
+}
+
 // Empty when an existing volume satisfies a repeated CreateVolume, else what differs.
 std::string incompatibility(const VolumeRecord& existing, std::string_view provider,
                             const StringMap& parameters, const CapacityRange& range,
-                            AccessType access_type) {
+                            AccessType access_type, std::string_view content_source) {
   if (existing.provider != provider) {
     return fmt::format("it uses provider \"{}\", not \"{}\"", existing.provider, provider);
+  }
+  if (existing.content_source != content_source) {
+    return existing.content_source.empty()
+               ? "it was created empty, not from a snapshot or volume"
+               : fmt::format("it was created from {}", describe_source(existing.content_source));
   }
   if (defining_parameters(existing.parameters) != defining_parameters(parameters)) {
     return "it was created with different parameters";
@@ -153,11 +169,8 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
   if (!access_type) return access_type.status();
   auto range = capacity_from_proto(request.capacity_range());
   if (!range) return range.status();
-  if (request.has_volume_content_source()) {
-    return error(Code::kInvalidArgument,
-                 "volume_content_source is not supported yet: rosetctl cannot create a volume "
-                 "from a snapshot or another volume in this release");
-  }
+  auto source_key = content_source_key(request);
+  if (!source_key) return source_key.status();
 
   StringMap parameters = to_map(request.parameters());
   auto provider = parameters.contains(std::string(kProviderParameter))
@@ -197,13 +210,20 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
   if (existing->has_value()) {
     record = std::move(**existing);
     std::string why =
-        incompatibility(record, (*provider)->name(), parameters, *range, *access_type);
+        incompatibility(record, (*provider)->name(), parameters, *range, *access_type, *source_key);
     if (why.empty()) why = (*provider)->incompatibility(record, spec);
     if (!why.empty()) {
       return error(Code::kAlreadyExists, "volume \"{}\" already exists and {}", request.name(),
                    why);
     }
   } else {
+    // Held until the volume is recorded, so the source cannot be deleted while it is copied.
+    auto source =
+        resolve_content_source(context_, request, **provider, range->required, range->limit);
+    if (!source) return source.status();
+    spec.source = source->source;
+    spec.required_bytes = std::max(spec.required_bytes, source->capacity_bytes);
+    spec.progress = context_.options.progress;
     auto provisioned = (*provider)->create_volume(spec);
     if (!provisioned)
       return provisioned.status().with_context(fmt::format("volume \"{}\"", request.name()));
@@ -214,6 +234,7 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
     record.parameters = parameters;
     record.context = provisioned->context;
     record.access_type = *access_type == AccessType::kBlock ? "block" : "mount";
+    record.content_source = *source_key;
     record.created_at = unix_now();
     if (Status inserted = context_.store.insert_volume(record); !inserted) {
       // Unrecorded, what the provider made would never be found again: take it back.
@@ -555,7 +576,8 @@ grpc::Status ControllerService::ControllerGetCapabilities(
     using Rpc = csi::v1::ControllerServiceCapability::RPC;
     for (auto type : {Rpc::CREATE_DELETE_VOLUME, Rpc::PUBLISH_UNPUBLISH_VOLUME, Rpc::LIST_VOLUMES,
                       Rpc::GET_CAPACITY, Rpc::PUBLISH_READONLY, Rpc::EXPAND_VOLUME,
-                      Rpc::LIST_VOLUMES_PUBLISHED_NODES, Rpc::VOLUME_CONDITION, Rpc::GET_VOLUME}) {
+                      Rpc::LIST_VOLUMES_PUBLISHED_NODES, Rpc::VOLUME_CONDITION, Rpc::GET_VOLUME,
+                      Rpc::CREATE_DELETE_SNAPSHOT, Rpc::LIST_SNAPSHOTS, Rpc::CLONE_VOLUME}) {
       response->add_capabilities()->mutable_rpc()->set_type(type);
     }
     return Status::ok();
@@ -580,21 +602,21 @@ grpc::Status ControllerService::CreateSnapshot(Request*,
                                                const csi::v1::CreateSnapshotRequest* request,
                                                csi::v1::CreateSnapshotResponse* response) {
   return run_logged("CreateSnapshot", *request, response,
-                    [] { return unimplemented("CreateSnapshot"); });
+                    [&] { return create_snapshot(*request, response); });
 }
 
 grpc::Status ControllerService::DeleteSnapshot(Request*,
                                                const csi::v1::DeleteSnapshotRequest* request,
                                                csi::v1::DeleteSnapshotResponse* response) {
   return run_logged("DeleteSnapshot", *request, response,
-                    [] { return unimplemented("DeleteSnapshot"); });
+                    [&] { return delete_snapshot(*request); });
 }
 
 grpc::Status ControllerService::ListSnapshots(Request*,
                                               const csi::v1::ListSnapshotsRequest* request,
                                               csi::v1::ListSnapshotsResponse* response) {
   return run_logged("ListSnapshots", *request, response,
-                    [] { return unimplemented("ListSnapshots"); });
+                    [&] { return list_snapshots(*request, response); });
 }
 
 grpc::Status ControllerService::ControllerModifyVolume(

@@ -1,4 +1,4 @@
-// CSI Controller: volume lifecycle, publication to nodes, listing and capacity.
+// CSI Controller: volume lifecycle, publication to nodes, listing, capacity and snapshots.
 #pragma once
 
 #include "csi.grpc.pb.h"
@@ -58,6 +58,12 @@ class ControllerService final : public csi::v1::Controller::Service {
                     csi::v1::ControllerGetVolumeResponse* response);
   Status expand_volume(const csi::v1::ControllerExpandVolumeRequest& request,
                        csi::v1::ControllerExpandVolumeResponse* response);
+  // controller_snapshots.cc
+  Status create_snapshot(const csi::v1::CreateSnapshotRequest& request,
+                         csi::v1::CreateSnapshotResponse* response);
+  Status delete_snapshot(const csi::v1::DeleteSnapshotRequest& request);
+  Status list_snapshots(const csi::v1::ListSnapshotsRequest& request,
+                        csi::v1::ListSnapshotsResponse* response);
 
   ServiceContext& context_;
 };

@@ -86,6 +86,14 @@ void fill_volume(const VolumeRecord& record, const Provider& provider, std::stri
   fill_map(record.context, volume->mutable_volume_context());
   (*volume->mutable_volume_context())[kContextName] = record.name;
   (*volume->mutable_volume_context())[kContextProvider] = record.provider;
+  const std::string& source = record.content_source;
+  if (source.starts_with(kContentSourceSnapshot)) {
+    volume->mutable_content_source()->mutable_snapshot()->set_snapshot_id(
+        source.substr(kContentSourceSnapshot.size()));
+  } else if (source.starts_with(kContentSourceVolume)) {
+    volume->mutable_content_source()->mutable_volume()->set_volume_id(
+        source.substr(kContentSourceVolume.size()));
+  }
   if (!provider.volumes_are_node_local()) return;
   (*volume->add_accessible_topology()->mutable_segments())[kTopologyNodeKey] = std::string(node_id);
 }

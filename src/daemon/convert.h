@@ -16,6 +16,10 @@ inline constexpr const char* kTopologyNodeKey = "topology.rosetctl.io/node";
 // show a volume by name without a second lookup.
 inline constexpr const char* kContextName = "rosetctl.io/name";
 inline constexpr const char* kContextProvider = "rosetctl.io/provider";
+// How VolumeRecord::content_source names a restore or clone source: "snapshot:<id>",
+// "volume:<id>".
+inline constexpr std::string_view kContentSourceSnapshot = "snapshot:";
+inline constexpr std::string_view kContentSourceVolume = "volume:";
 
 // INVALID_ARGUMENT naming `field` when the access type or mode is missing.
 Expected<Capability> capability_from_proto(const csi::v1::VolumeCapability& proto,
@@ -32,8 +36,8 @@ Expected<Capability> capability_from_key(std::string_view key);
 StringMap to_map(const google::protobuf::Map<std::string, std::string>& proto);
 void fill_map(const StringMap& map, google::protobuf::Map<std::string, std::string>* proto);
 
-// The CSI view of a stored volume: id, capacity, context, and this node's topology when the
-// provider's volumes are node-local.
+// The CSI view of a stored volume: id, capacity, context, content source, and this node's
+// topology when the provider's volumes are node-local.
 void fill_volume(const VolumeRecord& record, const Provider& provider, std::string_view node_id,
                  csi::v1::Volume* volume);
 

@@ -36,6 +36,7 @@ class Plugin {
   const PluginOptions& options() const { return context_->options; }
   const StateLayout& layout() const { return context_->layout; }
   StateStore& store() { return *store_; }
+  ProviderRegistry& providers() { return *providers_; }
   const LockSpace& locks() const { return context_->locks; }
 
  private:

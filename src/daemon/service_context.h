@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/lock_space.h"
+#include "core/progress.h"
 #include "core/state_layout.h"
 #include "core/state_store.h"
 #include "providers/registry.h"
@@ -24,6 +25,9 @@ struct PluginOptions {
   int64_t max_volumes_per_node = 0;  // 0: no limit
   bool capacity_overcommit = false;  // providers may promise more space than they have
   PluginRole role = PluginRole::kAll;
+  // Long operations (snapshot commits, restores) report here: the CLI's progress bar on a
+  // terminal. Null under `serve` and in JSON mode. Owned by whoever built these options.
+  ProgressSink* progress = nullptr;
   RosetConfig roset;  // the roset provider's settings
 };
 

@@ -1,5 +1,6 @@
-// Defaults shared by providers: publish/unpublish as bind mounts from the staging path, and
-// no-op answers for what only some providers need (node expansion, reconcile).
+// Defaults shared by providers: publish/unpublish as bind mounts from the staging path,
+// UNIMPLEMENTED snapshots, and no-op answers for what only some providers need (node
+// expansion, reconcile).
 #include "providers/provider.h"
 
 #include <algorithm>
@@ -13,6 +14,37 @@ Status Provider::publish_volume(const PublishSpec& spec) {
   if (!options) return options.status();
   options->read_only = options->read_only || spec.readonly;
   return bind_mount(spec.staging_path, spec.target_path, *options);
+}
+
+namespace {
+
+Status no_snapshots(std::string_view provider) {
+  return error(Code::kUnimplemented, "provider \"{}\" does not support snapshots", provider);
+}
+
+}  // namespace
+
+Expected<ProvisionedSnapshot> Provider::create_snapshot(const SnapshotSpec&,
+                                                        const RecordSnapshot&) {
+  return no_snapshots(name());
+}
+
+Status Provider::delete_snapshot(const SnapshotRecord&) {
+  return no_snapshots(name());
+}
+
+Expected<std::vector<TreeChange>> Provider::diff_snapshots(const SnapshotRecord&,
+                                                           const SnapshotRecord&) {
+  return no_snapshots(name());
+}
+
+Expected<SnapshotVerification> Provider::verify_snapshots(const std::vector<SnapshotRecord>&,
+                                                          ProgressSink*) {
+  return no_snapshots(name());
+}
+
+Expected<StorageCollection> Provider::collect_garbage(std::chrono::milliseconds) {
+  return no_snapshots(name());
 }
 
 Status Provider::unpublish_volume(std::string_view /*volume_id*/, const std::string& target_path) {

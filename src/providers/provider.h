@@ -5,6 +5,7 @@
 // src/providers/ and one line in registry.cc.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -13,7 +14,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/commit_store/tree_diff.h"
 #include "core/lock_space.h"
+#include "core/progress.h"
 #include "core/state_store.h"
 #include "core/status.h"
 
@@ -43,6 +46,14 @@ struct Capability {
   std::string mount_group;
 };
 
+// What a new volume starts with (CSI volume_content_source). The daemon has checked that the
+// snapshot or volume exists and belongs to the same provider.
+struct VolumeSource {
+  enum class Kind { kNone, kSnapshot, kVolume };
+  Kind kind = Kind::kNone;
+  std::string id;  // snapshot id or volume id
+};
+
 struct CreateVolumeSpec {
   std::string name;
   int64_t required_bytes = 0;  // 0: not given
@@ -50,6 +61,48 @@ struct CreateVolumeSpec {
   StringMap parameters;
   std::vector<Capability> capabilities;
   StringMap secrets;
+  VolumeSource source;
+  ProgressSink* progress = nullptr;  // filling from a source may take a while
+};
+
+struct SnapshotSpec {
+  std::string name;  // the CSI snapshot name (the caller's idempotency key)
+  std::string volume_id;
+  std::string volume_name;
+  std::string parent_id;  // the volume's latest snapshot, or ""
+  std::string message;
+  ProgressSink* progress = nullptr;
+  StringMap secrets;  // CreateSnapshot's secrets (a remote provider's credentials)
+};
+
+struct ProvisionedSnapshot {
+  std::string id;
+  int64_t size_bytes = 0;  // bytes of the files it holds
+  int64_t file_count = 0;
+  int64_t new_bytes = 0;  // storage it added
+  int64_t created_at_ns = 0;
+};
+
+// Records a finished snapshot (the daemon's state store insert). create_snapshot calls it while
+// the snapshot is still protected from garbage collection; if it fails, the snapshot is dropped.
+using RecordSnapshot = std::function<Status(const ProvisionedSnapshot&)>;
+
+// `snapshot verify`: problems make the command fail; notes are harmless leftovers.
+struct SnapshotVerification {
+  int64_t snapshots = 0;
+  int64_t objects = 0;
+  int64_t bytes = 0;
+  std::vector<std::string> problems;
+  std::vector<std::string> notes;
+};
+
+// `snapshot gc` and the collection after DeleteSnapshot.
+struct StorageCollection {
+  bool ran = false;  // false: the storage was busy and nothing was collected this time
+  int64_t snapshots = 0;
+  int64_t unrecorded_removed = 0;  // snapshot data no record refers to (interrupted operations)
+  int64_t objects_removed = 0;
+  int64_t bytes_reclaimed = 0;
 };
 
 struct ProvisionedVolume {
@@ -132,6 +185,21 @@ class Provider {
   // recorded, as for volumes whose size is not enforced.
   virtual Expected<ExpandedVolume> expand_volume(const VolumeRecord& volume, int64_t required_bytes,
                                                  int64_t limit_bytes);
+
+  // --- snapshots (default: UNIMPLEMENTED) ---
+  // Takes a snapshot of the volume and calls `record` before returning.
+  virtual Expected<ProvisionedSnapshot> create_snapshot(const SnapshotSpec& spec,
+                                                        const RecordSnapshot& record);
+  // Called after the daemon removed the record; frees what no other snapshot or volume needs
+  // (now, or at the next collection when the storage is busy).
+  virtual Status delete_snapshot(const SnapshotRecord& snapshot);
+  // What changed from `from` to `to`, path by path.
+  virtual Expected<std::vector<TreeChange>> diff_snapshots(const SnapshotRecord& from,
+                                                           const SnapshotRecord& to);
+  virtual Expected<SnapshotVerification> verify_snapshots(
+      const std::vector<SnapshotRecord>& snapshots, ProgressSink* progress);
+  // Waits up to `patience` for the storage to be free, then collects.
+  virtual Expected<StorageCollection> collect_garbage(std::chrono::milliseconds patience);
 
   // --- node side ---
   // NOT_FOUND when this node cannot reach a volume with that id.

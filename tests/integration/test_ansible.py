@@ -12,13 +12,16 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 
+import grpc
 import pytest
 import yaml
 
-from rosetctl_cli import EXIT_UNIMPLEMENTED, isolated_environment
+from rosetctl_cli import isolated_environment
 from rosetctl_mounts import is_mount_point
 
 SOURCE_DIR = Path(os.environ.get("ROSETCTL_SOURCE_DIR") or Path(__file__).resolve().parents[2])
@@ -360,10 +363,7 @@ def test_bad_input_fails_the_task_with_a_clear_message(ansible, cli, workdir, mo
         "connect a missing volume, with secrets": r'volume "missing" does not exist; create it first',
         "snapshot state on a volume": r"state restored does not apply to volumes.*from_snapshot",
         "same name, bigger size": r'exists with size 1Gi, not 2Gi.*state: extended',
-        # Until rosetctl has snapshots, its own UNIMPLEMENTED message; then the module's.
-        "commit a volume that is not there": (
-            r'volume "not-there" does not exist' if snapshots_implemented(cli)
-            else r"snapshot list is not implemented.*exited 9: not implemented"),
+        "commit a volume that is not there": r'volume "not-there" does not exist',
     }
     for name, pattern in expected.items():
         result = run.task(name)
@@ -379,11 +379,57 @@ def test_bad_input_fails_the_task_with_a_clear_message(ansible, cli, workdir, mo
     assert cli.volumes() == [] and mounts_in() == [], f"expected nothing left: {cli.volumes()} {mounts_in()}"
 
 
+# ---------------------------------------------------------------- serve on a controller
+
+SERVE = """\
+- hosts: storage_consumers
+  roles:
+    - role: storage
+      node_type: controller
+      storage_serve: true
+"""
+
+
+def test_controller_role_runs_serve_without_systemd_and_leaves_it_running(ansible, csi, workdir):
+    assert not Path("/run/systemd/system").is_dir(), "this test covers hosts without systemd"
+    socket_path, pidfile = workdir / "run" / "csi.sock", workdir / "run" / "serve.pid"
+    extra = {"storage_serve_endpoint": f"unix://{socket_path}", "storage_serve_pidfile": str(pidfile),
+             "storage_serve_log": str(workdir / "log" / "serve.log")}
+    try:
+        first = ansible.run(ansible.playbook_file("serve.yml", SERVE), extra_vars=extra)
+        first.assert_ok()
+        assert [t for t in first.changed_tasks() if "serve" in t] == ["storage : Start rosetctl serve"], (
+            f"expected one start of serve and no restart: {first.changed_tasks()}")
+        pid = int(pidfile.read_text())
+        with grpc.insecure_channel(f"unix://{socket_path}") as channel:
+            info = csi.grpc.IdentityStub(channel).GetPluginInfo(csi.pb2.GetPluginInfoRequest(), timeout=10)
+        assert info.name == "io.roset.csi", f"expected serve to answer on {socket_path}: {info}"
+        again = ansible.run(ansible.playbook_file("serve.yml", SERVE), extra_vars=extra)
+        again.assert_ok()
+        assert again.changed_tasks() == [] and int(pidfile.read_text()) == pid, (
+            f"expected a second run to find serve running and change nothing: {again.changed_tasks()}")
+        changed = ansible.run(ansible.playbook_file("serve.yml", SERVE), extra_vars=dict(extra, storage_driver_name="renamed.example"))
+        changed.assert_ok()
+        assert int(pidfile.read_text()) != pid and "storage : Restart rosetctl serve without systemd" in (
+            changed.changed_tasks()), f"expected a new configuration to restart serve: {changed.changed_tasks()}"
+        with grpc.insecure_channel(f"unix://{socket_path}") as channel:
+            grpc.channel_ready_future(channel).result(timeout=30)
+            info = csi.grpc.IdentityStub(channel).GetPluginInfo(csi.pb2.GetPluginInfoRequest(), timeout=10)
+        assert info.name == "renamed.example", f"expected the restarted serve to read the new driver name: {info}"
+    finally:
+        if pidfile.exists():
+            pid = int(pidfile.read_text())
+            try:
+                os.kill(pid, signal.SIGTERM)
+                for _ in range(200):
+                    os.kill(pid, 0)
+                    time.sleep(0.05)
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 # ---------------------------------------------------------------- snapshots
-
-def snapshots_implemented(cli) -> bool:
-    return cli.run("snapshot", "list", "-o", "json").rc != EXIT_UNIMPLEMENTED
-
 
 SNAPSHOT_FLOW = """\
 - hosts: storage_consumers
@@ -413,16 +459,17 @@ SNAPSHOT_FLOW = """\
 
 
 def test_snapshot_flow_commit_restore_connect_compare(ansible, cli, workdir, mounts_in):
-    if not snapshots_implemented(cli):
-        pytest.skip("rosetctl snapshot list exits 9 (UNIMPLEMENTED): this rosetctl has no snapshots yet; "
-                    "the test runs by itself once they land")
     run = ansible.run(ansible.playbook_file("snap.yml", SNAPSHOT_FLOW), extra_vars={"workdir": str(workdir)})
     run.assert_ok()
     assert run.task("commit")["changed"] and run.task("commit")["snapshot_id"], (
         f"expected commit to return a snapshot id: {run.task('commit')}")
     assert not run.task("commit again")["changed"], "expected a second commit of the same name to change nothing"
+    assert run.task("commit again")["snapshot_id"] == run.task("commit")["snapshot_id"], (
+        "expected the second commit of the same name to return the first snapshot")
+    assert run.task("commit")["snapshot"]["name"] == "first", run.task("commit")
     assert run.task("restore")["changed"] and run.task("restore")["name"] == "copy", run.task("restore")
     assert cli.volumes() == [] and mounts_in() == [], f"expected nothing left: {cli.volumes()} {mounts_in()}"
+    assert cli.ok_json("snapshot", "list") == [], "expected the snapshot task with state absent to delete it"
 
 
 # ---------------------------------------------------------------- documentation

@@ -256,3 +256,70 @@ def test_retain_and_permanent_delete_policies(cli, roset):
     cli.ok("volume", "delete", "gone")
     assert roset.node_of(kept)["deletedAt"] is None
     assert gone["context"]["nodeId"] not in roset.fake.state.nodes
+
+
+def test_full_flow_with_commit_and_read_only_restore(cli, roset, workdir):
+    cli.create("model")
+    first, second = workdir / "t1", workdir / "t2"
+    cli.connect("model", first)
+    cli.connect("model", second)
+    (first / "weights.bin").write_bytes(b"\x01" * 1000)
+    assert (second / "weights.bin").stat().st_size == 1000
+
+    roset.fake.commit_delay = 1.0  # pending for a while: the CLI waits for "completed"
+    snapshot = cli.ok_json("snapshot", "commit", "model", "--name", "epoch-1", "-m", "after epoch 1")
+    assert snapshot["id"].startswith("roset-")
+    commit_id = snapshot["id"][len("roset-"):]
+    commit = roset.fake.state.commits[commit_id]
+    assert commit["status"] == "completed" and commit["message"] == "after epoch 1"
+    assert roset.fake.state.refs["rosetctl/epoch-1"]["commitId"] == commit_id
+    assert roset.fake.requests("POST", f"/v1/nodes/{commit['nodeId']}/commit"), "the 202 form is tried first"
+    again = cli.ok_json("snapshot", "commit", "model", "--name", "epoch-1")
+    assert again["id"] == snapshot["id"]
+    listed = cli.ok_json("snapshot", "list", "--volume", "model")
+    assert [s["id"] for s in listed] == [snapshot["id"]]
+
+    writable = cli.run("snapshot", "restore", "epoch-1", "--name", "rw")
+    assert writable.rc == 2 and "read-only" in writable.stderr and "clone" in writable.stderr, writable.describe()
+    restored = cli.ok_json("snapshot", "restore", "epoch-1", "--name", "model-epoch-1", "--read-only")
+    assert restored["context"]["readOnly"] == "true" and restored["context"]["commitId"] == commit_id
+    assert roset.fake.state.refs["rosetctl/restore/model-epoch-1"]["commitId"] == commit_id
+    view = workdir / "view"
+    connected = cli.connect("model-epoch-1", view)  # no --read-only needed
+    assert connected["readonly"] is True
+    assert (view / "weights.bin").read_bytes() == b"\x01" * 1000
+    assert mount_at(str(view)).read_only
+    with pytest.raises(OSError) as refused:
+        (view / "new").write_text("x")
+    assert refused.value.errno == errno.EROFS
+    # Both volumes are served by the one roset-fuse process.
+    assert len(roset.records()) == 1 and len(roset.records()[0]["users"]) == 2
+
+    cli.ok("volume", "disconnect", "model-epoch-1")
+    cli.ok("volume", "disconnect", "model")
+    refused_delete = cli.run("volume", "delete", "model")
+    assert refused_delete.rc == 5 and "model-epoch-1" in refused_delete.stderr, refused_delete.describe()
+    cli.ok("volume", "delete", "model-epoch-1")
+    assert "rosetctl/restore/model-epoch-1" not in roset.fake.state.refs
+    assert roset.fake.state.nodes[commit["nodeId"]]["deletedAt"] is None, "deleting a restore must not touch the folder"
+    cli.ok("snapshot", "delete", "epoch-1")
+    assert "rosetctl/epoch-1" not in roset.fake.state.refs and commit_id in roset.fake.state.commits
+    cli.ok("volume", "delete", "model")
+    assert roset.fake.state.nodes[commit["nodeId"]]["deletedAt"] is not None
+    assert roset.records() == [] and fuse_processes_under(workdir) == []
+
+
+def test_older_commit_endpoint_is_used_when_the_newer_is_missing(cli, roset):
+    roset.fake.commit_forms = ("old",)
+    cli.create("legacy")
+    snapshot = cli.ok_json("snapshot", "commit", "legacy", "--name", "l1")
+    assert roset.fake.requests("POST", "/v1/commits")[-1].body["node_id"] == roset.node_of(cli.volume("legacy"))["id"]
+    assert roset.fake.state.commits[snapshot["id"][len("roset-"):]]["status"] == "completed"
+
+
+def test_failed_commit_is_reported(cli, roset):
+    roset.fake.fail_commits = True
+    cli.create("doomed")
+    result = cli.run("snapshot", "commit", "doomed", "--name", "d1")
+    assert result.rc == 1 and "failed: storage backend rejected the manifest" in result.stderr, result.describe()
+    assert cli.ok_json("snapshot", "list") == []

@@ -22,9 +22,10 @@ description:
   - Every state is idempotent, supports check mode (only read-only C(rosetctl) verbs run) and
     reports before/after states with C(--diff).
   - Failures return C(rosetctl)'s own message in C(msg), with its exit code in C(rc).
-  - Snapshots are written against the planned C(rosetctl snapshot) verbs. A C(rosetctl)
-    release without snapshots answers every snapshot verb with exit code 9 (UNIMPLEMENTED);
-    the task then fails with that message. Nothing is emulated.
+  - Snapshots are C(rosetctl snapshot) commits. A snapshot C(name) is its idempotency key
+    (C(rosetctl snapshot commit --name)), so a repeated task finds the snapshot it made. A
+    C(rosetctl) or provider without snapshots answers with exit code 9 (UNIMPLEMENTED); the
+    task then fails with that message. Nothing is emulated.
 author:
   - rosetctl developers
 attributes:
@@ -541,12 +542,9 @@ class Rosetctl(object):
             args += ['--from-snapshot', from_snapshot]
         return self.run(args)
 
-    # Snapshots (the planned CLI shape: commit VOL -m MSG, list, restore ID --name N, delete ID).
+    # Snapshots: commit VOL [--name N] -m MSG, list (a JSON array), restore ID --name N, delete ID.
     def snapshots(self):
-        listed = self.run(['snapshot', 'list'])
-        if isinstance(listed, dict):  # tolerate {"snapshots": [...]}
-            listed = listed.get('snapshots', listed.get('items', []))
-        return listed or []
+        return self.run(['snapshot', 'list']) or []
 
 
 def volume_view(volume):
@@ -582,12 +580,12 @@ def path_type(path):
 
 
 def snapshot_id(snapshot):
-    return snapshot.get('id') or snapshot.get('snapshot_id')
+    return snapshot.get('id')
 
 
 def snapshot_source(snapshot):
-    return [snapshot.get(key) for key in ('source_volume_id', 'source_volume', 'volume_id',
-                                          'volume', 'volume_name') if snapshot.get(key)]
+    """The id and name of the volume the snapshot was taken of."""
+    return [snapshot.get(key) for key in ('volume_id', 'volume_name') if snapshot.get(key)]
 
 
 def snapshot_view(snapshot):
@@ -862,9 +860,10 @@ class Storage(object):
             return self.done(True, 'would commit volume "%s"' % volume_name, before,
                              {'name': name, 'state': 'present', 'volume': volume['id']}, name=name)
         message = self.params['message'] or name or 'committed by Ansible'
-        committed = self.cli.run(['snapshot', 'commit', volume['id'], '-m', message])
-        if isinstance(committed, dict) and 'snapshot' in committed and isinstance(committed['snapshot'], dict):
-            committed = committed['snapshot']
+        args = ['snapshot', 'commit', volume['id'], '-m', message]
+        if name:
+            args += ['--name', name]
+        committed = self.cli.run(args)
         new = snapshot_id(committed) not in set(snapshot_id(s) for s in snapshots)
         return self.done(new, '%s snapshot %s of volume "%s"' % ('committed' if new else 'content unchanged since',
                                                                  snapshot_id(committed), volume_name),

@@ -82,11 +82,21 @@ Expected<ProvisionedVolume> LocalProvider::create_volume(const CreateVolumeSpec&
   ProvisionedVolume volume;
   volume.id = fmt::format("local-{}", random_hex(8));
   if (!wants_image(spec)) {
-    // Nothing durable happens here: the directory appears on first stage (emptyDir
-    // semantics), so the daemon's single insert of the volume record is the whole creation.
+    // An empty volume needs nothing durable here: the directory appears on first stage
+    // (emptyDir semantics), so the daemon's single insert of the volume record is the whole
+    // creation. A restore or clone fills the data directory completely before the daemon
+    // records the volume, so a recorded volume is never half filled.
     volume.capacity_bytes = spec.required_bytes;
     volume.context = {{kContextType, std::string(kTypeDir)}};
+    if (spec.source.kind != VolumeSource::Kind::kNone) {
+      ROSETCTL_RETURN_IF_ERROR(populate_volume(volume.id, spec));
+    }
     return volume;
+  }
+  if (spec.source.kind != VolumeSource::Kind::kNone) {
+    return error(Code::kUnimplemented,
+                 "restoring or cloning into an image or block volume is not implemented yet; "
+                 "create a directory volume (no fsType, mount access) from the source instead");
   }
   // The image is made now, so its space is promised from the start; it is formatted on first
   // stage, where the filesystem tools run on the node.
@@ -142,6 +152,8 @@ Status LocalProvider::delete_image_volume(const VolumeRecord& volume) {
 }
 
 Status LocalProvider::delete_directory_volume(const VolumeRecord& volume) {
+  // Its snapshots stay (they are independent of the volume); its stat cache goes.
+  ROSETCTL_RETURN_IF_ERROR(forget_volume(volume.id));
   // Move the data out of the way atomically first, so a half-finished removal never looks like
   // a live volume; a retry finds the rest in the trash.
   std::string trashed = fmt::format("{}/{}", layout_.trash_dir(), volume.id);
@@ -180,15 +192,8 @@ Status LocalProvider::check_volume_on_node(std::string_view volume_id) const {
   return load(volume_id).status();
 }
 
-Status LocalProvider::stage_volume(const StageSpec& spec) {
-  auto volume = load(spec.volume_id);
-  if (!volume) return volume.status();
-  if ((spec.capability.access_type == AccessType::kBlock) != is_block_volume(*volume)) {
-    return error(Code::kInvalidArgument, "volume \"{}\" is a {} volume; stage it for {} access",
-                 volume->name, volume->access_type, volume->access_type);
-  }
-  if (is_image_volume(*volume)) return image_node_.stage(*volume, spec);
-  std::string dir = data_dir(spec.volume_id);
+Status LocalProvider::ensure_data_dir(std::string_view volume_id) const {
+  std::string dir = data_dir(volume_id);
   if (::mkdir(dir.c_str(), 0777) == 0) {
     // emptyDir semantics: writable by the workload whatever user it runs as (umask aside).
     if (::chmod(dir.c_str(), 0777) != 0) {
@@ -197,7 +202,19 @@ Status LocalProvider::stage_volume(const StageSpec& spec) {
   } else if (errno != EEXIST) {
     return errno_status(errno, fmt::format("cannot create volume directory \"{}\"", dir));
   }
-  return bind_mount(dir, spec.staging_path, MountOptions{});
+  return Status::ok();
+}
+
+Status LocalProvider::stage_volume(const StageSpec& spec) {
+  auto volume = load(spec.volume_id);
+  if (!volume) return volume.status();
+  if ((spec.capability.access_type == AccessType::kBlock) != is_block_volume(*volume)) {
+    return error(Code::kInvalidArgument, "volume \"{}\" is a {} volume; stage it for {} access",
+                 volume->name, volume->access_type, volume->access_type);
+  }
+  if (is_image_volume(*volume)) return image_node_.stage(*volume, spec);
+  ROSETCTL_RETURN_IF_ERROR(ensure_data_dir(spec.volume_id));
+  return bind_mount(data_dir(spec.volume_id), spec.staging_path, MountOptions{});
 }
 
 Status LocalProvider::unstage_volume(std::string_view volume_id, const std::string& staging_path) {

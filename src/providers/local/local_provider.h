@@ -2,11 +2,15 @@
 // dir: emptyDir semantics, seed 000, created on first stage, bind-mounted at the staging
 // path; its size is recorded, not enforced) or a sparse image file on a loop device (type
 // image: a filesystem of exactly the requested size, or a raw block device; see
-// image_volume.h and image_node.h).
+// image_volume.h and image_node.h). Snapshots of directory volumes are commits in a
+// content-addressed store under the state dir (local_snapshots.cc).
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <string>
 
+#include "core/commit_store/commit_store.h"
 #include "core/state_layout.h"
 #include "core/state_store.h"
 #include "providers/local/image_node.h"
@@ -35,6 +39,15 @@ class LocalProvider final : public Provider {
   Expected<ExpandedVolume> expand_volume(const VolumeRecord& volume, int64_t required_bytes,
                                          int64_t limit_bytes) override;
 
+  Expected<ProvisionedSnapshot> create_snapshot(const SnapshotSpec& spec,
+                                                const RecordSnapshot& record) override;
+  Status delete_snapshot(const SnapshotRecord& snapshot) override;
+  Expected<std::vector<TreeChange>> diff_snapshots(const SnapshotRecord& from,
+                                                   const SnapshotRecord& to) override;
+  Expected<SnapshotVerification> verify_snapshots(const std::vector<SnapshotRecord>& snapshots,
+                                                  ProgressSink* progress) override;
+  Expected<StorageCollection> collect_garbage(std::chrono::milliseconds patience) override;
+
   Status check_volume_on_node(std::string_view volume_id) const override;
   Status stage_volume(const StageSpec& spec) override;
   Status unstage_volume(std::string_view volume_id, const std::string& staging_path) override;
@@ -48,11 +61,24 @@ class LocalProvider final : public Provider {
   Expected<VolumeRecord> load(std::string_view volume_id) const;
   Status delete_directory_volume(const VolumeRecord& volume);
   Status delete_image_volume(const VolumeRecord& volume);
+  // Creates the data directory (mode 0777) unless it exists.
+  Status ensure_data_dir(std::string_view volume_id) const;
+
+  // local_snapshots.cc
+  Expected<const CommitStore*> commit_store() const;
+  // Fills the new volume's data directory from spec.source before the volume is recorded.
+  Status populate_volume(std::string_view volume_id, const CreateVolumeSpec& spec);
+  Status forget_volume(std::string_view volume_id);
+  Status remove_unrecorded_commits(const CommitStore& store, StorageCollection& collection);
+  void remove_leftovers(const CommitStore& store);
 
   StateLayout layout_;
   StateStore& store_;
   ImageFiles images_;
   ImageNode image_node_;
+
+  mutable std::mutex commit_store_mutex_;
+  mutable std::unique_ptr<CommitStore> commit_store_;  // opened on first use; guarded by the mutex
 };
 
 }  // namespace rosetctl

@@ -119,7 +119,8 @@ Expected<RosetCommit> RosetApi::create_commit(const std::string& node_id,
     // The older form. A 404 of the newer form may also mean the node is gone: the older
     // endpoint then says so itself.
     json older = {{"node_id", node_id}, {"message", message}};
-    response = call("POST", "/v1/commits", &older, what, idempotency_key);
+    // Another request, so another key: a server remembers the key with the 404 it answered.
+    response = call("POST", "/v1/commits", &older, what, idempotency_key + "-older-form");
     if (!response) return response.status();
   }
   if (response->status < 200 || response->status >= 300) {

@@ -157,7 +157,12 @@ Status RosetProvider::make_base_path(RosetApi& api, const std::string& base_path
 }
 
 Expected<ProvisionedVolume> RosetProvider::create_volume(const CreateVolumeSpec& spec) {
-  StringMap context;
+  if (spec.source.kind == VolumeSource::Kind::kVolume) {
+    return error(Code::kInvalidArgument,
+                 "Roset volumes cannot be cloned: the Roset API has no server-side copy of a "
+                 "folder's content");
+  }
+  if (spec.source.kind == VolumeSource::Kind::kSnapshot) return create_restored_volume(spec);
   std::string mount_id = value_of(spec.parameters, kRosetMountId);
   if (mount_id.empty()) mount_id = config_.mount_id;
   std::string base = value_of(spec.parameters, kParamBasePath);

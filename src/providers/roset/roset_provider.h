@@ -40,6 +40,13 @@ class RosetProvider final : public Provider {
   Expected<int64_t> available_capacity() const override;
   VolumeCondition volume_condition(const VolumeRecord& volume) const override;
 
+  // Snapshots are Roset commits (roset_snapshots.cc): ids "roset-<commit id>", each pinned by
+  // the ref "rosetctl/<snapshot name>"; deleting a snapshot drops the pin, as the API has no
+  // way to delete a commit.
+  Expected<ProvisionedSnapshot> create_snapshot(const SnapshotSpec& spec,
+                                                const RecordSnapshot& record) override;
+  Status delete_snapshot(const SnapshotRecord& snapshot) override;
+
   Status check_volume_on_node(std::string_view volume_id) const override;
   Status stage_volume(const StageSpec& spec) override;
   Status unstage_volume(std::string_view volume_id, const std::string& staging_path) override;
@@ -55,6 +62,8 @@ class RosetProvider final : public Provider {
   Expected<RosetEndpoint> endpoint_for(const StringMap& context, const StringMap& secrets) const;
   Status make_base_path(class RosetApi& api, const std::string& base_path);
   Status check_no_restores_of(const VolumeRecord& volume);
+  // A read-only volume showing the folder a commit was taken of, pinned by its own ref.
+  Expected<ProvisionedVolume> create_restored_volume(const CreateVolumeSpec& spec);
 
   RosetConfig config_;
   StateStore& store_;

@@ -1,0 +1,16 @@
+// Finding a snapshot the way people name one: its full commit id, a unique prefix of it (at
+// least 4 hex digits, like git), or its snapshot name. Read from this host's state store, where
+// the controller keeps snapshot records.
+#pragma once
+
+#include <string_view>
+
+#include "core/state_store.h"
+
+namespace rosetctl::cli {
+
+// NOT_FOUND when nothing matches; INVALID_ARGUMENT listing the candidates when a prefix is
+// ambiguous.
+Expected<SnapshotRecord> resolve_snapshot(StateStore& store, std::string_view reference);
+
+}  // namespace rosetctl::cli

@@ -1,0 +1,128 @@
+// Building and laying out the snapshot model.
+#include "cli/snapshot_view.h"
+
+#include <time.h>
+
+#include "cli/terminal_progress.h"
+
+namespace rosetctl::cli {
+namespace {
+
+constexpr std::size_t kShortId = 12;
+constexpr std::size_t kMessageColumn = 40;
+
+// One line of printable text: control characters become spaces.
+std::string one_line(std::string text, std::size_t limit) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  if (limit > 0 && text.size() > limit) text = text.substr(0, limit - 3) + "...";
+  return text;
+}
+
+std::string size_cell(const nlohmann::json& snapshot, const char* field) {
+  return approximate_size(snapshot[field].get<int64_t>());
+}
+
+}  // namespace
+
+std::string format_time_ns(int64_t ns) {
+  time_t seconds = static_cast<time_t>(ns / 1'000'000'000);
+  struct tm utc;
+  ::gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::string display_path(std::string_view path) {
+  if (path.empty()) return ".";
+  std::string out;
+  bool quote = false;
+  for (char ch : path) {
+    auto c = static_cast<unsigned char>(ch);
+    switch (ch) {
+      case '\n':
+        out += "\\n";
+        quote = true;
+        continue;
+      case '\t':
+        out += "\\t";
+        quote = true;
+        continue;
+      case '"':
+      case '\\':
+        out += '\\';
+        out += ch;
+        quote = true;
+        continue;
+      case ' ':
+        quote = true;
+        break;
+      default:
+        break;
+    }
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+      quote = true;
+    } else {
+      out += ch;
+    }
+  }
+  return quote ? "\"" + out + "\"" : out;
+}
+
+nlohmann::json snapshot_json(const SnapshotRecord& record, bool ready) {
+  return {
+      {"id", record.id},
+      {"name", record.name},
+      {"volume_id", record.source_volume_id},
+      {"volume_name", record.source_volume_name},
+      {"provider", record.provider},
+      {"parent",
+       record.parent_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(record.parent_id)},
+      {"message", record.message},
+      {"created_at", format_time_ns(record.created_at_ns)},
+      {"created_at_ns", record.created_at_ns},
+      {"ready", ready},
+      {"files", record.file_count},
+      {"bytes", record.size_bytes},
+      {"new_bytes", record.new_bytes},
+  };
+}
+
+std::vector<Column> snapshot_fields() {
+  return {
+      {"ID", [](const nlohmann::json& s) { return text_of(s["id"]); }},
+      {"Name", [](const nlohmann::json& s) { return text_of(s["name"]); }},
+      {"Volume",
+       [](const nlohmann::json& s) {
+         return fmt::format("{} ({})", text_of(s["volume_name"]), text_of(s["volume_id"]));
+       }},
+      {"Parent", [](const nlohmann::json& s) { return text_of(s["parent"]); }},
+      {"Message", [](const nlohmann::json& s) { return one_line(text_of(s["message"]), 0); }},
+      {"Created", [](const nlohmann::json& s) { return text_of(s["created_at"]); }},
+      {"Ready", [](const nlohmann::json& s) { return s["ready"].get<bool>() ? "yes" : "no"; }},
+      {"Files", [](const nlohmann::json& s) { return text_of(s["files"]); }},
+      {"Size",
+       [](const nlohmann::json& s) {
+         return fmt::format("{} ({} bytes)", size_cell(s, "bytes"), text_of(s["bytes"]));
+       }},
+      {"New data stored", [](const nlohmann::json& s) { return size_cell(s, "new_bytes"); }},
+  };
+}
+
+std::vector<Column> snapshot_columns() {
+  return {
+      {"ID", [](const nlohmann::json& s) { return text_of(s["id"]).substr(0, kShortId); }},
+      {"VOLUME", [](const nlohmann::json& s) { return text_of(s["volume_name"]); }},
+      {"MESSAGE",
+       [](const nlohmann::json& s) { return one_line(text_of(s["message"]), kMessageColumn); }},
+      {"CREATED", [](const nlohmann::json& s) { return text_of(s["created_at"]); }},
+      {"FILES", [](const nlohmann::json& s) { return text_of(s["files"]); }},
+      {"SIZE", [](const nlohmann::json& s) { return size_cell(s, "bytes"); }},
+      {"NEW", [](const nlohmann::json& s) { return size_cell(s, "new_bytes"); }},
+  };
+}
+
+}  // namespace rosetctl::cli

@@ -1,0 +1,249 @@
+// The committer: walk, capture file contents in parallel, write tree and commit.
+#include "core/commit_store/commit_directory.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <optional>
+#include <set>
+
+#include "core/commit_store/open_beneath.h"
+#include "core/commit_store/stat_cache.h"
+#include "core/commit_store/tree_walk.h"
+#include "core/parallel_for.h"
+
+namespace rosetctl {
+namespace {
+
+// A cached version is trusted only if its ctime is this much older than the moment the file
+// was read: a write landing in the same timestamp tick as the previous one would otherwise go
+// unnoticed by the next commit (git calls these entries "racily clean").
+constexpr int64_t kRacyWindowNs = 100'000'000;
+
+int64_t now_ns() {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+struct FileResult {
+  bool vanished = false;  // deleted or replaced by a non-file during the commit
+  bool reused = false;
+  bool added = false;  // its blob is new to the store
+  std::optional<CachedFile> cache;
+};
+
+struct StoredContent {
+  std::string sha256;
+  bool short_read = false;
+  bool added = false;
+};
+
+// Durability, as git's core.fsyncMethod=batch does it: each new blob's writeback starts as
+// soon as it is written (start_writeout), all of them are waited for before the tree and commit
+// are written (wait_for_writeout), and the commit object's fsync then commits the journal and
+// flushes the disk cache once for everything. Waiting per blob would leave the disk idle while
+// hashing and the CPUs idle while writing.
+Status start_writeout(int fd, std::string_view id) {
+  if (::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) != 0) {
+    return errno_status(errno, fmt::format("cannot write out blob {}", id));
+  }
+  return Status::ok();
+}
+
+Status wait_for_writeout(const CommitStore& store, const std::vector<std::string>& blobs,
+                         int workers) {
+  return parallel_for(blobs.size(), workers, [&](std::size_t i, int) -> Status {
+    auto fd = store.open_blob(blobs[i]);
+    if (!fd) return fd.status();
+    if (::sync_file_range(fd->get(), 0, 0,
+                          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                              SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+      return errno_status(errno, fmt::format("cannot write out blob {}", blobs[i]));
+    }
+    return Status::ok();
+  });
+}
+
+class Capturer {
+ public:
+  Capturer(const CommitStore& store, int root_fd, const std::string& shown_root,
+           const StatCache& cache)
+      : store_(store), root_fd_(root_fd), shown_root_(shown_root), cache_(cache) {}
+
+  Status capture(WalkedEntry& walked, FileResult& result, ContentBuffer& buffer);
+
+ private:
+  Expected<StoredContent> store_content(int fd, int64_t size, const std::string& shown,
+                                        ContentBuffer& buffer);
+
+  const CommitStore& store_;
+  int root_fd_;
+  const std::string& shown_root_;
+  const StatCache& cache_;
+  std::atomic<bool> reflink_works_{true};  // until the first FICLONE says otherwise
+};
+
+Expected<StoredContent> Capturer::store_content(int fd, int64_t size, const std::string& shown,
+                                                ContentBuffer& buffer) {
+  auto blob = store_.new_blob_file();
+  if (!blob) return blob.status();
+  bool cloned = false;
+  if (reflink_works_.load(std::memory_order_relaxed)) {
+    auto clone = clone_content(fd, blob->get(), shown);
+    if (!clone) return clone.status();
+    cloned = *clone;
+    if (!cloned) reflink_works_ = false;
+    // A file that grew after `size` was taken is caught by the version check; until then, the
+    // blob must hold exactly the bytes that get hashed.
+    if (cloned && ::ftruncate(blob->get(), size) != 0) {
+      return errno_status(errno, fmt::format("cannot size the clone of \"{}\"", shown));
+    }
+  }
+  // A clone is a point-in-time copy, so hashing the clone names exactly what is stored. A copy
+  // stores exactly the bytes that were hashed. Either way a blob always matches its name.
+  auto hashed = cloned ? hash_content(blob->get(), size, -1, buffer, shown)
+                       : hash_content(fd, size, blob->get(), buffer, shown);
+  if (!hashed) return hashed.status();
+  StoredContent stored{hashed->sha256, hashed->short_read, false};
+  if (stored.short_read) return stored;
+  if (!cloned) ROSETCTL_RETURN_IF_ERROR(start_writeout(blob->get(), stored.sha256));
+  auto added = store_.add_blob(blob->get(), stored.sha256);
+  if (!added) return added.status();
+  stored.added = *added;
+  return stored;
+}
+
+Status Capturer::capture(WalkedEntry& walked, FileResult& result, ContentBuffer& buffer) {
+  TreeEntry& entry = walked.entry;
+  const CachedFile* cached = cache_.find(entry.path);
+  if (cached != nullptr && cached->version == walked.version && store_.has_blob(cached->content)) {
+    entry.content = cached->content;
+    result.reused = true;
+    result.cache = *cached;
+    return Status::ok();
+  }
+  std::string shown = shown_root_ + "/" + entry.path;
+  for (int attempt = 0; attempt < kMaxCaptureAttempts; ++attempt) {
+    int64_t started = now_ns();
+    UniqueFd fd(open_beneath(root_fd_, entry.path, O_RDONLY));
+    struct stat before, after;
+    if (!fd.valid() || ::fstat(fd.get(), &before) != 0 || !S_ISREG(before.st_mode)) {
+      if (!fd.valid() && errno != ENOENT && errno != ELOOP && errno != EXDEV) {
+        return errno_status(errno, fmt::format("cannot open \"{}\"", shown));
+      }
+      result.vanished = true;  // gone, or no longer a regular file: as if committed later
+      return Status::ok();
+    }
+    auto stored = store_content(fd.get(), before.st_size, shown, buffer);
+    if (!stored) return stored.status();
+    if (::fstat(fd.get(), &after) != 0) {
+      return errno_status(errno, fmt::format("cannot inspect \"{}\"", shown));
+    }
+    FileVersion version = FileVersion::of(before);
+    if (stored->short_read || !(FileVersion::of(after) == version)) continue;  // written to
+    if (!(version == walked.version)) {
+      // Changed between the walk and the read: take metadata from what was read.
+      auto xattrs = read_xattrs(fd.get(), "", shown);
+      if (!xattrs) return xattrs.status();
+      entry.xattrs = std::move(*xattrs);
+    }
+    entry.content = stored->sha256;
+    entry.size = before.st_size;
+    entry.mtime_ns = version.mtime_ns;
+    entry.mode = before.st_mode & 07777;
+    entry.uid = before.st_uid;
+    entry.gid = before.st_gid;
+    result.added = stored->added;
+    if (version.ctime_ns + kRacyWindowNs < started)
+      result.cache = CachedFile{version, entry.content};
+    return Status::ok();
+  }
+  return error(Code::kAborted,
+               "\"{}\" changed while being read, {} times in a row; pause whatever writes to it "
+               "(or disconnect the volume) and commit again",
+               shown, kMaxCaptureAttempts);
+}
+
+// Drops entries that vanished, and hard links whose first name vanished.
+std::vector<TreeEntry> surviving_entries(std::vector<WalkedEntry>& walked,
+                                         const std::vector<FileResult>& results) {
+  std::set<std::string> vanished;
+  std::vector<TreeEntry> entries;
+  entries.reserve(walked.size());
+  for (std::size_t i = 0; i < walked.size(); ++i) {
+    TreeEntry& entry = walked[i].entry;
+    if (results[i].vanished) {
+      vanished.insert(entry.path);
+      continue;
+    }
+    if (entry.type == EntryType::kHardlink && vanished.contains(entry.target)) continue;
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+}  // namespace
+
+Expected<CommitOutcome> commit_directory(const CommitStore& store, const CommitRequest& request,
+                                         const StoreLock& /*lock: held by the caller*/) {
+  UniqueFd root(::open(request.directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!root.valid())
+    return errno_status(errno, fmt::format("cannot open \"{}\"", request.directory));
+  auto walked = walk_tree(root.get(), request.directory);
+  if (!walked) return walked.status();
+
+  std::vector<std::size_t> files;
+  int64_t bytes_total = 0;
+  for (std::size_t i = 0; i < walked->size(); ++i) {
+    if ((*walked)[i].entry.type != EntryType::kRegular) continue;
+    files.push_back(i);
+    bytes_total += (*walked)[i].entry.size;
+  }
+  Progress progress(request.progress);
+  progress.start(fmt::format("committing {}", request.volume_name), files.size(), bytes_total);
+  StatCache previous = StatCache::load(store.stat_cache_path(request.volume_id));
+  Capturer capturer(store, root.get(), request.directory, previous);
+  std::vector<FileResult> results(walked->size());
+  std::vector<ContentBuffer> buffers(std::max(request.workers, 1));
+  Status captured = parallel_for(files.size(), request.workers, [&](std::size_t n, int worker) {
+    std::size_t i = files[n];
+    ROSETCTL_RETURN_IF_ERROR(capturer.capture((*walked)[i], results[i], buffers[worker]));
+    progress.advance(1, (*walked)[i].entry.size);
+    return Status::ok();
+  });
+  progress.finish();
+  if (!captured) return captured;
+
+  CommitOutcome outcome;
+  StatCache next;
+  std::vector<std::string> new_blobs;
+  for (std::size_t i : files) {
+    const FileResult& result = results[i];
+    if (result.reused) ++outcome.reused_files;
+    if (result.added) {
+      outcome.new_bytes += (*walked)[i].entry.size;
+      new_blobs.push_back((*walked)[i].entry.content);
+    }
+    if (result.cache && !result.vanished) next.add((*walked)[i].entry.path, *result.cache);
+  }
+  ROSETCTL_RETURN_IF_ERROR(wait_for_writeout(store, new_blobs, request.workers));
+  Tree tree{surviving_entries(*walked, results)};
+  auto tree_id = store.put_tree(tree);
+  if (!tree_id) return tree_id.status();
+  TreeTotals totals = tree_totals(tree);
+  outcome.commit =
+      CommitObject{*tree_id,        request.parent, request.volume_id, request.volume_name,
+                   request.time_ns, totals.files,   totals.bytes,      request.message};
+  auto id = store.put_commit(outcome.commit);
+  if (!id) return id.status();
+  outcome.id = *id;
+  // Only a cache: failing to save it makes the next commit slower, not wrong.
+  (void)next.save(store.stat_cache_path(request.volume_id));
+  return outcome;
+}
+
+}  // namespace rosetctl

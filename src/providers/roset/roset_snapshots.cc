@@ -1,0 +1,178 @@
+// Roset commits as snapshots, and read-only volumes restored from them (roset-api.md §3).
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <thread>
+
+#include "core/random_id.h"
+#include "providers/roset/api_json.h"
+#include "providers/roset/roset_api.h"
+#include "providers/roset/roset_provider.h"
+
+namespace rosetctl {
+namespace {
+
+constexpr std::string_view kSnapshotPrefix = "roset-";
+constexpr auto kCommitPatience = std::chrono::seconds(120);
+constexpr auto kCommitPoll = std::chrono::milliseconds(500);
+
+std::string value_of(const StringMap& map, const std::string& key) {
+  auto it = map.find(key);
+  return it == map.end() ? "" : it->second;
+}
+
+std::string snapshot_ref(std::string_view snapshot_name) {
+  return fmt::format("rosetctl/{}", snapshot_name);
+}
+
+std::string restore_ref(std::string_view volume_name) {
+  return fmt::format("rosetctl/restore/{}", volume_name);
+}
+
+std::string commit_of(std::string_view snapshot_id) {
+  return std::string(snapshot_id.substr(kSnapshotPrefix.size()));
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Polls until the commit is completed (or failed: an error quoting the server's reason).
+Expected<RosetCommit> wait_for_commit(RosetApi& api, RosetCommit commit,
+                                      std::string_view volume_name) {
+  auto deadline = std::chrono::steady_clock::now() + kCommitPatience;
+  while (commit.status != "completed") {
+    if (commit.status == "failed") {
+      return error(Code::kInternal, "Roset commit {} of volume \"{}\" failed: {}", commit.id,
+                   volume_name,
+                   commit.error_message.empty() ? "no reason given" : commit.error_message);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return error(Code::kUnavailable,
+                   "Roset commit {} of volume \"{}\" is still {} after {} s; ask again with the "
+                   "same snapshot name to pick it up",
+                   commit.id, volume_name, commit.status.empty() ? "pending" : commit.status,
+                   kCommitPatience.count());
+    }
+    std::this_thread::sleep_for(kCommitPoll);
+    auto polled = api.get_commit(commit.id);
+    if (!polled) return polled.status();
+    std::string node_id = commit.node_id;
+    commit = std::move(*polled);
+    if (commit.node_id.empty()) commit.node_id = node_id;
+  }
+  return commit;
+}
+
+}  // namespace
+
+Expected<ProvisionedSnapshot> RosetProvider::create_snapshot(const SnapshotSpec& spec,
+                                                             const RecordSnapshot& record) {
+  auto volume = store_.find_volume(spec.volume_id);
+  if (!volume) return volume.status();
+  if (!volume->has_value()) {
+    return error(Code::kNotFound, "volume \"{}\" does not exist", spec.volume_id);
+  }
+  const StringMap& context = (*volume)->context;
+  if (value_of(context, kRosetReadOnly) == "true") {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" is a read-only restore of commit {}; snapshot the volume it came "
+                 "from instead",
+                 spec.volume_name, value_of(context, kRosetCommitId));
+  }
+  std::string node_id = value_of(context, kRosetNodeId);
+  auto endpoint = resolve_endpoint(config_, spec.secrets, value_of(context, kRosetApiUrl),
+                                   value_of(context, kRosetMountId));
+  if (!endpoint) return endpoint.status();
+  RosetApi api(*http_, *endpoint);
+  // Derived from the snapshot name: a retried CreateSnapshot finds the same commit.
+  std::string key = fmt::format("rosetctl-commit-{}-{}", node_id, spec.name);
+  auto created = api.create_commit(node_id, spec.message.empty() ? spec.name : spec.message, key);
+  if (!created) return created.status();
+  auto commit = wait_for_commit(api, *created, spec.volume_name);
+  if (!commit) return commit.status();
+  // The pin keeps the commit named (and, where retention applies, kept) while we list it.
+  ROSETCTL_RETURN_IF_ERROR(api.put_ref(snapshot_ref(spec.name), commit->id));
+
+  ProvisionedSnapshot made;
+  made.id = fmt::format("{}{}", kSnapshotPrefix, commit->id);
+  made.size_bytes = commit->total_size;
+  made.file_count = commit->file_count;
+  made.new_bytes = 0;  // Roset does not say what a commit added
+  made.created_at_ns = parse_timestamp_ns(commit->created_at);
+  if (made.created_at_ns == 0) made.created_at_ns = now_ns();
+  if (Status recorded = record(made); !recorded) {
+    (void)api.delete_ref(snapshot_ref(spec.name));
+    return recorded;
+  }
+  return made;
+}
+
+Status RosetProvider::delete_snapshot(const SnapshotRecord& snapshot) {
+  auto volume = store_.find_volume(snapshot.source_volume_id);
+  StringMap context = volume && volume->has_value() ? (*volume)->context : StringMap{};
+  auto endpoint = resolve_endpoint(config_, {}, value_of(context, kRosetApiUrl),
+                                   value_of(context, kRosetMountId));
+  if (!endpoint) return endpoint.status();
+  // The API cannot delete a commit: the snapshot ends with its pin.
+  return RosetApi(*http_, *endpoint).delete_ref(snapshot_ref(snapshot.name));
+}
+
+Expected<ProvisionedVolume> RosetProvider::create_restored_volume(const CreateVolumeSpec& spec) {
+  for (const Capability& capability : spec.capabilities) {
+    if (capability.access_mode != AccessMode::kSingleNodeReaderOnly &&
+        capability.access_mode != AccessMode::kMultiNodeReaderOnly) {
+      return error(Code::kInvalidArgument,
+                   "a volume restored from a Roset commit can only be read-only: the Roset API has "
+                   "no clone or checkout of a commit, so the restore shows the committed folder "
+                   "itself; ask for a read-only access mode (ReadOnlyMany; `rosetctl snapshot "
+                   "restore --read-only`)");
+    }
+  }
+  auto snapshot = store_.find_snapshot(spec.source.id);
+  if (!snapshot) return snapshot.status();
+  if (!snapshot->has_value() || !spec.source.id.starts_with(kSnapshotPrefix)) {
+    return error(Code::kNotFound, "snapshot {} is not a Roset commit this host knows",
+                 spec.source.id);
+  }
+  auto source = store_.find_volume((*snapshot)->source_volume_id);
+  if (!source) return source.status();
+  if (!source->has_value()) {
+    return error(Code::kFailedPrecondition,
+                 "the volume snapshot {} was taken of is deleted, and with it the folder a "
+                 "restore would show",
+                 spec.source.id);
+  }
+  const StringMap& from = (*source)->context;
+  auto endpoint = resolve_endpoint(config_, spec.secrets, value_of(from, kRosetApiUrl),
+                                   value_of(from, kRosetMountId));
+  if (!endpoint) return endpoint.status();
+  RosetApi api(*http_, *endpoint);
+  std::string commit_id = commit_of(spec.source.id);
+  auto commit = api.get_commit(commit_id);
+  if (!commit) return commit.status();
+  if (commit->status != "completed") {
+    return error(Code::kFailedPrecondition, "Roset commit {} is {}, not completed", commit_id,
+                 commit->status);
+  }
+  std::string ref = restore_ref(spec.name);
+  ROSETCTL_RETURN_IF_ERROR(api.put_ref(ref, commit_id));
+
+  ProvisionedVolume volume;
+  volume.id = fmt::format("roset-restore-{}", random_hex(8));
+  volume.capacity_bytes = spec.required_bytes;
+  volume.context = {
+      {"type", "folder"},
+      {kRosetNodeId, commit->node_id.empty() ? value_of(from, kRosetNodeId) : commit->node_id},
+      {kRosetRootPath, value_of(from, kRosetRootPath)},
+      {kRosetApiUrl, endpoint->api_url},
+      {kRosetReadOnly, "true"},
+      {kRosetCommitId, commit_id},
+      {kRosetRef, ref}};
+  if (!endpoint->mount_id.empty()) volume.context[kRosetMountId] = endpoint->mount_id;
+  return volume;
+}
+
+}  // namespace rosetctl

@@ -1,0 +1,162 @@
+"""Snapshots through `rosetctl serve` over its unix socket, as the CSI external-snapshotter and
+external-provisioner drive them: CreateSnapshot, ListSnapshots, DeleteSnapshot and CreateVolume
+with a snapshot or volume content source."""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import grpc
+
+from snapshot_trees import describe_tree, differences, fill_everything
+from csi_server import CALL_TIMEOUT, expect_code, mount_capability
+
+
+def create_volume(server, pb2, name: str, source=None) -> str:
+    request = pb2.CreateVolumeRequest(name=name, volume_capabilities=[mount_capability(pb2)],
+                                      volume_content_source=source)
+    return server.controller.CreateVolume(request, timeout=CALL_TIMEOUT).volume
+
+
+def snapshot_request(pb2, name: str, volume_id: str, message: str = ""):
+    return pb2.CreateSnapshotRequest(name=name, source_volume_id=volume_id,
+                                     parameters={"message": message} if message else {})
+
+
+def test_snapshot_lifecycle_over_grpc(csi, cli, workdir, server):
+    pb2 = csi.pb2
+    capabilities = server.controller.ControllerGetCapabilities(pb2.ControllerGetCapabilitiesRequest(),
+                                                               timeout=CALL_TIMEOUT)
+    advertised = {c.rpc.type for c in capabilities.capabilities}
+    rpc = pb2.ControllerServiceCapability.RPC
+    assert {rpc.CREATE_DELETE_SNAPSHOT, rpc.LIST_SNAPSHOTS, rpc.CLONE_VOLUME} <= advertised, (
+        f"expected snapshot and clone capabilities, got {capabilities}")
+
+    source = create_volume(server, pb2, "source")
+    mount = Path(cli.connect("source", workdir / "source")["path"])
+    fill_everything(mount)
+    expected = describe_tree(mount)
+
+    request = snapshot_request(pb2, "snap-a", source.volume_id, "first")
+    snapshot = server.controller.CreateSnapshot(request, timeout=CALL_TIMEOUT).snapshot
+    assert len(snapshot.snapshot_id) == 64 and snapshot.ready_to_use, f"expected a ready commit id, got {snapshot}"
+    assert snapshot.source_volume_id == source.volume_id and snapshot.size_bytes > 32 * 2**20, (
+        f"expected the source and the logical size (the sparse file counts whole): {snapshot}")
+    again = server.controller.CreateSnapshot(request, timeout=CALL_TIMEOUT).snapshot
+    assert again.snapshot_id == snapshot.snapshot_id, "expected a repeated CreateSnapshot to return the same snapshot"
+    other = create_volume(server, pb2, "other")
+    expect_code(lambda: server.controller.CreateSnapshot(snapshot_request(pb2, "snap-a", other.volume_id),
+                                                         timeout=CALL_TIMEOUT),
+                grpc.StatusCode.ALREADY_EXISTS, "CreateSnapshot of the same name from another volume")
+    expect_code(lambda: server.controller.CreateSnapshot(snapshot_request(pb2, "s", "local-0000000000000000"),
+                                                         timeout=CALL_TIMEOUT),
+                grpc.StatusCode.NOT_FOUND, "CreateSnapshot of a volume that does not exist")
+    shown = cli.ok_json("snapshot", "show", "snap-a")
+    assert shown["id"] == snapshot.snapshot_id and shown["message"] == "first", f"expected the CLI to see it: {shown}"
+
+    restored = create_volume(server, pb2, "restored",
+                             pb2.VolumeContentSource(snapshot=pb2.VolumeContentSource.SnapshotSource(
+                                 snapshot_id=snapshot.snapshot_id)))
+    assert restored.content_source.snapshot.snapshot_id == snapshot.snapshot_id, (
+        f"expected CreateVolume to echo its content source, got {restored}")
+    cloned = create_volume(server, pb2, "cloned",
+                           pb2.VolumeContentSource(volume=pb2.VolumeContentSource.VolumeSource(
+                               volume_id=source.volume_id)))
+    assert cloned.content_source.volume.volume_id == source.volume_id, f"expected the clone's source, got {cloned}"
+    for name in ("restored", "cloned"):
+        lines = differences(expected, describe_tree(Path(cli.connect(name, workdir / name)["path"])))
+        assert not lines, f"expected {name} to equal the source:\n" + "\n".join(lines)
+    missing = pb2.VolumeContentSource(snapshot=pb2.VolumeContentSource.SnapshotSource(snapshot_id="f" * 64))
+    expect_code(lambda: create_volume(server, pb2, "nothing", missing), grpc.StatusCode.NOT_FOUND,
+                "CreateVolume from a snapshot that does not exist")
+
+    for _ in range(2):
+        server.controller.DeleteSnapshot(pb2.DeleteSnapshotRequest(snapshot_id=snapshot.snapshot_id),
+                                         timeout=CALL_TIMEOUT)
+    listed = server.controller.ListSnapshots(pb2.ListSnapshotsRequest(snapshot_id=snapshot.snapshot_id),
+                                             timeout=CALL_TIMEOUT)
+    assert len(listed.entries) == 0, f"expected the deleted snapshot gone from ListSnapshots, got {listed}"
+    assert (workdir / "restored" / "plain.txt").read_text() == "hello\n", (
+        "expected a restored volume to keep its data after its snapshot is deleted")
+    log = server.log()
+    for method in ("CreateSnapshot", "ListSnapshots", "DeleteSnapshot", "CreateVolume"):
+        assert f"{method} " in log, f"expected serve to log {method}: {log}"
+    assert " files, " not in log, "expected no progress bar under serve"
+
+
+def test_list_snapshots_pages_filters_and_rejects_foreign_tokens(csi, cli, server):
+    pb2 = csi.pb2
+    a = create_volume(server, pb2, "a")
+    b = create_volume(server, pb2, "b")
+    ids = {server.controller.CreateSnapshot(snapshot_request(pb2, f"a-{i}", a.volume_id),
+                                            timeout=CALL_TIMEOUT).snapshot.snapshot_id for i in range(3)}
+    of_b = server.controller.CreateSnapshot(snapshot_request(pb2, "b-0", b.volume_id),
+                                            timeout=CALL_TIMEOUT).snapshot.snapshot_id
+    seen, token, pages = [], "", 0
+    while True:
+        page = server.controller.ListSnapshots(pb2.ListSnapshotsRequest(max_entries=1, starting_token=token),
+                                               timeout=CALL_TIMEOUT)
+        seen += [e.snapshot.snapshot_id for e in page.entries]
+        pages += 1
+        token = page.next_token
+        if not token:
+            break
+    assert sorted(seen) == sorted(ids | {of_b}) and pages == 4, f"expected 4 pages of one, got {pages}: {seen}"
+    of_a = server.controller.ListSnapshots(pb2.ListSnapshotsRequest(source_volume_id=a.volume_id),
+                                           timeout=CALL_TIMEOUT)
+    assert {e.snapshot.snapshot_id for e in of_a.entries} == ids, f"expected only a's snapshots, got {of_a}"
+    expect_code(lambda: server.controller.ListSnapshots(pb2.ListSnapshotsRequest(starting_token="bogus"),
+                                                        timeout=CALL_TIMEOUT),
+                grpc.StatusCode.ABORTED, "ListSnapshots with a token the plugin never issued")
+
+
+def test_create_snapshot_of_a_file_that_never_stops_changing_is_aborted(csi, cli, workdir, server, processes):
+    pb2 = csi.pb2
+    volume = create_volume(server, pb2, "hot")
+    mount = Path(cli.connect("hot", workdir / "hot")["path"])
+    (mount / "hot.bin").write_bytes(b"\0" * 2**22)
+    stop = workdir / "stop-writing"
+    processes.start(["/usr/bin/python3", "-c", f"""
+import os
+fd = os.open({str(mount / 'hot.bin')!r}, os.O_WRONLY)
+n = 0
+while not os.path.exists({str(stop)!r}):
+    n = n % 250 + 1
+    os.pwrite(fd, bytes([n]) * 65536, (n * 65536) % 2**22)
+"""])
+    time.sleep(0.2)
+    request = snapshot_request(pb2, "hot-snap", volume.volume_id)
+    details = expect_code(lambda: server.controller.CreateSnapshot(request, timeout=CALL_TIMEOUT),
+                          grpc.StatusCode.ABORTED, "CreateSnapshot while a file is rewritten non-stop")
+    assert "hot.bin" in details and "changed while being read" in details, f"expected the file named: {details}"
+    stop.touch()
+    time.sleep(0.3)
+    snapshot = server.controller.CreateSnapshot(request, timeout=CALL_TIMEOUT).snapshot
+    assert snapshot.ready_to_use, "expected the same request to succeed once the writer stopped"
+
+
+def test_concurrent_create_snapshot_of_one_name_makes_one_snapshot(csi, cli, workdir, server):
+    pb2 = csi.pb2
+    volume = create_volume(server, pb2, "race")
+    mount = Path(cli.connect("race", workdir / "race")["path"])
+    (mount / "data.bin").write_bytes(b"r" * 2**24)
+    request = snapshot_request(pb2, "race-snap", volume.volume_id)
+    results: list = [None] * 4
+
+    def create(i: int) -> None:
+        try:
+            results[i] = server.controller.CreateSnapshot(request, timeout=CALL_TIMEOUT).snapshot.snapshot_id
+        except grpc.RpcError as e:
+            results[i] = e.code()
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ids = {r for r in results if isinstance(r, str)}
+    others = [r for r in results if not isinstance(r, str)]
+    assert len(ids) == 1 and all(code == grpc.StatusCode.ABORTED for code in others), (
+        f"expected one snapshot id, other calls ABORTED while it was being taken: {results}")
+    assert len(cli.ok_json("snapshot", "list")) == 1, "expected exactly one snapshot recorded"

@@ -1,0 +1,78 @@
+// Tests for src/core/commit_store/store_verify.cc: damage is found and named.
+#include "core/commit_store/store_verify.h"
+
+#include <catch2/catch.hpp>
+
+#include "core/commit_store/commit_directory.h"
+#include "core/commit_store/sha256.h"
+#include "unit/core/commit_store/scratch_dir.h"
+
+using namespace rosetctl;
+using namespace rosetctl::testing;
+
+namespace {
+
+struct Fixture {
+  ScratchDir scratch;
+  std::unique_ptr<CommitStore> store;
+  std::string id;
+
+  Fixture() {
+    auto opened = CommitStore::open(scratch / "store");
+    REQUIRE(opened.has_value());
+    store = std::move(*opened);
+    make_dir(scratch / "v");
+    write_file(scratch / "v/a", "alpha");
+    write_file(scratch / "v/b", "beta");
+    auto lock = store->lock_shared(std::chrono::seconds(1));
+    auto outcome = commit_directory(*store, {scratch / "v", "local-v", "v", "", "", 1, 1}, *lock);
+    REQUIRE(outcome.has_value());
+    id = outcome->id;
+  }
+
+  VerifyReport verify() {
+    auto lock = store->lock_shared(std::chrono::seconds(1));
+    auto report = verify_commits(*store, {id}, 2, nullptr, *lock);
+    REQUIRE(report.has_value());
+    return *report;
+  }
+
+  std::string blob_path(const std::string& content) {
+    std::string hash = sha256_hex(content);
+    return scratch / "store/blobs/" + hash.substr(0, 2) + "/" + hash;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("verify passes an intact commit", "[commit_store]") {
+  Fixture f;
+  VerifyReport report = f.verify();
+  CHECK(report.problems.empty());
+  CHECK(report.commits == 1);
+  CHECK(report.blobs == 2);
+  CHECK(report.bytes == 9);
+}
+
+TEST_CASE("verify reports a missing and a corrupted blob", "[commit_store]") {
+  Fixture f;
+  REQUIRE(::unlink(f.blob_path("alpha").c_str()) == 0);
+  REQUIRE(::chmod(f.blob_path("beta").c_str(), 0644) == 0);
+  write_file(f.blob_path("beta"), "BETA");
+  VerifyReport report = f.verify();
+  REQUIRE(report.problems.size() == 2);
+  std::string all = report.problems[0] + "\n" + report.problems[1];
+  CHECK(all.find("file \"a\"") != std::string::npos);
+  CHECK(all.find("not in the commit store") != std::string::npos);
+  CHECK(all.find("is corrupt") != std::string::npos);
+}
+
+TEST_CASE("verify reports a commit that no longer hashes to its id", "[commit_store]") {
+  Fixture f;
+  std::string path = f.scratch / "store/commits/" + f.id;
+  REQUIRE(::chmod(path.c_str(), 0644) == 0);
+  write_file(path, read_file(path) + "tampered\n");
+  VerifyReport report = f.verify();
+  REQUIRE(report.problems.size() == 1);
+  CHECK(report.problems[0].find("is corrupt") != std::string::npos);
+}

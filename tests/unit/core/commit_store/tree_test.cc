@@ -1,0 +1,69 @@
+// Tests for src/core/commit_store/tree.cc: the canonical text form and its parser.
+#include "core/commit_store/tree.h"
+
+#include <catch2/catch.hpp>
+
+#include "core/commit_store/sha256.h"
+
+using namespace rosetctl;
+
+namespace {
+
+Tree sample_tree() {
+  Tree tree;
+  tree.entries.push_back({"", EntryType::kDirectory, 0777, 0, 0, 1'700'000'000'123'456'789});
+  TreeEntry file{"a dir/new\nline file", EntryType::kRegular, 04755, 1000, 100, -5};
+  file.size = 3;
+  file.content = sha256_hex("abc");
+  file.xattrs = {{"user.note", "x y=z"}, {"user.empty", ""}};
+  TreeEntry dir{"a dir", EntryType::kDirectory, 01777, 0, 0, 7};
+  TreeEntry link{"link", EntryType::kSymlink, 0777, 0, 0, 8};
+  link.target = "../outside target";
+  TreeEntry hard{"link2", EntryType::kHardlink, 0644, 0, 0, 9};
+  hard.target = "a dir/new\nline file";
+  TreeEntry device{"null", EntryType::kCharDevice, 0666, 0, 0, 10};
+  device.rdev = 259;
+  tree.entries.push_back(dir);
+  tree.entries.push_back(file);
+  tree.entries.push_back(link);
+  tree.entries.push_back(hard);
+  tree.entries.push_back(device);
+  tree.entries.push_back({"pipe", EntryType::kFifo, 0600, 0, 0, 11});
+  sort_tree(tree);
+  return tree;
+}
+
+}  // namespace
+
+TEST_CASE("a tree round-trips through its text form", "[commit_store]") {
+  Tree tree = sample_tree();
+  std::string text = serialize_tree(tree);
+  auto parsed = parse_tree(text);
+  REQUIRE(parsed.has_value());
+  CHECK(parsed->entries == tree.entries);
+  CHECK(serialize_tree(*parsed) == text);
+  CHECK(text.find("a%20dir/new%0Aline%20file") != std::string::npos);
+}
+
+TEST_CASE("tree totals count regular files once", "[commit_store]") {
+  TreeTotals totals = tree_totals(sample_tree());
+  CHECK(totals.files == 1);
+  CHECK(totals.bytes == 3);
+}
+
+TEST_CASE("malformed trees are DATA_LOSS", "[commit_store]") {
+  std::string good = serialize_tree(sample_tree());
+  for (const std::string& bad : {
+           std::string("rosetctl-tree 2\n"),
+           std::string("rosetctl-tree 1\nf x 644 0 0 1 3 nothex\n"),
+           std::string("rosetctl-tree 1\nd . 755 0 0 1\nd ../up 755 0 0 1\n"),
+           std::string("rosetctl-tree 1\nd . 755 0 0 1\nd a//b 755 0 0 1\n"),
+           std::string("rosetctl-tree 1\nd b 755 0 0 1\nd a 755 0 0 1\n"),
+           std::string("rosetctl-tree 1\nq . 755 0 0 1\n"),
+           good.substr(0, good.size() - 1),
+       }) {
+    auto parsed = parse_tree(bad);
+    CHECK_FALSE(parsed.has_value());
+    if (!parsed) CHECK(parsed.status().code() == Code::kDataLoss);
+  }
+}
