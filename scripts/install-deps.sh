@@ -14,8 +14,11 @@ packages=(
   util-linux mount
   # image volumes: mkfs, e2fsck, resize2fs (ext4) and mkfs.xfs, xfs_growfs (xfs)
   e2fsprogs xfsprogs
-  # test suites: Debian's Python with pytest and gRPC
-  python3 python3-pytest python3-grpcio python3-grpc-tools
+  # the roset provider's nodes unmount FUSE clients with fusermount3
+  fuse3
+  # test suites: Debian's Python with pytest and gRPC; bindfs is the stand-in roset-fuse's
+  # real FUSE filesystem
+  python3 python3-pytest python3-grpcio python3-grpc-tools bindfs
   # the Ansible collection (ansible/): ansible-playbook, ansible-doc and ansible-test
   ansible-core
 )
