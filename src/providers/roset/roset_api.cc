@@ -1,6 +1,7 @@
 // Requests and responses of the Roset API calls.
 #include "providers/roset/roset_api.h"
 
+#include "core/random_id.h"
 #include "providers/roset/api_error.h"
 
 namespace rosetctl {
@@ -83,8 +84,9 @@ Expected<std::optional<RosetNode>> RosetApi::resolve(const std::string& path) {
   json body = {{"paths", json::array({path})}};
   if (!endpoint_.mount_id.empty()) body["mountId"] = endpoint_.mount_id;
   std::string what = fmt::format("resolve \"{}\"", path);
-  // Resolving changes nothing, so it may be repeated like a GET.
-  auto parsed = call_ok("POST", "/v1/resolve", &body, what, "resolve-" + path);
+  // Resolving changes nothing, so it may be repeated like a GET; a fresh key per call, as a
+  // replayed answer would be stale.
+  auto parsed = call_ok("POST", "/v1/resolve", &body, what, "rosetctl-resolve-" + random_hex(12));
   if (!parsed) return parsed.status();
   return parse_resolved(*parsed, path, what);
 }
