@@ -33,7 +33,7 @@ _rosetctl() {
     "snapshot diff") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
     "snapshot verify") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
     "snapshot gc") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
-    "serve") words="--help -h --endpoint -e --role --max-volumes-per-node --grace-period --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
+    "serve") words="--help -h --endpoint -e --role --max-volumes-per-node --grace-period --snapshot-wait --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
     "node") words="info --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
     "node info") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
     "plugin") words="info --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v" ;;
