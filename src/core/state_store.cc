@@ -18,7 +18,7 @@ namespace {
 using StringMap = std::map<std::string, std::string>;
 
 // Idle connections kept for reuse; a burst beyond this opens extra ones that are closed after.
-constexpr size_t kMaxIdleConnections = 8;
+constexpr size_t kMaxIdleConnections = 2;
 
 struct Migration {
   int version;
