@@ -408,6 +408,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l endpoint
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l role
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l max-volumes-per-node
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l grace-period
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l snapshot-wait
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l config
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l output

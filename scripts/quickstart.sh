@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README command 1: install packages, build, install rosetctl to /usr/local, then run the main
-# job on the local provider: create a volume, connect it, write to it, disconnect it, and
-# show that the data is still there. Safe to run again (every step is idempotent).
+# job on the local provider: create a volume, connect it, write to it, commit it, disconnect it,
+# and show that the data is still there. Safe to run again (each run adds one snapshot).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +28,9 @@ rosetctl volume connect demo --target "${target}"
 step "writing ${target}/hello.txt"
 echo "hello from rosetctl, $(date -u +%FT%TZ)" >"${target}/hello.txt"
 
+step "rosetctl snapshot commit demo -m quickstart"
+rosetctl snapshot commit demo -m quickstart
+
 step "rosetctl volume list"
 rosetctl volume list
 
@@ -43,6 +46,7 @@ cat <<MSG
 
 Done. The volume "demo" is kept; try:
   rosetctl volume show demo -o json
+  rosetctl snapshot list --volume demo
+  rosetctl snapshot restore <commit id printed above> --name demo-copy
   rosetctl volume delete demo
-Snapshots (rosetctl snapshot commit) are not implemented yet.
 MSG

@@ -287,5 +287,8 @@ int main(int argc, char** argv) {
   publish_fanout(channel, options);
   scale(channel, options);
   print_memory("after the runs", options.serve_pid);
+  // What serve keeps once the load is over (it trims its heap when idle).
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  print_memory("3 s after the runs", options.serve_pid);
   return 0;
 }

@@ -12,6 +12,7 @@ struct ServeOptions {
   std::string role = "all";
   int64_t max_volumes_per_node = 0;
   int grace_seconds = 30;
+  double snapshot_wait_seconds = 2;
 };
 
 Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
@@ -30,6 +31,8 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
                                                      : PluginRole::kAll;
   plugin_options.capacity_overcommit = globals.capacity_overcommit;
   plugin_options.roset = roset_config(globals);
+  plugin_options.snapshot_wait =
+      std::chrono::milliseconds(static_cast<int64_t>(options.snapshot_wait_seconds * 1000));
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();
   // Before the first call, so nothing a crash left behind is mistaken for live state. A failed
@@ -63,6 +66,12 @@ void setup_serve(CLI::App& app, const GlobalOptions& globals, Action& action) {
       ->add_option("--grace-period", options->grace_seconds,
                    "Seconds in-flight calls may take to finish after SIGTERM/SIGINT")
       ->check(CLI::Range(0, 3600))
+      ->capture_default_str();
+  serve
+      ->add_option("--snapshot-wait", options->snapshot_wait_seconds,
+                   "Seconds CreateSnapshot waits for a commit before answering ready_to_use=false "
+                   "(the commit goes on; ListSnapshots says when it is ready)")
+      ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
   serve->footer(
       "The socket is created with mode 0660; a stale socket file is replaced, a live one is not.\n"

@@ -4,7 +4,9 @@
 #include "cli/snapshot_cmd.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
+#include <thread>
 
 #include "cli/render.h"
 #include "cli/session.h"
@@ -17,6 +19,8 @@
 
 namespace rosetctl::cli {
 namespace {
+
+constexpr std::chrono::milliseconds kReadyPoll{100};
 
 struct CommitOptions {
   std::string volume;
@@ -76,14 +80,19 @@ Status run_commit(const GlobalOptions& globals, const CommitOptions& options) {
   request.set_name(options.name.empty() ? default_snapshot_name(volume_name(volume->volume))
                                         : options.name);
   if (!options.message.empty()) (*request.mutable_parameters())["message"] = options.message;
+  // CreateSnapshot answers ready_to_use=false for a commit that takes a while; asking again
+  // with the same name is how to wait for it (and how its failure, if any, arrives).
   csi::v1::CreateSnapshotResponse response;
-  ROSETCTL_RETURN_IF_ERROR(
-      (*session)->client().controller(&csi::v1::Controller::Stub::CreateSnapshot, request,
-                                      &response, CsiClient::kDataCallDeadline));
+  while (true) {
+    ROSETCTL_RETURN_IF_ERROR(
+        (*session)->client().controller(&csi::v1::Controller::Stub::CreateSnapshot, request,
+                                        &response, CsiClient::kDataCallDeadline));
+    if (response.snapshot().ready_to_use()) break;
+    std::this_thread::sleep_for(kReadyPoll);
+  }
   auto record = recorded(**session, response.snapshot().snapshot_id());
   if (!record) return record.status();
-  print_line_or_json(globals.output, record->id,
-                     snapshot_json(*record, response.snapshot().ready_to_use()));
+  print_line_or_json(globals.output, record->commit_id, snapshot_json(*record));
   return Status::ok();
 }
 
@@ -114,30 +123,30 @@ Status run_list(const GlobalOptions& globals, const SnapshotOptions& options) {
   if (!volume_id) return volume_id.status();
   auto snapshots = list_all_snapshots((*session)->client(), *volume_id);
   if (!snapshots) return snapshots.status();
-  std::vector<std::pair<SnapshotRecord, bool>> rows;
+  // The records give what CSI does not carry; ListSnapshots has settled their state already.
+  std::vector<SnapshotRecord> rows;
   for (const csi::v1::Snapshot& snapshot : *snapshots) {
     auto record = recorded(**session, snapshot.snapshot_id());
     if (!record) return record.status();
-    rows.emplace_back(std::move(*record), snapshot.ready_to_use());
+    rows.push_back(std::move(*record));
   }
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-    return a.first.created_at_ns < b.first.created_at_ns;
-  });
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.created_at_ns < b.created_at_ns; });
   nlohmann::json items = nlohmann::json::array();
-  for (const auto& [record, ready] : rows)
-    items.push_back(snapshot_json(record, ready));
+  for (const SnapshotRecord& record : rows)
+    items.push_back(snapshot_json(record));
   print_list(globals.output, items, snapshot_columns());
   return Status::ok();
 }
 
-// Whether ListSnapshots reports it ready (false when the controller does not list it at all).
-Expected<bool> ready_over_csi(CsiClient& client, const std::string& id) {
+// The record after ListSnapshots has looked at it (a commit whose process ended is settled).
+Expected<SnapshotRecord> settled(Session& session, const std::string& id) {
   csi::v1::ListSnapshotsRequest request;
   request.set_snapshot_id(id);
   csi::v1::ListSnapshotsResponse response;
   ROSETCTL_RETURN_IF_ERROR(
-      client.controller(&csi::v1::Controller::Stub::ListSnapshots, request, &response));
-  return response.entries_size() == 1 && response.entries(0).snapshot().ready_to_use();
+      session.client().controller(&csi::v1::Controller::Stub::ListSnapshots, request, &response));
+  return recorded(session, id);
 }
 
 Status run_show(const GlobalOptions& globals, const SnapshotOptions& options) {
@@ -145,9 +154,9 @@ Status run_show(const GlobalOptions& globals, const SnapshotOptions& options) {
   if (!session) return session.status();
   auto record = resolve_snapshot((*session)->store(), options.snapshot);
   if (!record) return record.status();
-  auto ready = ready_over_csi((*session)->client(), record->id);
-  if (!ready) return ready.status();
-  print_object(globals.output, snapshot_json(*record, *ready), snapshot_fields());
+  auto now = settled(**session, record->id);
+  if (!now) return now.status();
+  print_object(globals.output, snapshot_json(*now), snapshot_fields());
   return Status::ok();
 }
 
@@ -205,7 +214,8 @@ Status run_delete(const GlobalOptions& globals, const SnapshotOptions& options) 
 void add_snapshot_argument(CLI::App* command, SnapshotOptions* options) {
   command
       ->add_option("snapshot", options->snapshot,
-                   "Snapshot: commit id, a unique prefix of one (4+ hex digits), or name")
+                   "Snapshot: commit id, a unique prefix of one (4+ hex digits), snapshot id "
+                   "(snap-...), or name")
       ->required();
 }
 
@@ -225,8 +235,9 @@ void setup_snapshot(CLI::App& app, const GlobalOptions& globals, Action& action)
   snapshot->require_subcommand(1);
   snapshot->footer(
       "A snapshot is a commit: the volume's files stored once by content (SHA-256), a manifest,\n"
-      "and an id that hashes the manifest with the volume, parent, time and message. Unchanged\n"
-      "files cost neither time nor space on the next commit.");
+      "and a commit id that hashes the manifest with the volume, parent, time and message.\n"
+      "Unchanged files cost neither time nor space on the next commit. Each snapshot also has\n"
+      "a snapshot id (snap-...), its CSI id, given out before the commit is complete.");
 
   auto commit_options = std::make_shared<CommitOptions>();
   CLI::App* commit = snapshot->add_subcommand("commit", "Record a volume's content as a commit");

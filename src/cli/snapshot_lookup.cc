@@ -7,6 +7,7 @@
 
 #include "core/commit_store/sha256.h"
 #include "core/validate.h"
+#include "daemon/snapshot_ids.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -23,7 +24,12 @@ bool is_hex_prefix(std::string_view text) {
 
 Expected<SnapshotRecord> resolve_snapshot(StateStore& store, std::string_view reference) {
   ROSETCTL_RETURN_IF_ERROR(validate_name(reference, "snapshot"));
-  {  // an id: a digest (local) or "<provider>-..." (roset commits)
+  {  // a commit id: a digest (local) or the provider's (roset)
+    auto found = store.find_snapshot_by_commit(reference);
+    if (!found) return found.status();
+    if (found->has_value()) return std::move(**found);
+  }
+  {  // a snapshot id
     auto found = store.find_snapshot(reference);
     if (!found) return found.status();
     if (found->has_value()) return std::move(**found);
@@ -36,19 +42,20 @@ Expected<SnapshotRecord> resolve_snapshot(StateStore& store, std::string_view re
     if (!all) return all.status();
     std::vector<SnapshotRecord> matches;
     for (SnapshotRecord& record : *all) {
-      if (record.id.starts_with(reference)) matches.push_back(std::move(record));
+      if (record.commit_id.starts_with(reference)) matches.push_back(std::move(record));
     }
     if (matches.size() == 1) return std::move(matches.front());
     if (matches.size() > 1) {
       std::vector<std::string> ids;
       for (const SnapshotRecord& match : matches)
-        ids.push_back(match.id.substr(0, 16));
-      return error(Code::kInvalidArgument, "\"{}\" is the start of {} snapshot ids ({}); give more",
+        ids.push_back(match.commit_id.substr(0, 16));
+      return error(Code::kInvalidArgument, "\"{}\" is the start of {} commit ids ({}); give more",
                    reference, matches.size(), fmt::join(ids, ", "));
     }
   }
   return error(Code::kNotFound,
-               "no snapshot has the id, id prefix or name \"{}\" (see `rosetctl snapshot list`)",
+               "no snapshot has the commit id, commit id prefix, snapshot id or name \"{}\" (see "
+               "`rosetctl snapshot list`)",
                reference);
 }
 

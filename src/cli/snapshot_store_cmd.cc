@@ -27,8 +27,8 @@ struct VerifyOptions {
 
 nlohmann::json diff_json(const SnapshotRecord& from, const SnapshotRecord& to,
                          const std::vector<TreeChange>& changes) {
-  nlohmann::json out = {{"from", from.id},
-                        {"to", to.id},
+  nlohmann::json out = {{"from", from.commit_id},
+                        {"to", to.commit_id},
                         {"added", nlohmann::json::array()},
                         {"removed", nlohmann::json::array()},
                         {"changed", nlohmann::json::array()}};
@@ -80,6 +80,12 @@ Status run_diff(const GlobalOptions& globals, const DiffOptions& options) {
     return error(Code::kInvalidArgument,
                  "snapshots of providers \"{}\" and \"{}\" cannot be compared", from->provider,
                  to->provider);
+  }
+  for (const SnapshotRecord* snapshot : {&*from, &*to}) {
+    if (!snapshot->ready) {
+      return error(Code::kFailedPrecondition, "snapshot {} (\"{}\") is not ready: no commit yet",
+                   snapshot->id, snapshot->name);
+    }
   }
   auto provider = (*session)->providers().by_name(from->provider);
   if (!provider) return provider.status();
@@ -182,9 +188,12 @@ Status run_gc(const GlobalOptions& globals) {
 void setup_snapshot_store(CLI::App& snapshot, const GlobalOptions& globals, Action& action) {
   auto diff_options = std::make_shared<DiffOptions>();
   CLI::App* diff = snapshot.add_subcommand("diff", "Show what changed between two snapshots");
-  diff->add_option("from", diff_options->from, "Older snapshot (id, id prefix or name)")
+  diff->add_option("from", diff_options->from,
+                   "Older snapshot (commit id, prefix, snapshot id or name)")
       ->required();
-  diff->add_option("to", diff_options->to, "Newer snapshot (id, id prefix or name)")->required();
+  diff->add_option("to", diff_options->to,
+                   "Newer snapshot (commit id, prefix, snapshot id or name)")
+      ->required();
   diff->footer(
       "One line per path: A added, D removed, M changed (with what: content, mode, owner,\n"
       "mtime, xattrs, type, target). \".\" is the volume's root directory.");

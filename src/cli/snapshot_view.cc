@@ -72,9 +72,13 @@ std::string display_path(std::string_view path) {
   return quote ? "\"" + out + "\"" : out;
 }
 
-nlohmann::json snapshot_json(const SnapshotRecord& record, bool ready) {
+nlohmann::json snapshot_json(const SnapshotRecord& record) {
+  auto or_null = [](const std::string& text) {
+    return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
+  };
   return {
       {"id", record.id},
+      {"commit", or_null(record.commit_id)},
       {"name", record.name},
       {"volume_id", record.source_volume_id},
       {"volume_name", record.source_volume_name},
@@ -84,7 +88,8 @@ nlohmann::json snapshot_json(const SnapshotRecord& record, bool ready) {
       {"message", record.message},
       {"created_at", format_time_ns(record.created_at_ns)},
       {"created_at_ns", record.created_at_ns},
-      {"ready", ready},
+      {"ready", record.ready},
+      {"failure", or_null(record.failure)},
       {"files", record.file_count},
       {"bytes", record.size_bytes},
       {"new_bytes", record.new_bytes},
@@ -94,6 +99,7 @@ nlohmann::json snapshot_json(const SnapshotRecord& record, bool ready) {
 std::vector<Column> snapshot_fields() {
   return {
       {"ID", [](const nlohmann::json& s) { return text_of(s["id"]); }},
+      {"Commit", [](const nlohmann::json& s) { return text_of(s["commit"]); }},
       {"Name", [](const nlohmann::json& s) { return text_of(s["name"]); }},
       {"Volume",
        [](const nlohmann::json& s) {
@@ -102,7 +108,12 @@ std::vector<Column> snapshot_fields() {
       {"Parent", [](const nlohmann::json& s) { return text_of(s["parent"]); }},
       {"Message", [](const nlohmann::json& s) { return one_line(text_of(s["message"]), 0); }},
       {"Created", [](const nlohmann::json& s) { return text_of(s["created_at"]); }},
-      {"Ready", [](const nlohmann::json& s) { return s["ready"].get<bool>() ? "yes" : "no"; }},
+      {"Ready",
+       [](const nlohmann::json& s) {
+         if (s["ready"].get<bool>()) return std::string("yes");
+         return s["failure"].is_null() ? std::string("no (being taken)")
+                                       : "no: failed: " + text_of(s["failure"]);
+       }},
       {"Files", [](const nlohmann::json& s) { return text_of(s["files"]); }},
       {"Size",
        [](const nlohmann::json& s) {
@@ -114,7 +125,13 @@ std::vector<Column> snapshot_fields() {
 
 std::vector<Column> snapshot_columns() {
   return {
-      {"ID", [](const nlohmann::json& s) { return text_of(s["id"]).substr(0, kShortId); }},
+      {"COMMIT",
+       [](const nlohmann::json& s) {
+         if (!s["ready"].get<bool>())
+           return std::string(s["failure"].is_null() ? "(pending)" : "(failed)");
+         return text_of(s["commit"]).substr(0, kShortId);
+       }},
+      {"ID", [](const nlohmann::json& s) { return text_of(s["id"]); }},
       {"VOLUME", [](const nlohmann::json& s) { return text_of(s["volume_name"]); }},
       {"MESSAGE",
        [](const nlohmann::json& s) { return one_line(text_of(s["message"]), kMessageColumn); }},

@@ -12,7 +12,7 @@
 
 namespace rosetctl::cli {
 
-nlohmann::json snapshot_json(const SnapshotRecord& record, bool ready);
+nlohmann::json snapshot_json(const SnapshotRecord& record);
 
 std::vector<Column> snapshot_fields();   // `snapshot show`
 std::vector<Column> snapshot_columns();  // `snapshot list`

@@ -18,7 +18,7 @@ namespace {
 using StringMap = std::map<std::string, std::string>;
 
 // Idle connections kept for reuse; a burst beyond this opens extra ones that are closed after.
-constexpr size_t kMaxIdleConnections = 8;
+constexpr size_t kMaxIdleConnections = 2;
 
 struct Migration {
   int version;
@@ -84,6 +84,17 @@ CREATE TABLE snapshots (
 ) STRICT;
 CREATE INDEX snapshots_by_source ON snapshots(source_volume_id, created_at_ns);
 )sql"},
+    // Snapshot ids become ours, handed out before the provider finishes (CreateSnapshot may
+    // answer ready_to_use=false); the provider's id moves to commit_id. Existing rows are ready
+    // and keep their ids.
+    {3, R"sql(
+ALTER TABLE snapshots ADD COLUMN commit_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE snapshots ADD COLUMN ready INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE snapshots ADD COLUMN failure_code INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE snapshots ADD COLUMN failure TEXT NOT NULL DEFAULT '';
+UPDATE snapshots SET commit_id = id;
+CREATE INDEX snapshots_by_commit ON snapshots(commit_id);
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");
@@ -98,7 +109,7 @@ constexpr const char* kNodePublicationColumns =
     "volume_id, target_path, staging_path, readonly, capability, created_target";
 constexpr const char* kSnapshotColumns =
     "id, name, provider, source_volume_id, source_volume_name, parent_id, message, parameters, "
-    "size_bytes, file_count, new_bytes, created_at_ns";
+    "size_bytes, file_count, new_bytes, created_at_ns, commit_id, ready, failure_code, failure";
 
 // --- Opening ---------------------------------------------------------------------------------
 
@@ -315,6 +326,10 @@ Expected<SnapshotRecord> read_snapshot(const sqlite::Statement& row) {
   snapshot.file_count = row.column_int64(9);
   snapshot.new_bytes = row.column_int64(10);
   snapshot.created_at_ns = row.column_int64(11);
+  snapshot.commit_id = row.column_text(12);
+  snapshot.ready = row.column_bool(13);
+  snapshot.failure_code = static_cast<int>(row.column_int64(14));
+  snapshot.failure = row.column_text(15);
   return snapshot;
 }
 
@@ -681,12 +696,30 @@ Status StateStore::insert_snapshot(const SnapshotRecord& snapshot) {
     }
     return run(prepare(connection,
                        fmt::format("INSERT INTO snapshots ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                                   "?7, ?8, ?9, ?10, ?11, ?12)",
+                                   "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                                    kSnapshotColumns),
                        snapshot.id, snapshot.name, snapshot.provider, snapshot.source_volume_id,
                        snapshot.source_volume_name, snapshot.parent_id, snapshot.message,
                        to_json(snapshot.parameters), snapshot.size_bytes, snapshot.file_count,
-                       snapshot.new_bytes, snapshot.created_at_ns));
+                       snapshot.new_bytes, snapshot.created_at_ns, snapshot.commit_id,
+                       snapshot.ready, snapshot.failure_code, snapshot.failure));
+  });
+}
+
+Status StateStore::update_snapshot(const SnapshotRecord& snapshot) {
+  return write([&](sqlite::Connection& connection) -> Status {
+    ROSETCTL_RETURN_IF_ERROR(run(prepare(
+        connection,
+        "UPDATE snapshots SET commit_id = ?2, parent_id = ?3, size_bytes = ?4, "
+        "file_count = ?5, new_bytes = ?6, created_at_ns = ?7, ready = ?8, failure_code = ?9, "
+        "failure = ?10 WHERE id = ?1",
+        snapshot.id, snapshot.commit_id, snapshot.parent_id, snapshot.size_bytes,
+        snapshot.file_count, snapshot.new_bytes, snapshot.created_at_ns, snapshot.ready,
+        snapshot.failure_code, snapshot.failure)));
+    if (connection.changes() == 0) {
+      return error(Code::kNotFound, "snapshot {} is no longer recorded", snapshot.id);
+    }
+    return Status::ok();
   });
 }
 
@@ -708,6 +741,18 @@ Expected<std::optional<SnapshotRecord>> StateStore::find_snapshot_by_name(std::s
   });
 }
 
+Expected<std::optional<SnapshotRecord>> StateStore::find_snapshot_by_commit(
+    std::string_view commit_id) {
+  if (commit_id.empty()) return std::optional<SnapshotRecord>();
+  return read([&](sqlite::Connection& connection) {
+    return select_one(
+        prepare(connection,
+                fmt::format("SELECT {} FROM snapshots WHERE commit_id = ?1", kSnapshotColumns),
+                commit_id),
+        read_snapshot);
+  });
+}
+
 Expected<std::vector<SnapshotRecord>> StateStore::list_snapshots(
     std::string_view after_id, int limit, std::string_view source_volume_id) {
   return read([&](sqlite::Connection& connection) {
@@ -725,7 +770,7 @@ Expected<std::optional<SnapshotRecord>> StateStore::latest_snapshot_of(
   return read([&](sqlite::Connection& connection) {
     return select_one(prepare(connection,
                               fmt::format("SELECT {} FROM snapshots WHERE source_volume_id = ?1 "
-                                          "ORDER BY created_at_ns DESC, id DESC LIMIT 1",
+                                          "AND ready ORDER BY created_at_ns DESC, id DESC LIMIT 1",
                                           kSnapshotColumns),
                               source_volume_id),
                       read_snapshot);

@@ -65,21 +65,26 @@ struct NodePublication {
   bool operator==(const NodePublication&) const = default;
 };
 
-// A snapshot (a commit of a volume's content). The id is the provider's (for `local`, the
-// commit id); snapshots outlive the volume they were taken from.
+// A snapshot of a volume. The id is ours (the CSI snapshot_id, handed out before the provider
+// has finished); commit_id is the provider's name for what it stored (for `local`, the commit's
+// content hash), "" until the snapshot is ready. Snapshots outlive the volume they were taken of.
 struct SnapshotRecord {
   std::string id;    // primary key
   std::string name;  // CSI name: unique
+  std::string commit_id;
   std::string provider;
   std::string source_volume_id;
   std::string source_volume_name;  // kept for display after the volume is deleted
-  std::string parent_id;           // previous snapshot of the same volume, or ""
+  std::string parent_id;           // commit id of the volume's previous snapshot, or ""
   std::string message;
   std::map<std::string, std::string> parameters;  // CreateSnapshot parameters as given
   int64_t size_bytes = 0;                         // bytes of the files it holds
   int64_t file_count = 0;
   int64_t new_bytes = 0;      // bytes it added to the provider's storage when taken
   int64_t created_at_ns = 0;  // unix nanoseconds
+  bool ready = false;         // the provider finished: commit_id and the sizes are set
+  int failure_code = 0;       // a Code when the provider failed; 0 while pending and once ready
+  std::string failure;        // what the provider said when it failed
 
   bool operator==(const SnapshotRecord&) const = default;
 };
@@ -90,7 +95,7 @@ struct SnapshotRecord {
 class StateStore {
  public:
   // The schema version this binary creates and understands (the last migration's number).
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Creates state_dir (0700, parents too) and state.db (0600) when missing, then migrates the
   // schema up to kSchemaVersion. A database from a newer rosetctl is FAILED_PRECONDITION.
@@ -136,10 +141,14 @@ class StateStore {
   Status insert_snapshot(const SnapshotRecord& snapshot);
   Expected<std::optional<SnapshotRecord>> find_snapshot(std::string_view id);
   Expected<std::optional<SnapshotRecord>> find_snapshot_by_name(std::string_view name);
+  Expected<std::optional<SnapshotRecord>> find_snapshot_by_commit(std::string_view commit_id);
+  // Records the outcome of a pending snapshot (ready, commit id and sizes, or failure);
+  // NOT_FOUND when the record is gone.
+  Status update_snapshot(const SnapshotRecord& snapshot);
   // Keyset paging by id like list_volumes; `source_volume_id` "" means every volume.
   Expected<std::vector<SnapshotRecord>> list_snapshots(std::string_view after_id, int limit,
                                                        std::string_view source_volume_id = "");
-  // The most recent snapshot of a volume (the parent of its next one).
+  // The most recent ready snapshot of a volume (the parent of its next one).
   Expected<std::optional<SnapshotRecord>> latest_snapshot_of(std::string_view source_volume_id);
   // A missing id is OK.
   Status delete_snapshot(std::string_view id);

@@ -35,6 +35,12 @@ Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context, const s
   if (!snapshot->has_value()) {
     return error(Code::kNotFound, "volume_content_source: snapshot {} does not exist", id);
   }
+  if (!(*snapshot)->ready) {
+    return error(Code::kFailedPrecondition,
+                 "volume_content_source: snapshot {} is not ready yet; restore it once "
+                 "ListSnapshots reports ready_to_use",
+                 id);
+  }
   if ((*snapshot)->provider != provider.name()) {
     return error(Code::kInvalidArgument,
                  "snapshot {} belongs to provider \"{}\"; it can only be restored there", id,
@@ -42,7 +48,8 @@ Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context, const s
   }
   ROSETCTL_RETURN_IF_ERROR(
       check_capacity(fmt::format("snapshot {}", id), (*snapshot)->size_bytes, required, limit));
-  return ResolvedSource{{VolumeSource::Kind::kSnapshot, id}, 0, std::move(*lock)};
+  return ResolvedSource{
+      {VolumeSource::Kind::kSnapshot, (*snapshot)->commit_id}, 0, std::move(*lock)};
 }
 
 Expected<ResolvedSource> resolve_volume(const ServiceContext& context, const std::string& id,

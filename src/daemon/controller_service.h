@@ -1,7 +1,11 @@
 // CSI Controller: volume lifecycle, publication to nodes, listing, capacity and snapshots.
 #pragma once
 
+#include <optional>
+#include <vector>
+
 #include "csi.grpc.pb.h"
+#include "daemon/background_work.h"
 #include "daemon/service_context.h"
 
 namespace rosetctl {
@@ -64,8 +68,14 @@ class ControllerService final : public csi::v1::Controller::Service {
   Status delete_snapshot(const csi::v1::DeleteSnapshotRequest& request);
   Status list_snapshots(const csi::v1::ListSnapshotsRequest& request,
                         csi::v1::ListSnapshotsResponse* response);
+  // Runs in the background: the provider takes the snapshot, the record says how it went.
+  // `secrets` stay in memory: records never hold them.
+  void take_snapshot(SnapshotRecord record, Provider* provider, std::vector<HeldLock> locks,
+                     const StringMap& secrets);
+  Expected<std::optional<SnapshotRecord>> settle_abandoned(SnapshotRecord record);
 
   ServiceContext& context_;
+  BackgroundWork background_;  // last: destroyed (joined) first, while the context still lives
 };
 
 }  // namespace rosetctl

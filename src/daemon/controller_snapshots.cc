@@ -1,16 +1,20 @@
 // Controller snapshot RPCs (CreateSnapshot, DeleteSnapshot, ListSnapshots): validation,
 // idempotency by name, locking, and the snapshot records; the provider makes the snapshot.
 //
-// CreateSnapshot is synchronous: the snapshot id is the commit id, a hash of the content, so it
-// cannot be handed out before the content is read. Every snapshot it returns is ready_to_use.
-// If the caller gives up waiting, the commit still finishes and a retry with the same name
-// returns it (ABORTED while it runs).
+// CreateSnapshot records a pending snapshot under an id of ours, lets the provider take it in
+// the background, and answers when it is done or after `snapshot_wait`, whichever comes first:
+// then with ready_to_use=false, as the spec allows for snapshots that need processing.
+// ListSnapshots reports it ready once the provider has finished; a retry of CreateSnapshot with
+// the same name returns it, or the provider's error if it failed.
 #include <google/protobuf/util/time_util.h>
+#include <spdlog/spdlog.h>
 
-#include "core/commit_store/sha256.h"
+#include <chrono>
+
 #include "core/validate.h"
 #include "daemon/controller_service.h"
 #include "daemon/convert.h"
+#include "daemon/snapshot_ids.h"
 #include "daemon/snapshot_locks.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
@@ -34,7 +38,7 @@ void fill_snapshot(const SnapshotRecord& record, csi::v1::Snapshot* snapshot) {
   snapshot->set_snapshot_id(record.id);
   snapshot->set_source_volume_id(record.source_volume_id);
   snapshot->set_size_bytes(record.size_bytes);
-  snapshot->set_ready_to_use(true);
+  snapshot->set_ready_to_use(record.ready);
   *snapshot->mutable_creation_time() =
       google::protobuf::util::TimeUtil::NanosecondsToTimestamp(record.created_at_ns);
 }
@@ -44,16 +48,77 @@ std::string message_of(const StringMap& parameters) {
   return it == parameters.end() ? "" : it->second;
 }
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Held by whoever is taking the snapshot: free while the record is pending means its taker died.
+std::string snapshot_work_lock_key(std::string_view id) {
+  return fmt::format("snapshot-work:{}", id);
+}
+
+Status failure_of(const SnapshotRecord& record) {
+  return Status(static_cast<Code>(record.failure_code), record.failure)
+      .with_context(fmt::format("snapshot \"{}\"", record.name));
+}
+
 }  // namespace
+
+// A pending record nobody works on any more (its process ended) is removed: a crash leaves no
+// snapshot, and a retry of CreateSnapshot starts afresh. nullopt when it was removed.
+Expected<std::optional<SnapshotRecord>> ControllerService::settle_abandoned(SnapshotRecord record) {
+  if (record.ready || record.failure_code != 0) return std::optional(std::move(record));
+  auto work = context_.locks.try_lock(snapshot_work_lock_key(record.id), LockMode::kExclusive, "");
+  if (!work) return std::optional(std::move(record));  // still being taken
+  auto again = context_.store.find_snapshot(record.id);
+  if (!again) return again.status();
+  if (!again->has_value() || (*again)->ready || (*again)->failure_code != 0) {
+    return std::move(*again);  // gone, or finished just now
+  }
+  spdlog::warn(
+      "snapshot \"{}\" of volume \"{}\" was interrupted (the process taking it "
+      "ended); its record is removed",
+      record.name, record.source_volume_name);
+  ROSETCTL_RETURN_IF_ERROR(context_.store.delete_snapshot(record.id));
+  return std::optional<SnapshotRecord>();
+}
+
+void ControllerService::take_snapshot(SnapshotRecord record, Provider* provider,
+                                      std::vector<HeldLock> locks, const StringMap& secrets) {
+  SnapshotSpec spec{record.name,      record.source_volume_id, record.source_volume_name,
+                    record.parent_id, record.message,          context_.options.progress,
+                    secrets};
+  auto created = provider->create_snapshot(spec, [&](const ProvisionedSnapshot& made) {
+    SnapshotRecord done = record;
+    done.commit_id = made.id;
+    done.size_bytes = made.size_bytes;
+    done.file_count = made.file_count;
+    done.new_bytes = made.new_bytes;
+    done.created_at_ns = made.created_at_ns;
+    done.ready = true;
+    return context_.store.update_snapshot(done);
+  });
+  if (!created) {
+    spdlog::warn("snapshot \"{}\" of volume \"{}\" failed: {}", record.name,
+                 record.source_volume_name, created.status().message());
+    record.failure_code = static_cast<int>(created.status().code());
+    record.failure = created.status().message();
+    if (Status noted = context_.store.update_snapshot(record); !noted) {
+      spdlog::warn("cannot record the failure of snapshot {}: {}", record.id, noted.message());
+    }
+  }
+  locks.clear();  // only now may another commit of the volume, or a delete, begin
+}
 
 Status ControllerService::create_snapshot(const csi::v1::CreateSnapshotRequest& request,
                                           csi::v1::CreateSnapshotResponse* response) {
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.source_volume_id(), "source_volume_id"));
   ROSETCTL_RETURN_IF_ERROR(validate_name(request.name(), "name"));
-  if (is_digest_hex(request.name())) {
+  if (is_snapshot_id(request.name())) {
     return error(Code::kInvalidArgument,
-                 "snapshot name \"{}\" looks like a snapshot id (64 hex digits); choose another",
-                 request.name());
+                 "snapshot name \"{}\" looks like a snapshot id; choose another", request.name());
   }
   StringMap parameters = to_map(request.parameters());
   ROSETCTL_RETURN_IF_ERROR(validate_snapshot_parameters(parameters));
@@ -63,12 +128,15 @@ Status ControllerService::create_snapshot(const csi::v1::CreateSnapshotRequest& 
       context_.locks.try_lock(snapshot_name_lock_key(request.name()), LockMode::kExclusive,
                               busy_message(fmt::format("snapshot \"{}\"", request.name())));
   if (!name_lock) return name_lock.status();
-  // Names and ids share the CLI's namespace ("roset-<commit>" ids are not hex digests).
-  auto clash = context_.store.find_snapshot(request.name());
-  if (!clash) return clash.status();
-  if (clash->has_value()) {
-    return error(Code::kAlreadyExists, "snapshot name \"{}\" is the id of another snapshot",
-                 request.name());
+  // Names and ids share the CLI's namespace (a provider's commit ids need not look like ids).
+  for (auto find : {&StateStore::find_snapshot, &StateStore::find_snapshot_by_commit}) {
+    auto clash = (context_.store.*find)(request.name());
+    if (!clash) return clash.status();
+    if (clash->has_value()) {
+      return error(Code::kAlreadyExists,
+                   "snapshot name \"{}\" is the id of another snapshot; choose another",
+                   request.name());
+    }
   }
   auto existing = context_.store.find_snapshot_by_name(request.name());
   if (!existing) return existing.status();
@@ -78,36 +146,68 @@ Status ControllerService::create_snapshot(const csi::v1::CreateSnapshotRequest& 
                    "snapshot \"{}\" already exists and was taken of volume \"{}\", not \"{}\"",
                    request.name(), (*existing)->source_volume_id, source_id);
     }
-    fill_snapshot(**existing, response->mutable_snapshot());
+  }
+  auto settled = existing->has_value()
+                     ? settle_abandoned(std::move(**existing))
+                     : Expected<std::optional<SnapshotRecord>>(std::optional<SnapshotRecord>());
+  if (!settled) return settled.status();
+  if (settled->has_value()) {
+    const SnapshotRecord& found = **settled;
+    if (found.failure_code != 0) {
+      // Reported once; the retry that follows starts afresh.
+      ROSETCTL_RETURN_IF_ERROR(context_.store.delete_snapshot(found.id));
+      return failure_of(found);
+    }
+    fill_snapshot(found, response->mutable_snapshot());
     return Status::ok();
   }
 
+  std::vector<HeldLock> locks;
   auto volume_lock = context_.locks.try_lock(volume_lock_key(source_id), LockMode::kShared,
                                              busy_message(fmt::format("volume \"{}\"", source_id)));
   if (!volume_lock) return volume_lock.status();
+  locks.push_back(std::move(*volume_lock));
   auto commit_lock =
       context_.locks.try_lock(commit_lock_key(source_id), LockMode::kExclusive,
                               busy_message(fmt::format("a snapshot of volume \"{}\"", source_id)));
   if (!commit_lock) return commit_lock.status();
+  locks.push_back(std::move(*commit_lock));
   auto volume = load_volume(context_, source_id);
   if (!volume) return volume.status();
   auto parent = context_.store.latest_snapshot_of(source_id);
   if (!parent) return parent.status();
 
-  SnapshotSpec spec{request.name(),           source_id,
-                    volume->record.name,      parent->has_value() ? (*parent)->id : "",
-                    message_of(parameters),   context_.options.progress,
-                    to_map(request.secrets())};
   SnapshotRecord record;
-  auto created = volume->provider->create_snapshot(spec, [&](const ProvisionedSnapshot& made) {
-    record = SnapshotRecord{made.id,         request.name(),      volume->record.provider,
-                            source_id,       volume->record.name, spec.parent_id,
-                            spec.message,    parameters,          made.size_bytes,
-                            made.file_count, made.new_bytes,      made.created_at_ns};
-    return context_.store.insert_snapshot(record);
+  record.created_at_ns = now_ns();
+  record.id = new_snapshot_id(record.created_at_ns);
+  record.name = request.name();
+  record.provider = volume->record.provider;
+  record.source_volume_id = source_id;
+  record.source_volume_name = volume->record.name;
+  record.parent_id = parent->has_value() ? (*parent)->commit_id : "";
+  record.message = message_of(parameters);
+  record.parameters = parameters;
+  auto work = context_.locks.try_lock(snapshot_work_lock_key(record.id), LockMode::kExclusive,
+                                      busy_message(fmt::format("snapshot {}", record.id)));
+  if (!work) return work.status();
+  locks.push_back(std::move(*work));
+  ROSETCTL_RETURN_IF_ERROR(context_.store.insert_snapshot(record));
+
+  auto done = background_.start([this, record, provider = volume->provider,
+                                 held = std::make_shared<std::vector<HeldLock>>(std::move(locks)),
+                                 secrets = to_map(request.secrets())]() mutable {
+    take_snapshot(record, provider, std::move(*held), secrets);
   });
-  if (!created) return created.status();
-  fill_snapshot(record, response->mutable_snapshot());
+  done.wait_for(context_.options.snapshot_wait);
+  auto now = context_.store.find_snapshot(record.id);
+  if (!now) return now.status();
+  if (!now->has_value())
+    return error(Code::kAborted, "snapshot {} was deleted meanwhile", record.id);
+  if ((*now)->failure_code != 0) {
+    ROSETCTL_RETURN_IF_ERROR(context_.store.delete_snapshot(record.id));
+    return failure_of(**now);
+  }
+  fill_snapshot(**now, response->mutable_snapshot());
   return Status::ok();
 }
 
@@ -121,15 +221,24 @@ Status ControllerService::delete_snapshot(const csi::v1::DeleteSnapshotRequest& 
       context_.locks.try_lock(snapshot_lock_key(request.snapshot_id()), LockMode::kExclusive,
                               busy_message(fmt::format("snapshot {}", request.snapshot_id())));
   if (!lock) return lock.status();
-  auto record = context_.store.find_snapshot(request.snapshot_id());
-  if (!record) return record.status();
-  if (!record->has_value()) return Status::ok();
-  auto provider = context_.providers.by_name((*record)->provider);
+  auto found = context_.store.find_snapshot(request.snapshot_id());
+  if (!found) return found.status();
+  if (!found->has_value()) return Status::ok();
+  auto settled = settle_abandoned(std::move(**found));
+  if (!settled) return settled.status();
+  if (!settled->has_value()) return Status::ok();
+  const SnapshotRecord* record = &**settled;
+  if (!record->ready && record->failure_code == 0) {
+    return error(Code::kAborted, "snapshot {} is still being taken; retry once it is ready",
+                 record->id);
+  }
+  auto provider = context_.providers.by_name(record->provider);
   if (!provider) return provider.status();
   // The record goes first: a crash in between leaves unrecorded data that garbage collection
   // removes, never a record whose data is gone.
   ROSETCTL_RETURN_IF_ERROR(context_.store.delete_snapshot(request.snapshot_id()));
-  return (*provider)->delete_snapshot(**record);
+  if (!record->ready) return Status::ok();  // a failed snapshot stored nothing
+  return (*provider)->delete_snapshot(*record);
 }
 
 Status ControllerService::list_snapshots(const csi::v1::ListSnapshotsRequest& request,
@@ -139,7 +248,7 @@ Status ControllerService::list_snapshots(const csi::v1::ListSnapshotsRequest& re
   }
   // The token is the id of the last snapshot returned: any snapshot id is a resume point.
   const std::string& token = request.starting_token();
-  if (!token.empty() && !is_digest_hex(token) && !context_.providers.for_volume(token)) {
+  if (!token.empty() && !is_snapshot_id(token)) {
     return error(Code::kAborted,
                  "starting_token \"{}\" is not a token this plugin issued; start the listing "
                  "again",
@@ -150,7 +259,10 @@ Status ControllerService::list_snapshots(const csi::v1::ListSnapshotsRequest& re
     auto record = context_.store.find_snapshot(request.snapshot_id());
     if (!record) return record.status();
     if (record->has_value() && (source.empty() || (*record)->source_volume_id == source)) {
-      fill_snapshot(**record, response->add_entries()->mutable_snapshot());
+      auto settled = settle_abandoned(std::move(**record));
+      if (!settled) return settled.status();
+      if (settled->has_value())
+        fill_snapshot(**settled, response->add_entries()->mutable_snapshot());
     }
     return Status::ok();
   }
@@ -159,10 +271,12 @@ Status ControllerService::list_snapshots(const csi::v1::ListSnapshotsRequest& re
   if (!records) return records.status();
   bool more = limit > 0 && static_cast<int>(records->size()) > limit;
   if (more) records->pop_back();
-  for (const SnapshotRecord& record : *records) {
-    fill_snapshot(record, response->add_entries()->mutable_snapshot());
-  }
   if (more) response->set_next_token(records->back().id);
+  for (SnapshotRecord& record : *records) {
+    auto settled = settle_abandoned(std::move(record));
+    if (!settled) return settled.status();
+    if (settled->has_value()) fill_snapshot(**settled, response->add_entries()->mutable_snapshot());
+  }
   return Status::ok();
 }
 

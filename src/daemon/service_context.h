@@ -1,6 +1,7 @@
 // What the three CSI services share: options, the state store, providers and the lock space.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -25,6 +26,8 @@ struct PluginOptions {
   int64_t max_volumes_per_node = 0;  // 0: no limit
   bool capacity_overcommit = false;  // providers may promise more space than they have
   PluginRole role = PluginRole::kAll;
+  // How long CreateSnapshot waits for the provider before answering ready_to_use=false.
+  std::chrono::milliseconds snapshot_wait{2000};
   // Long operations (snapshot commits, restores) report here: the CLI's progress bar on a
   // terminal. Null under `serve` and in JSON mode. Owned by whoever built these options.
   ProgressSink* progress = nullptr;

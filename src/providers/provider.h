@@ -51,7 +51,7 @@ struct Capability {
 struct VolumeSource {
   enum class Kind { kNone, kSnapshot, kVolume };
   Kind kind = Kind::kNone;
-  std::string id;  // snapshot id or volume id
+  std::string id;  // the snapshot's commit id (SnapshotRecord::commit_id), or the volume id
 };
 
 struct CreateVolumeSpec {

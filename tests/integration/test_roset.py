@@ -268,8 +268,8 @@ def test_full_flow_with_commit_and_read_only_restore(cli, roset, workdir):
 
     roset.fake.commit_delay = 1.0  # pending for a while: the CLI waits for "completed"
     snapshot = cli.ok_json("snapshot", "commit", "model", "--name", "epoch-1", "-m", "after epoch 1")
-    assert snapshot["id"].startswith("roset-")
-    commit_id = snapshot["id"][len("roset-"):]
+    assert snapshot["id"].startswith("snap-") and snapshot["commit"].startswith("roset-"), snapshot
+    commit_id = snapshot["commit"][len("roset-"):]
     commit = roset.fake.state.commits[commit_id]
     assert commit["status"] == "completed" and commit["message"] == "after epoch 1"
     assert roset.fake.state.refs["rosetctl/epoch-1"]["commitId"] == commit_id
@@ -314,7 +314,7 @@ def test_older_commit_endpoint_is_used_when_the_newer_is_missing(cli, roset):
     cli.create("legacy")
     snapshot = cli.ok_json("snapshot", "commit", "legacy", "--name", "l1")
     assert roset.fake.requests("POST", "/v1/commits")[-1].body["node_id"] == roset.node_of(cli.volume("legacy"))["id"]
-    assert roset.fake.state.commits[snapshot["id"][len("roset-"):]]["status"] == "completed"
+    assert roset.fake.state.commits[snapshot["commit"][len("roset-"):]]["status"] == "completed"
 
 
 def test_failed_commit_is_reported(cli, roset):

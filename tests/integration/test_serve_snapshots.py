@@ -3,6 +3,8 @@ external-provisioner drive them: CreateSnapshot, ListSnapshots, DeleteSnapshot a
 with a snapshot or volume content source."""
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -11,6 +13,16 @@ import grpc
 
 from snapshot_trees import describe_tree, differences, fill_everything
 from csi_server import CALL_TIMEOUT, expect_code, mount_capability
+
+
+def create_until_settled(server, request, deadline: float = 120.0):
+    """CreateSnapshot again with the same name until the snapshot is ready (or the call fails)."""
+    end = time.monotonic() + deadline
+    while True:
+        snapshot = server.controller.CreateSnapshot(request, timeout=CALL_TIMEOUT).snapshot
+        if snapshot.ready_to_use or time.monotonic() > end:
+            return snapshot
+        time.sleep(0.1)
 
 
 def create_volume(server, pb2, name: str, source=None) -> str:
@@ -40,7 +52,7 @@ def test_snapshot_lifecycle_over_grpc(csi, cli, workdir, server):
 
     request = snapshot_request(pb2, "snap-a", source.volume_id, "first")
     snapshot = server.controller.CreateSnapshot(request, timeout=CALL_TIMEOUT).snapshot
-    assert len(snapshot.snapshot_id) == 64 and snapshot.ready_to_use, f"expected a ready commit id, got {snapshot}"
+    assert snapshot.snapshot_id.startswith("snap-") and snapshot.ready_to_use, f"expected a ready snapshot, got {snapshot}"
     assert snapshot.source_volume_id == source.volume_id and snapshot.size_bytes > 32 * 2**20, (
         f"expected the source and the logical size (the sparse file counts whole): {snapshot}")
     again = server.controller.CreateSnapshot(request, timeout=CALL_TIMEOUT).snapshot
@@ -127,12 +139,12 @@ while not os.path.exists({str(stop)!r}):
 """])
     time.sleep(0.2)
     request = snapshot_request(pb2, "hot-snap", volume.volume_id)
-    details = expect_code(lambda: server.controller.CreateSnapshot(request, timeout=CALL_TIMEOUT),
+    details = expect_code(lambda: create_until_settled(server, request),
                           grpc.StatusCode.ABORTED, "CreateSnapshot while a file is rewritten non-stop")
     assert "hot.bin" in details and "changed while being read" in details, f"expected the file named: {details}"
     stop.touch()
     time.sleep(0.3)
-    snapshot = server.controller.CreateSnapshot(request, timeout=CALL_TIMEOUT).snapshot
+    snapshot = create_until_settled(server, request)
     assert snapshot.ready_to_use, "expected the same request to succeed once the writer stopped"
 
 
@@ -160,3 +172,57 @@ def test_concurrent_create_snapshot_of_one_name_makes_one_snapshot(csi, cli, wor
     assert len(ids) == 1 and all(code == grpc.StatusCode.ABORTED for code in others), (
         f"expected one snapshot id, other calls ABORTED while it was being taken: {results}")
     assert len(cli.ok_json("snapshot", "list")) == 1, "expected exactly one snapshot recorded"
+
+
+def test_create_snapshot_answers_before_a_long_commit_ends_and_lists_it_ready_later(csi, cli, workdir, start_serve):
+    pb2 = csi.pb2
+    server = start_serve(extra=("--snapshot-wait", "0"))
+    volume = create_volume(server, pb2, "big")
+    mount = Path(cli.connect("big", workdir / "big")["path"])
+    (mount / "data.bin").write_bytes(os.urandom(96 * 2**20))
+    request = snapshot_request(pb2, "big-snap", volume.volume_id)
+    first = server.controller.CreateSnapshot(request, timeout=CALL_TIMEOUT).snapshot
+    assert not first.ready_to_use and first.snapshot_id.startswith("snap-"), (
+        f"expected an id at once and ready_to_use=false while 96 MiB are committed: {first}")
+    expect_code(lambda: server.controller.DeleteSnapshot(pb2.DeleteSnapshotRequest(snapshot_id=first.snapshot_id),
+                                                         timeout=CALL_TIMEOUT),
+                grpc.StatusCode.ABORTED, "DeleteSnapshot while the snapshot is being taken")
+    source = pb2.VolumeContentSource(snapshot=pb2.VolumeContentSource.SnapshotSource(snapshot_id=first.snapshot_id))
+    expect_code(lambda: create_volume(server, pb2, "too-early", source), grpc.StatusCode.FAILED_PRECONDITION,
+                "CreateVolume from a snapshot that is not ready")
+    deadline = time.monotonic() + 120
+    while True:
+        listed = server.controller.ListSnapshots(pb2.ListSnapshotsRequest(snapshot_id=first.snapshot_id),
+                                                 timeout=CALL_TIMEOUT).entries
+        assert len(listed) == 1, f"expected the pending snapshot listed: {listed}"
+        if listed[0].snapshot.ready_to_use or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    ready = listed[0].snapshot
+    assert ready.ready_to_use and ready.snapshot_id == first.snapshot_id and ready.size_bytes == 96 * 2**20, (
+        f"expected the same snapshot ready with its size: {ready}")
+    again = server.controller.CreateSnapshot(request, timeout=CALL_TIMEOUT).snapshot
+    assert again.snapshot_id == first.snapshot_id and again.ready_to_use, f"expected the retry to return it: {again}"
+    restored = create_volume(server, pb2, "restored", source)
+    target = Path(cli.connect(restored.volume_id, workdir / "restored")["path"])
+    assert (target / "data.bin").read_bytes() == (mount / "data.bin").read_bytes(), "expected the restore to match"
+
+
+def test_commit_interrupted_by_a_serve_crash_leaves_no_snapshot_and_a_retry_makes_one(csi, cli, workdir, start_serve):
+    pb2 = csi.pb2
+    server = start_serve(extra=("--snapshot-wait", "0"))
+    volume = create_volume(server, pb2, "crashy")
+    mount = Path(cli.connect("crashy", workdir / "crashy")["path"])
+    (mount / "data.bin").write_bytes(os.urandom(96 * 2**20))
+    request = snapshot_request(pb2, "crashy-snap", volume.volume_id)
+    pending = server.controller.CreateSnapshot(request, timeout=CALL_TIMEOUT).snapshot
+    assert not pending.ready_to_use, f"expected the commit still running: {pending}"
+    server.stop(signal.SIGKILL)
+    server = start_serve()
+    listed = server.controller.ListSnapshots(pb2.ListSnapshotsRequest(), timeout=CALL_TIMEOUT).entries
+    assert [e.snapshot.snapshot_id for e in listed] == [], f"expected the interrupted snapshot gone: {listed}"
+    retried = create_until_settled(server, request)
+    assert retried.ready_to_use and retried.snapshot_id != pending.snapshot_id, (
+        f"expected the retry to take a new, complete snapshot: {retried}")
+    verified = cli.ok_json("snapshot", "verify")
+    assert verified["ok"], f"expected a consistent store after the crash: {verified}"

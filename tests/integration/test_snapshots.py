@@ -59,10 +59,11 @@ def test_restore_and_clone_keep_every_byte_mode_owner_time_link_and_xattr(cli, w
     fill_everything(mount)
     expected = describe_tree(mount)
     snapshot = commit(cli, "src", "-m", "everything")
-    assert len(snapshot["id"]) == COMMIT_ID_LENGTH and snapshot["ready"], f"expected a ready commit: {snapshot}"
+    assert len(snapshot["commit"]) == COMMIT_ID_LENGTH and snapshot["ready"], f"expected a ready commit: {snapshot}"
+    assert snapshot["id"].startswith("snap-"), f"expected a snapshot id apart from the commit id: {snapshot}"
     assert snapshot["files"] == 7, f"expected 7 regular files (hard link counted once): {snapshot}"
 
-    cli.ok("snapshot", "restore", snapshot["id"][:10], "--name", "restored")
+    cli.ok("snapshot", "restore", snapshot["commit"][:10], "--name", "restored")
     cli.ok("volume", "create", "cloned", "--from-volume", "src")
     for name in ("restored", "cloned"):
         target = Path(cli.connect(name, workdir / name)["path"])
@@ -89,7 +90,7 @@ def test_ten_thousand_small_files_commit_recommit_and_restore(cli, workdir):
     assert first["files"] == 10_000, f"expected 10000 files committed: {first}"
     time.sleep(0.2)  # let the newest files leave the racy window of the stat cache
     second = commit(cli, "many")
-    assert second["new_bytes"] == 0 and second["parent"] == first["id"], (
+    assert second["new_bytes"] == 0 and second["parent"] == first["commit"], (
         f"expected an unchanged re-commit to store nothing and name its parent: {second}")
     restored = cli.ok_json("snapshot", "restore", second["id"], "--name", "many-copy")
     target = Path(cli.connect("many-copy", workdir / "copy")["path"])
@@ -111,7 +112,7 @@ def test_recommit_stores_only_what_changed_and_diff_names_it(cli, workdir):
     assert diff["added"] == ["new"] and diff["removed"] == ["f7"], f"expected new added and f7 removed: {diff}"
     assert [c["path"] for c in diff["changed"]] == ["", "f3"], f"expected the root and f3 changed: {diff}"
     assert "content" in diff["changed"][1]["aspects"], f"expected f3's content to differ: {diff}"
-    text = cli.ok("snapshot", "diff", first["name"], second["id"][:8]).stdout
+    text = cli.ok("snapshot", "diff", first["name"], second["commit"][:8]).stdout
     assert "A  new" in text and "D  f7" in text and "M  f3  (content, mtime)" in text, (
         f"expected git-like diff lines, got {text!r}")
     listed = cli.ok_json("snapshot", "list", "--volume", "inc")
@@ -143,7 +144,7 @@ def test_snapshot_lookup_errors_and_idempotent_delete(cli):
     assert both.rc == EXIT_USAGE, f"expected --from-snapshot and --from-volume to exclude each other: {both.describe()}"
     shown = cli.ok_json("snapshot", "show", "named")
     assert shown["id"] == one["id"] and shown["volume_name"] == "v", f"expected show by name to work: {shown}"
-    deleted = cli.ok_json("snapshot", "delete", one["id"][:6])
+    deleted = cli.ok_json("snapshot", "delete", one["commit"][:6])
     assert deleted == {"id": one["id"], "name": "named", "deleted": True}, f"unexpected delete output {deleted}"
     twice = cli.ok_json("snapshot", "delete", one["id"])
     assert twice["deleted"] is False, f"expected a second delete to say there was nothing to delete: {twice}"
@@ -248,11 +249,11 @@ def test_unrecorded_commit_is_noted_by_verify_and_removed_by_gc(cli):
     with sqlite3.connect(cli.state_dir / "state.db") as database:
         database.execute("DELETE FROM snapshots WHERE id = ?", (snapshot["id"],))
     verified = cli.ok_json("snapshot", "verify")
-    assert verified["problems"] == [] and any(snapshot["id"] in n for n in verified["notes"]), (
+    assert verified["problems"] == [] and any(snapshot["commit"] in n for n in verified["notes"]), (
         f"expected a note about the unrecorded commit: {verified}")
     collected = cli.ok_json("snapshot", "gc")
     assert collected["unrecorded_removed"] == 1, f"expected gc to remove the unrecorded commit: {collected}"
-    assert not (cli.state_dir / "store" / "commits" / snapshot["id"]).exists()
+    assert not (cli.state_dir / "store" / "commits" / snapshot["commit"]).exists()
 
 
 def test_verify_fails_on_a_corrupted_blob(cli, workdir):

@@ -163,7 +163,7 @@ Expected<ProvisionedSnapshot> LocalProvider::create_snapshot(const SnapshotSpec&
 Status LocalProvider::delete_snapshot(const SnapshotRecord& snapshot) {
   auto store = commit_store();
   if (!store) return store.status();
-  ROSETCTL_RETURN_IF_ERROR((*store)->remove_commit(snapshot.id));
+  ROSETCTL_RETURN_IF_ERROR((*store)->remove_commit(snapshot.commit_id));
   // Reclaim now if nothing else uses the store; otherwise the next collection will.
   auto collected = collect_garbage(std::chrono::milliseconds(0));
   if (!collected) {
@@ -181,7 +181,7 @@ Expected<std::vector<TreeChange>> LocalProvider::diff_snapshots(const SnapshotRe
   if (!lock) return lock.status();
   std::vector<Tree> trees;
   for (const SnapshotRecord* snapshot : {&from, &to}) {
-    auto commit = (*store)->read_commit(snapshot->id);
+    auto commit = (*store)->read_commit(snapshot->commit_id);
     if (!commit) return commit.status();
     auto tree = (*store)->read_tree(commit->tree);
     if (!tree) return tree.status();
@@ -197,8 +197,9 @@ Expected<SnapshotVerification> LocalProvider::verify_snapshots(
   auto lock = (*store)->lock_shared(kStorePatience);
   if (!lock) return lock.status();
   std::vector<std::string> ids;
-  for (const SnapshotRecord& snapshot : snapshots)
-    ids.push_back(snapshot.id);
+  for (const SnapshotRecord& snapshot : snapshots) {
+    if (snapshot.ready) ids.push_back(snapshot.commit_id);
+  }
   auto report = verify_commits(**store, ids, default_worker_count(), progress, *lock);
   if (!report) return report.status();
   SnapshotVerification verification{
@@ -206,7 +207,7 @@ Expected<SnapshotVerification> LocalProvider::verify_snapshots(
   auto stored = (*store)->commit_ids();
   if (!stored) return stored.status();
   for (const std::string& id : *stored) {
-    auto recorded = store_.find_snapshot(id);
+    auto recorded = store_.find_snapshot_by_commit(id);
     if (!recorded) return recorded.status();
     if (!recorded->has_value()) {
       verification.notes.push_back(
@@ -223,7 +224,7 @@ Status LocalProvider::remove_unrecorded_commits(const CommitStore& store,
   auto ids = store.commit_ids();
   if (!ids) return ids.status();
   for (const std::string& id : *ids) {
-    auto recorded = store_.find_snapshot(id);
+    auto recorded = store_.find_snapshot_by_commit(id);
     if (!recorded) return recorded.status();
     if (recorded->has_value()) continue;
     ROSETCTL_RETURN_IF_ERROR(store.remove_commit(id));

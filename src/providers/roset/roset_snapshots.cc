@@ -131,7 +131,7 @@ Expected<ProvisionedVolume> RosetProvider::create_restored_volume(const CreateVo
                    "restore --read-only`)");
     }
   }
-  auto snapshot = store_.find_snapshot(spec.source.id);
+  auto snapshot = store_.find_snapshot_by_commit(spec.source.id);
   if (!snapshot) return snapshot.status();
   if (!snapshot->has_value() || !spec.source.id.starts_with(kSnapshotPrefix)) {
     return error(Code::kNotFound, "snapshot {} is not a Roset commit this host knows",

@@ -1,4 +1,4 @@
-// Tests for the snapshot records of src/core/state_store.cc (schema version 2).
+// Tests for the snapshot records of src/core/state_store.cc (schema versions 2 and 3).
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -30,8 +30,21 @@ std::unique_ptr<StateStore> open_store(const std::string& dir) {
 
 SnapshotRecord make_snapshot(const std::string& id, const std::string& name,
                              const std::string& volume, int64_t created) {
-  return SnapshotRecord{id,          name,         "local", volume, "vol-name", "",
-                        "a message", {{"k", "v"}}, 100,     2,      50,         created};
+  SnapshotRecord record;
+  record.id = id;
+  record.name = name;
+  record.commit_id = "c-" + id;
+  record.provider = "local";
+  record.source_volume_id = volume;
+  record.source_volume_name = "vol-name";
+  record.message = "a message";
+  record.parameters = {{"k", "v"}};
+  record.size_bytes = 100;
+  record.file_count = 2;
+  record.new_bytes = 50;
+  record.created_at_ns = created;
+  record.ready = true;
+  return record;
 }
 
 }  // namespace
@@ -94,4 +107,58 @@ TEST_CASE("snapshots: a version 1 database migrates and keeps its volumes", "[st
   auto store = open_store(dir.path);
   CHECK(store->find_volume("local-1")->has_value());
   CHECK(store->insert_snapshot(make_snapshot(std::string(64, 'c'), "new", "local-1", 1)).is_ok());
+}
+
+TEST_CASE("snapshots: a pending record is updated once, found by commit, and is never a parent",
+          "[state_store]") {
+  StoreDir dir;
+  auto store = open_store(dir.path);
+  REQUIRE(store->insert_snapshot(make_snapshot("snap-old", "old", "local-1", 10)).is_ok());
+  SnapshotRecord pending = make_snapshot("snap-new", "new", "local-1", 20);
+  pending.ready = false;
+  pending.commit_id = "";
+  pending.size_bytes = 0;
+  REQUIRE(store->insert_snapshot(pending).is_ok());
+  CHECK(store->latest_snapshot_of("local-1")->value().name == "old");
+  CHECK_FALSE(store->find_snapshot_by_commit("")->has_value());
+
+  SnapshotRecord done = pending;
+  done.ready = true;
+  done.commit_id = std::string(64, 'e');
+  done.size_bytes = 4096;
+  REQUIRE(store->update_snapshot(done).is_ok());
+  CHECK(store->find_snapshot("snap-new")->value() == done);
+  CHECK(store->find_snapshot_by_commit(done.commit_id)->value().id == "snap-new");
+  CHECK(store->latest_snapshot_of("local-1")->value().name == "new");
+
+  SnapshotRecord failed = make_snapshot("snap-gone", "gone", "local-1", 30);
+  failed.failure_code = static_cast<int>(Code::kAborted);
+  CHECK(store->update_snapshot(failed).code() == Code::kNotFound);
+}
+
+TEST_CASE("snapshots: a version 2 database migrates, its ids kept and copied to commit ids",
+          "[state_store]") {
+  StoreDir dir;
+  { open_store(dir.path); }
+  {
+    // Turn it back into what rosetctl with schema 2 wrote, with one snapshot in it.
+    auto connection = sqlite::Connection::open(dir.path + "/state.db");
+    REQUIRE(connection.has_value());
+    REQUIRE(connection
+                ->exec("DROP TABLE snapshots; CREATE TABLE snapshots (id TEXT NOT NULL PRIMARY "
+                       "KEY, name TEXT NOT NULL UNIQUE, provider TEXT NOT NULL, source_volume_id "
+                       "TEXT NOT NULL, source_volume_name TEXT NOT NULL, parent_id TEXT NOT NULL, "
+                       "message TEXT NOT NULL, parameters TEXT NOT NULL, size_bytes INTEGER NOT "
+                       "NULL, file_count INTEGER NOT NULL, new_bytes INTEGER NOT NULL, "
+                       "created_at_ns INTEGER NOT NULL) STRICT; INSERT INTO snapshots VALUES "
+                       "('ab12', 'legacy', 'local', 'local-1', 'v', '', 'm', '{}', 7, 1, 7, 5); "
+                       "PRAGMA user_version = 2")
+                .is_ok());
+  }
+  auto store = open_store(dir.path);
+  auto legacy = store->find_snapshot_by_commit("ab12");
+  REQUIRE(legacy->has_value());
+  CHECK((*legacy)->id == "ab12");
+  CHECK((*legacy)->ready);
+  CHECK((*legacy)->failure_code == 0);
 }

@@ -140,7 +140,8 @@ TEST_CASE("CreateSnapshot returns a ready commit and is idempotent by name", "[s
   csi::v1::CreateSnapshotResponse first;
   REQUIRE(f.snapshot("snap-1", volume, &first, {{"message", "epoch 1"}}).ok());
   const csi::v1::Snapshot& snap = first.snapshot();
-  CHECK(snap.snapshot_id().size() == 64);
+  CHECK(snap.snapshot_id().starts_with("snap-"));
+  CHECK(snap.snapshot_id().size() == 29);
   CHECK(snap.source_volume_id() == volume);
   CHECK(snap.ready_to_use());
   CHECK(snap.size_bytes() == 10);
@@ -167,7 +168,9 @@ TEST_CASE("CreateSnapshot names what is wrong", "[snapshots]") {
   CHECK(no_source.error_message() == "source_volume_id is required");
   CHECK(f.snapshot("s", "local-0000000000000000", &response).error_code() == StatusCode::NOT_FOUND);
   CHECK(f.snapshot(std::string(64, 'a'), volume, &response).error_code() ==
-        StatusCode::INVALID_ARGUMENT);
+        StatusCode::INVALID_ARGUMENT);  // a name that looks like a commit id
+  CHECK(f.snapshot("snap-00000000000000000000abcd", volume, &response).error_code() ==
+        StatusCode::INVALID_ARGUMENT);  // or like a snapshot id
   auto bad_parameter = f.snapshot("s", volume, &response, {{"colour", "red"}});
   CHECK(bad_parameter.error_code() == StatusCode::INVALID_ARGUMENT);
   CHECK(bad_parameter.error_message().find("colour") != std::string::npos);
