@@ -323,3 +323,39 @@ def test_failed_commit_is_reported(cli, roset):
     result = cli.run("snapshot", "commit", "doomed", "--name", "d1")
     assert result.rc == 1 and "failed: storage backend rejected the manifest" in result.stderr, result.describe()
     assert cli.ok_json("snapshot", "list") == []
+
+
+def test_probe_checks_the_api_key_and_the_fuse_client(cli, roset, workdir):
+    assert cli.ok_json("probe") == {"ready": True}, "expected a ready plugin with a good key"
+    write_key_file(roset.key_file, "rsk_live_rejected")
+    rejected = cli.run("probe")
+    assert rejected.rc != 0 and "not accepted" in rejected.stderr, (
+        f"expected Probe to say the key is not accepted: {rejected.describe()}")
+    write_key_file(roset.key_file, roset.key)
+    missing = cli.run("--roset-fuse", workdir / "no-such-roset-fuse", "probe")
+    assert missing.rc != 0 and "no-such-roset-fuse" in missing.stderr, (
+        f"expected Probe to name the missing FUSE client: {missing.describe()}")
+
+
+def test_sub_path_publishes_a_folder_inside_and_never_follows_a_symlink_out(cli, roset, workdir):
+    outside = workdir / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("host data\n")
+
+    volume = cli.create("part", "--param", "subPath=inner")
+    folder = roset.fake.folder_dir(roset.node_of(volume)["id"])
+    (folder / "inner").mkdir()
+    (folder / "inner" / "file.txt").write_text("inside\n")
+    target = workdir / "part"
+    cli.connect("part", target)
+    assert sorted(p.name for p in target.iterdir()) == ["file.txt"], "expected only the subPath's content"
+    cli.ok("volume", "disconnect", "part")
+
+    escaping = cli.create("escaping", "--param", "subPath=escape")
+    (roset.fake.folder_dir(roset.node_of(escaping)["id"]) / "escape").symlink_to(outside)
+    refused = cli.run("volume", "connect", "escaping", "--target", workdir / "escaping")
+    assert refused.rc != 0 and "symlink" in refused.stderr, f"expected the symlink refused: {refused.describe()}"
+    assert not is_mount_point(str(workdir / "escaping")), "expected nothing mounted at the target"
+    missing = cli.create("missing", "--param", "subPath=not/there")
+    absent = cli.run("volume", "connect", missing["id"], "--target", workdir / "missing")
+    assert absent.rc == 5 and "create it first" in absent.stderr, f"expected a missing subPath named: {absent.describe()}"

@@ -1,12 +1,16 @@
 // Roset volumes: folders made and removed through the API, staged through shared roset-fuse.
 #include "providers/roset/roset_provider.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <limits>
 
+#include "core/commit_store/open_beneath.h"
 #include "core/random_id.h"
+#include "core/unique_fd.h"
 #include "core/validate.h"
 #include "providers/roset/roset_api.h"
 
@@ -310,10 +314,39 @@ Status RosetProvider::publish_volume(const PublishSpec& spec) {
   bound.readonly = spec.readonly || value_of(spec.volume_context, kRosetReadOnly) == "true" ||
                    fuse_.staged_read_only(spec.volume_id, spec.staging_path);
   std::string sub_path = value_of(spec.volume_context, kRosetSubPath);
-  if (!sub_path.empty()) {
-    ROSETCTL_RETURN_IF_ERROR(validate_sub_path(sub_path));
-    bound.staging_path = spec.staging_path + "/" + sub_path;
+  if (sub_path.empty()) return Provider::publish_volume(bound);
+  ROSETCTL_RETURN_IF_ERROR(validate_sub_path(sub_path));
+  // The folder is opened without following symlinks or leaving the volume, and bound through
+  // that descriptor: a symlink planted in the volume cannot aim the mount anywhere else on the
+  // host (the subPath escape Kubernetes once had).
+  UniqueFd staging(::open(spec.staging_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!staging.valid()) {
+    return errno_status(errno,
+                        fmt::format("cannot open the staging path \"{}\"", spec.staging_path));
   }
+  UniqueFd inside(open_beneath(staging.get(), sub_path, O_PATH | O_DIRECTORY));
+  if (!inside.valid()) {
+    int failure = errno;
+    struct stat last;
+    if (failure == ENOTDIR &&
+        ::fstatat(staging.get(), sub_path.c_str(), &last, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(last.st_mode)) {
+      failure = ELOOP;  // the subPath itself is a symlink
+    }
+    if (failure == ENOENT || failure == ENOTDIR) {
+      return error(Code::kFailedPrecondition,
+                   "subPath \"{}\" is not a folder in volume \"{}\"; create it first", sub_path,
+                   spec.volume_id);
+    }
+    if (failure == ELOOP || failure == EXDEV) {
+      return error(Code::kInvalidArgument,
+                   "subPath \"{}\" of volume \"{}\" passes through a symlink or another mount; "
+                   "refused, as it could lead outside the volume",
+                   sub_path, spec.volume_id);
+    }
+    return errno_status(failure, fmt::format("cannot open subPath \"{}\"", sub_path));
+  }
+  bound.staging_path = fmt::format("/proc/self/fd/{}", inside.get());
   return Provider::publish_volume(bound);
 }
 
