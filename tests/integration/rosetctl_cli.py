@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
-DEFAULT_BINARY = "/work/main/build/release/src/rosetctl"
+# This checkout's release build, for running pytest by hand (ctest sets ROSETCTL_BIN).
+DEFAULT_BINARY = str(Path(__file__).resolve().parents[2] / "build" / "release" / "src" / "rosetctl")
 DEFAULT_TIMEOUT = 60
 
 # Exit codes documented in `rosetctl --help`.
