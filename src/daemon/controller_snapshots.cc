@@ -11,6 +11,7 @@
 
 #include <chrono>
 
+#include "core/clock.h"
 #include "core/validate.h"
 #include "daemon/controller_service.h"
 #include "daemon/convert.h"
@@ -46,12 +47,6 @@ void fill_snapshot(const SnapshotRecord& record, csi::v1::Snapshot* snapshot) {
 std::string message_of(const StringMap& parameters) {
   auto it = parameters.find(std::string(kMessageParameter));
   return it == parameters.end() ? "" : it->second;
-}
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // Held by whoever is taking the snapshot: free while the record is pending means its taker died.
@@ -178,7 +173,7 @@ Status ControllerService::create_snapshot(const csi::v1::CreateSnapshotRequest& 
   if (!parent) return parent.status();
 
   SnapshotRecord record;
-  record.created_at_ns = now_ns();
+  record.created_at_ns = unix_now_ns();
   record.id = new_snapshot_id(record.created_at_ns);
   record.name = request.name();
   record.provider = volume->record.provider;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "core/clock.h"
 #include "core/commit_store/open_beneath.h"
 #include "core/commit_store/stat_cache.h"
 #include "core/commit_store/tree_walk.h"
@@ -22,12 +23,6 @@ namespace {
 // was read: a write landing in the same timestamp tick as the previous one would otherwise go
 // unnoticed by the next commit (git calls these entries "racily clean").
 constexpr int64_t kRacyWindowNs = 100'000'000;
-
-int64_t now_ns() {
-  struct timespec ts;
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 struct FileResult {
   bool vanished = false;  // deleted or replaced by a non-file during the commit
@@ -128,7 +123,7 @@ Status Capturer::capture(WalkedEntry& walked, FileResult& result, ContentBuffer&
   }
   std::string shown = shown_root_ + "/" + entry.path;
   for (int attempt = 0; attempt < kMaxCaptureAttempts; ++attempt) {
-    int64_t started = now_ns();
+    int64_t started = unix_now_ns();
     UniqueFd fd(open_beneath(root_fd_, entry.path, O_RDONLY));
     struct stat before, after;
     if (!fd.valid() || ::fstat(fd.get(), &before) != 0 || !S_ISREG(before.st_mode)) {

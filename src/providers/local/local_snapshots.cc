@@ -15,6 +15,7 @@
 
 #include <thread>
 
+#include "core/clock.h"
 #include "core/commit_store/commit_directory.h"
 #include "core/commit_store/restore.h"
 #include "core/commit_store/store_gc.h"
@@ -31,12 +32,6 @@ namespace {
 constexpr std::chrono::seconds kStorePatience{60};
 // Data directories being filled by a restore or clone: "<volumes>/.restore-<id>".
 constexpr std::string_view kPartialPrefix = ".restore-";
-
-int64_t now_ns() {
-  struct timespec ts;
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // A data directory being filled. It is flocked while its filler lives, so a sweep can tell an
 // abandoned one (its process died) from one in progress; it is removed unless finished.
@@ -146,7 +141,7 @@ Expected<ProvisionedSnapshot> LocalProvider::create_snapshot(const SnapshotSpec&
   auto lock = (*store)->lock_shared(kStorePatience);
   if (!lock) return lock.status();
   CommitRequest request{data_dir(spec.volume_id), spec.volume_id, spec.volume_name,
-                        spec.parent_id,           spec.message,   now_ns(),
+                        spec.parent_id,           spec.message,   unix_now_ns(),
                         default_worker_count(),   spec.progress};
   auto outcome = commit_directory(**store, request, *lock);
   if (!outcome)

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/random_id.h"
 #include "providers/roset/api_json.h"
 #include "providers/roset/roset_api.h"
@@ -31,12 +32,6 @@ std::string restore_ref(std::string_view volume_name) {
 
 std::string commit_of(std::string_view snapshot_id) {
   return std::string(snapshot_id.substr(kSnapshotPrefix.size()));
-}
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // Polls until the commit is completed (or failed: an error quoting the server's reason).
@@ -102,7 +97,7 @@ Expected<ProvisionedSnapshot> RosetProvider::create_snapshot(const SnapshotSpec&
   made.file_count = commit->file_count;
   made.new_bytes = 0;  // Roset does not say what a commit added
   made.created_at_ns = parse_timestamp_ns(commit->created_at);
-  if (made.created_at_ns == 0) made.created_at_ns = now_ns();
+  if (made.created_at_ns == 0) made.created_at_ns = unix_now_ns();
   if (Status recorded = record(made); !recorded) {
     (void)api.delete_ref(snapshot_ref(spec.name));
     return recorded;
