@@ -10,6 +10,7 @@ complete -c rosetctl -n '__fish_use_subcommand' -l node-id
 complete -c rosetctl -n '__fish_use_subcommand' -l driver-name
 complete -c rosetctl -n '__fish_use_subcommand' -l capacity-overcommit
 complete -c rosetctl -n '__fish_use_subcommand' -l verbose
+complete -c rosetctl -n '__fish_use_subcommand' -l secrets-file
 complete -c rosetctl -n '__fish_use_subcommand' -l roset-api-url
 complete -c rosetctl -n '__fish_use_subcommand' -l roset-api-key-file
 complete -c rosetctl -n '__fish_use_subcommand' -l roset-mount-id
@@ -34,6 +35,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-mount-id
@@ -68,6 +70,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-mount-id
@@ -85,6 +88,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-mount-id
@@ -102,6 +106,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-mount-id
@@ -120,6 +125,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-mount-id
@@ -137,6 +143,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-mount-id
@@ -156,6 +163,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-mount-id
@@ -174,6 +182,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-mount-id
@@ -193,6 +202,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-mount-id
@@ -211,6 +221,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-mount-id
@@ -229,6 +240,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-mount-id
@@ -246,6 +258,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-mount-id
@@ -273,6 +286,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-mount-id
@@ -291,6 +305,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-mount-id
@@ -308,6 +323,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-mount-id
@@ -328,6 +344,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-mount-id
@@ -345,6 +362,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-mount-id
@@ -362,6 +380,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-mount-id
@@ -379,6 +398,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-mount-id
@@ -396,6 +416,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-mount-id
@@ -418,6 +439,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-mount-id
@@ -435,6 +457,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-mount-id
@@ -453,6 +476,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-mount-id
@@ -470,6 +494,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-mount-id
@@ -488,6 +513,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-mount-id
@@ -505,6 +531,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-mount-id
@@ -522,6 +549,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l node-id
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l driver-name
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l capacity-overcommit
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l secrets-file
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-api-url
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-api-key-file
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-mount-id

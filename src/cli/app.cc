@@ -90,6 +90,10 @@ void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) 
                "Let image volumes promise more space than is free (README: capacity policy)")
       ->envname("ROSETCTL_CAPACITY_OVERCOMMIT");
   app.add_flag("-v,--verbose", globals.verbose, "Debug logs on stderr (secrets are redacted)");
+  app.add_option("--secrets-file", globals.secrets_file,
+                 "JSON file (mode 0600) of CSI secrets sent with every call that takes secrets, "
+                 "as a CO sends a StorageClass's secret: e.g. {\"api-key\": \"...\"} for roset")
+      ->envname("ROSETCTL_SECRETS_FILE");
   add_roset_options(app, globals);
 }
 
@@ -122,6 +126,7 @@ constexpr EnvFlag kEnvFlags[] = {
     {"ROSETCTL_PROVIDER", "--provider", nullptr},
     {"ROSETCTL_NODE_ID", "--node-id", nullptr},
     {"ROSETCTL_DRIVER_NAME", "--driver-name", nullptr},
+    {"ROSETCTL_SECRETS_FILE", "--secrets-file", nullptr},
     {"ROSET_API_URL", "--roset-api-url", nullptr},
     {"ROSET_API_KEY_FILE", "--roset-api-key-file", nullptr},
     {"ROSET_MOUNT_ID", "--roset-mount-id", nullptr},

@@ -1,12 +1,15 @@
-// The CLI's side of "CSI is the internal API": typed calls on a channel, with deadlines and a
-// patient retry when another operation on the same volume is in flight (ABORTED).
+// The CLI's side of "CSI is the internal API": typed calls on a channel, with deadlines, the
+// run's CSI secrets on every request that carries secrets, and a patient retry when another
+// operation on the same volume is in flight (ABORTED).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "core/status.h"
@@ -25,6 +28,9 @@ class CsiClient {
       : identity_(csi::v1::Identity::NewStub(channel)),
         controller_(csi::v1::Controller::NewStub(channel)),
         node_(csi::v1::Node::NewStub(channel)) {}
+
+  // Sent as `secrets` with every request that has that field and none of its own.
+  void set_secrets(std::map<std::string, std::string> secrets) { secrets_ = std::move(secrets); }
 
   template <typename Request, typename Response>
   using IdentityMethod = grpc::Status (csi::v1::Identity::Stub::*)(grpc::ClientContext*,
@@ -59,6 +65,19 @@ class CsiClient {
   template <typename Stub, typename Method, typename Request, typename Response>
   Status call(Stub& stub, Method method, const Request& request, Response* response,
               std::chrono::system_clock::duration deadline = kCallDeadline) {
+    if constexpr (requires(Request r) { r.mutable_secrets(); }) {
+      if (!secrets_.empty() && request.secrets().empty()) {
+        Request with_secrets = request;
+        with_secrets.mutable_secrets()->insert(secrets_.begin(), secrets_.end());
+        return send(stub, method, with_secrets, response, deadline);
+      }
+    }
+    return send(stub, method, request, response, deadline);
+  }
+
+  template <typename Stub, typename Method, typename Request, typename Response>
+  Status send(Stub& stub, Method method, const Request& request, Response* response,
+              std::chrono::system_clock::duration deadline) {
     auto give_up = std::chrono::steady_clock::now() + kBusyPatience;
     auto pause = std::chrono::milliseconds(20);
     while (true) {
@@ -77,6 +96,7 @@ class CsiClient {
   std::unique_ptr<csi::v1::Identity::Stub> identity_;
   std::unique_ptr<csi::v1::Controller::Stub> controller_;
   std::unique_ptr<csi::v1::Node::Stub> node_;
+  std::map<std::string, std::string> secrets_;
 };
 
 }  // namespace rosetctl::cli

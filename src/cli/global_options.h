@@ -19,6 +19,8 @@ struct GlobalOptions {
   // Image volumes may promise more space than the disk has free (README: capacity policy).
   bool capacity_overcommit = false;
   bool verbose = false;
+  // JSON file of CSI secrets sent with the calls that take them (cli/secrets_file.h).
+  std::string secrets_file;
   // The roset provider (README: the roset provider). The API key itself never is a flag.
   std::string roset_api_url;
   std::string roset_api_key_file;

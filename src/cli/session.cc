@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/secrets_file.h"
+
 namespace rosetctl::cli {
 
 bool state_exists(const GlobalOptions& options) {
@@ -20,6 +22,13 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
   plugin_options.roset = roset_config(options);
   if (!options.driver_name.empty()) plugin_options.driver_name = options.driver_name;
 
+  std::map<std::string, std::string> secrets;
+  if (!options.secrets_file.empty()) {
+    auto read = read_secrets_file(options.secrets_file);
+    if (!read) return read.status();
+    secrets = std::move(*read);
+  }
+
   auto session = std::make_unique<Session>();
   if (options.output != OutputFormat::kJson && ::isatty(STDERR_FILENO) == 1) {
     session->progress_ = std::make_unique<TerminalProgress>();
@@ -30,6 +39,7 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
   ROSETCTL_RETURN_IF_ERROR((*plugin)->start(std::nullopt));
 
   session->client_ = std::make_unique<CsiClient>((*plugin)->in_process_channel());
+  session->client_->set_secrets(std::move(secrets));
   session->plugin_ = std::move(*plugin);
   return session;
 }

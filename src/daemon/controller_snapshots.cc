@@ -227,13 +227,11 @@ Status ControllerService::delete_snapshot(const csi::v1::DeleteSnapshotRequest& 
     return error(Code::kAborted, "snapshot {} is still being taken; retry once it is ready",
                  record->id);
   }
+  auto forget = [&] { return context_.store.delete_snapshot(request.snapshot_id()); };
+  if (!record->ready) return forget();  // a failed snapshot stored nothing
   auto provider = context_.providers.by_name(record->provider);
   if (!provider) return provider.status();
-  // The record goes first: a crash in between leaves unrecorded data that garbage collection
-  // removes, never a record whose data is gone.
-  ROSETCTL_RETURN_IF_ERROR(context_.store.delete_snapshot(request.snapshot_id()));
-  if (!record->ready) return Status::ok();  // a failed snapshot stored nothing
-  return (*provider)->delete_snapshot(*record);
+  return (*provider)->delete_snapshot_with(*record, to_map(request.secrets()), forget);
 }
 
 Status ControllerService::list_snapshots(const csi::v1::ListSnapshotsRequest& request,

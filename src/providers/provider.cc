@@ -33,6 +33,12 @@ Status Provider::delete_snapshot(const SnapshotRecord&) {
   return no_snapshots(name());
 }
 
+Status Provider::delete_snapshot_with(const SnapshotRecord& snapshot, const StringMap&,
+                                      const ForgetSnapshot& forget) {
+  ROSETCTL_RETURN_IF_ERROR(forget());
+  return delete_snapshot(snapshot);
+}
+
 Expected<std::vector<TreeChange>> Provider::diff_snapshots(const SnapshotRecord&,
                                                            const SnapshotRecord&) {
   return no_snapshots(name());

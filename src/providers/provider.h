@@ -86,6 +86,8 @@ struct ProvisionedSnapshot {
 // Records a finished snapshot (the daemon's state store insert). create_snapshot calls it while
 // the snapshot is still protected from garbage collection; if it fails, the snapshot is dropped.
 using RecordSnapshot = std::function<Status(const ProvisionedSnapshot&)>;
+// Removes the daemon's record of a snapshot being deleted.
+using ForgetSnapshot = std::function<Status()>;
 
 // `snapshot verify`: problems make the command fail; notes are harmless leftovers.
 struct SnapshotVerification {
@@ -193,6 +195,11 @@ class Provider {
   // Called after the daemon removed the record; frees what no other snapshot or volume needs
   // (now, or at the next collection when the storage is busy).
   virtual Status delete_snapshot(const SnapshotRecord& snapshot);
+  // DeleteSnapshot with the request's CSI secrets. Calls `forget` where a crash leaves the
+  // least behind. Default: forget, then delete_snapshot (data no record names is found by
+  // garbage collection; a record whose data is gone would be a lie).
+  virtual Status delete_snapshot_with(const SnapshotRecord& snapshot, const StringMap& secrets,
+                                      const ForgetSnapshot& forget);
   // What changed from `from` to `to`, path by path.
   virtual Expected<std::vector<TreeChange>> diff_snapshots(const SnapshotRecord& from,
                                                            const SnapshotRecord& to);

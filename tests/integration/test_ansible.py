@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ import grpc
 import pytest
 import yaml
 
+from roset_fixtures import STANDIN_FUSE, fuse_processes_under
 from rosetctl_cli import isolated_environment
 from rosetctl_mounts import is_mount_point
 
@@ -470,6 +472,70 @@ def test_snapshot_flow_commit_restore_connect_compare(ansible, cli, workdir, mou
     assert run.task("restore")["changed"] and run.task("restore")["name"] == "copy", run.task("restore")
     assert cli.volumes() == [] and mounts_in() == [], f"expected nothing left: {cli.volumes()} {mounts_in()}"
     assert cli.ok_json("snapshot", "list") == [], "expected the snapshot task with state absent to delete it"
+
+
+ROSET_FLOW = """\
+- hosts: storage_consumers
+  roles: [storage]
+  module_defaults:
+    storage: {secrets: "{{ roset_secrets }}"}
+  tasks:
+    - {name: create, storage: {name: shared, parameters: {basePath: /ansible}}}
+    - {name: connect, storage: {name: shared, state: connected, target: "{{ workdir }}/shared"}}
+    - name: write
+      copy: {dest: "{{ workdir }}/shared/model.txt", content: "weights\\n"}
+    - name: commit
+      storage: {resource: snapshot, volume: shared, name: epoch-1}
+    - {name: disconnect, storage: {name: shared, state: disconnected}}
+    - {name: snapshot gone, storage: {resource: snapshot, state: absent, name: epoch-1}}
+    - {name: gone, storage: {name: shared, state: absent}}
+"""
+
+KEY_ON_HOST = """\
+- hosts: storage_consumers
+  roles: [storage]
+  tasks:
+    - {name: create, storage: {name: keyed}}
+    - {name: gone, storage: {name: keyed, state: absent}}
+"""
+
+
+def private_vars(path: Path, **variables) -> Path:
+    """Secret extra vars go in a 0600 file (-e @file): a command line is visible to every user."""
+    path.touch(mode=0o600)
+    path.write_text(json.dumps(variables))
+    return path
+
+
+def test_roset_provider_with_the_key_in_task_secrets_or_on_the_host(ansible, roset, workdir, mounts_in):
+    """The roset provider from playbooks: the role writes the provider's settings, the key comes
+    either with each task (`secrets`) or from the role's 0600 key file; it is never printed."""
+    settings = {"storage_provider": "roset", "storage_roset_api_url": roset.fake.url,
+                "storage_roset_fuse": str(STANDIN_FUSE), "workdir": str(workdir)}
+    run = ansible.run(ansible.playbook_file("roset.yml", ROSET_FLOW), "-e",
+                      "@" + str(private_vars(workdir / "secrets.json", roset_secrets={"api-key": roset.key})),
+                      extra_vars=settings)
+    run.assert_ok()
+    folder = roset.fake.live_node_at(roset.fake.default_mount, "/ansible/shared")
+    assert folder is None and any(n["name"] == "shared" and n["deletedAt"] for n in roset.fake.state.nodes.values()), (
+        "expected the volume's folder under /ansible to be made, then soft-deleted")
+    commits = list(roset.fake.state.commits.values())
+    assert len(commits) == 1 and "rosetctl/epoch-1" not in roset.fake.state.refs, (commits, roset.fake.state.refs)
+    assert mounts_in() == [] and fuse_processes_under(workdir) == []
+    config = ansible.config_path.read_text()
+    assert "roset-api-url" in config and "roset-api-key-file" not in config, config
+
+    key_file = workdir / "etc" / "rosetctl" / "roset.key"
+    keyed = ansible.run(ansible.playbook_file("keyed.yml", KEY_ON_HOST), "-e",
+                        "@" + str(private_vars(workdir / "key.json", storage_roset_api_key=roset.key)),
+                        extra_vars=dict(settings, storage_roset_api_key_file=str(key_file)))
+    keyed.assert_ok()
+    assert keyed.task("create")["changed"] and keyed.task("gone")["changed"], keyed.describe()
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600 and key_file.read_text() == roset.key + "\n"
+    config = ansible.config_path.read_text()
+    assert f'roset-api-key-file = "{key_file}"' in config and roset.key not in config, config
+    for output in (run.stdout, run.stderr, keyed.stdout, keyed.stderr):
+        assert roset.key not in output, "expected the API key never to be printed"
 
 
 # ---------------------------------------------------------------- documentation

@@ -3,6 +3,7 @@ real FUSE mounts through the stand-in roset-fuse (bindfs)."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import time
@@ -359,3 +360,61 @@ def test_sub_path_publishes_a_folder_inside_and_never_follows_a_symlink_out(cli,
     missing = cli.create("missing", "--param", "subPath=not/there")
     absent = cli.run("volume", "connect", missing["id"], "--target", workdir / "missing")
     assert absent.rc == 5 and "create it first" in absent.stderr, f"expected a missing subPath named: {absent.describe()}"
+
+
+def write_secrets_file(path: Path, secrets: dict, mode: int = 0o600) -> Path:
+    path.write_text(json.dumps(secrets))
+    os.chmod(path, mode)
+    return path
+
+
+def test_cli_takes_csi_secrets_from_a_private_file(cli, roset, workdir):
+    """What the Ansible module's `secrets` option does: no key configured on the host, the key
+    arrives as CSI secrets from a 0600 file named by ROSETCTL_SECRETS_FILE."""
+    del cli.env["ROSET_API_KEY_FILE"]
+    refused = cli.run("volume", "create", "vault")
+    assert refused.rc == EXIT_UNAUTHENTICATED, refused.describe()
+
+    secrets_file = write_secrets_file(workdir / "secrets.json", {"api-key": roset.key})
+    cli.env["ROSETCTL_SECRETS_FILE"] = str(secrets_file)
+    volume = cli.create("vault")
+    target = workdir / "vault"
+    cli.connect("vault", target)  # NodeStage hands the key from the secrets to roset-fuse
+    (target / "weights.bin").write_bytes(b"\x01" * 1000)
+    snapshot = cli.ok_json("snapshot", "commit", "vault", "--name", "v1")
+    assert roset.fake.state.refs["rosetctl/v1"]["commitId"] == snapshot["commit"][len("roset-"):]
+    cli.ok("snapshot", "delete", "v1")
+    assert "rosetctl/v1" not in roset.fake.state.refs
+    cli.ok("volume", "disconnect", "vault")
+    cli.ok("volume", "delete", "vault")
+    assert roset.fake.state.nodes[roset.node_of(volume)["id"]]["deletedAt"] is not None
+
+    write_secrets_file(secrets_file, {"api-key": roset.key}, mode=0o644)
+    exposed = cli.run("volume", "create", "other")
+    assert exposed.rc == EXIT_UNAUTHENTICATED and "chmod 600" in exposed.stderr, exposed.describe()
+    secrets_file.write_text('{"api-key": ' + json.dumps(roset.key))  # not JSON: no closing brace
+    os.chmod(secrets_file, 0o600)
+    broken = cli.run("volume", "create", "other")
+    assert broken.rc == 2 and "is not a JSON object" in broken.stderr, broken.describe()
+    # roset's teardown asserts the key never appeared in any output, these included.
+
+
+def test_delete_snapshot_uses_the_request_secrets_and_keeps_the_record_on_failure(cli, roset, start_serve, csi):
+    pb2 = csi.pb2
+    cli.create("model")
+    snapshot = cli.ok_json("snapshot", "commit", "model", "--name", "s1")
+    del cli.env["ROSET_API_KEY_FILE"]  # from now on the key comes only with each call
+    server = start_serve()
+    details = expect_code(lambda: server.controller.DeleteSnapshot(
+        pb2.DeleteSnapshotRequest(snapshot_id=snapshot["id"], secrets={"api-key": "rsk_live_not_it"})),
+        grpc.StatusCode.UNAUTHENTICATED, "DeleteSnapshot with a wrong key secret")
+    assert "not accepted" in details
+    assert "rosetctl/s1" in roset.fake.state.refs, "the pin must stay while the snapshot is listed"
+    listed = server.controller.ListSnapshots(pb2.ListSnapshotsRequest(snapshot_id=snapshot["id"]))
+    assert [e.snapshot.snapshot_id for e in listed.entries] == [snapshot["id"]]
+
+    server.controller.DeleteSnapshot(pb2.DeleteSnapshotRequest(snapshot_id=snapshot["id"],
+                                                               secrets={"api-key": roset.key}))
+    assert "rosetctl/s1" not in roset.fake.state.refs
+    assert not server.controller.ListSnapshots(pb2.ListSnapshotsRequest(snapshot_id=snapshot["id"])).entries
+    server.controller.DeleteSnapshot(pb2.DeleteSnapshotRequest(snapshot_id=snapshot["id"]))  # again: OK

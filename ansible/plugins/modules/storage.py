@@ -102,8 +102,9 @@ options:
     type: str
   parameters:
     description:
-      - Provider parameters for new volumes, passed as C(--param KEY=VALUE); the local
-        provider knows C(type=dir).
+      - Provider parameters for new volumes, passed as C(--param KEY=VALUE). The local
+        provider knows C(type) (C(dir) or C(image)); the roset provider
+        C(mountId), C(basePath), C(subPath) and C(deletePolicy) (C(rosetctl) README).
     type: dict
   target:
     description:
@@ -128,12 +129,12 @@ options:
     type: str
   secrets:
     description:
-      - Provider credentials (for the planned C(roset) and C(iscsi) providers). Never put on a
-        command line or logged; handed to C(rosetctl) as a file with mode 0600 in a private
-        temporary directory named by the environment variable C(ROSETCTL_SECRETS_FILE), and
-        removed after the call.
-      - Not used yet. No provider in current C(rosetctl) releases reads it; the module warns
-        when it is given.
+      - CSI secrets for the provider, sent with every C(rosetctl) call that takes secrets, as
+        a Kubernetes StorageClass's secret would be. For C(provider=roset), C(api-key) (the
+        Roset API key) and optionally C(api-url); the host then needs no key of its own.
+      - Never put on a command line or logged; handed to C(rosetctl) as a file with mode 0600
+        in a private temporary directory named by the environment variable
+        C(ROSETCTL_SECRETS_FILE), and removed after the call. The local provider ignores them.
     type: dict
   binary:
     description:
@@ -947,9 +948,6 @@ def main():
                          % (state, resource, resource, ', '.join(allowed), hint))
     try:
         storage = Storage(module)
-        if module.params['secrets']:
-            storage.warnings.append('secrets were given, but no rosetctl provider reads them yet; '
-                                    'they were passed in a 0600 file (ROSETCTL_SECRETS_FILE) and removed')
         result = storage.volume() if resource == 'volume' else storage.snapshot()
     except TaskFailed as failure:
         module.fail_json(msg=failure.msg, **failure.result)

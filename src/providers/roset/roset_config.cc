@@ -1,13 +1,9 @@
 // Resolution of the Roset endpoint and credentials for one call.
 #include "providers/roset/roset_config.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cctype>
 
-#include "core/unique_fd.h"
+#include "core/private_file.h"
 
 namespace rosetctl {
 namespace {
@@ -61,31 +57,9 @@ Expected<std::string> normalize_api_url(std::string_view url, std::string_view w
 }
 
 Expected<std::string> read_api_key_file(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) {
-    return errno_status(errno, fmt::format("cannot open the Roset API key file \"{}\"", path));
-  }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) {
-    return errno_status(errno, fmt::format("cannot inspect the Roset API key file \"{}\"", path));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return error(Code::kInvalidArgument, "the Roset API key file \"{}\" is not a regular file",
-                 path);
-  }
-  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-    return error(Code::kPermissionDenied,
-                 "the Roset API key file \"{}\" has mode {:04o}: other users could read the key; "
-                 "chmod 600 it",
-                 path, st.st_mode & 07777);
-  }
-  std::string content(kMaxKeyBytes, '\0');
-  ssize_t got = ::read(fd.get(), content.data(), content.size());
-  if (got < 0) {
-    return errno_status(errno, fmt::format("cannot read the Roset API key file \"{}\"", path));
-  }
-  content.resize(static_cast<size_t>(got));
-  std::string key = trim(content.substr(0, content.find('\n')));
+  auto content = read_private_file(path, "the Roset API key file", kMaxKeyBytes);
+  if (!content) return content.status();
+  std::string key = trim(content->substr(0, content->find('\n')));
   if (key.empty()) {
     return error(Code::kUnauthenticated, "the Roset API key file \"{}\" is empty", path);
   }

@@ -46,6 +46,8 @@ class RosetProvider final : public Provider {
   Expected<ProvisionedSnapshot> create_snapshot(const SnapshotSpec& spec,
                                                 const RecordSnapshot& record) override;
   Status delete_snapshot(const SnapshotRecord& snapshot) override;
+  Status delete_snapshot_with(const SnapshotRecord& snapshot, const StringMap& secrets,
+                              const ForgetSnapshot& forget) override;
 
   Status check_volume_on_node(std::string_view volume_id) const override;
   Status stage_volume(const StageSpec& spec) override;
@@ -60,6 +62,7 @@ class RosetProvider final : public Provider {
   // checks nothing for a provider nobody configured.
   bool configured() const;
   Expected<RosetEndpoint> endpoint_for(const StringMap& context, const StringMap& secrets) const;
+  Status drop_snapshot_pin(const SnapshotRecord& snapshot, const StringMap& secrets);
   Status make_base_path(class RosetApi& api, const std::string& base_path);
   Status check_no_restores_of(const VolumeRecord& volume);
   // A read-only volume showing the folder a commit was taken of, pinned by its own ref.

@@ -106,10 +106,21 @@ Expected<ProvisionedSnapshot> RosetProvider::create_snapshot(const SnapshotSpec&
 }
 
 Status RosetProvider::delete_snapshot(const SnapshotRecord& snapshot) {
+  return drop_snapshot_pin(snapshot, {});
+}
+
+// The pin goes before the record: a pin left behind by a crash would keep the commit forever,
+// and no collection could find it; a record left behind is deleted again (404 = done).
+Status RosetProvider::delete_snapshot_with(const SnapshotRecord& snapshot, const StringMap& secrets,
+                                           const ForgetSnapshot& forget) {
+  ROSETCTL_RETURN_IF_ERROR(drop_snapshot_pin(snapshot, secrets));
+  return forget();
+}
+
+Status RosetProvider::drop_snapshot_pin(const SnapshotRecord& snapshot, const StringMap& secrets) {
   auto volume = store_.find_volume(snapshot.source_volume_id);
   StringMap context = volume && volume->has_value() ? (*volume)->context : StringMap{};
-  auto endpoint = resolve_endpoint(config_, {}, value_of(context, kRosetApiUrl),
-                                   value_of(context, kRosetMountId));
+  auto endpoint = endpoint_for(context, secrets);
   if (!endpoint) return endpoint.status();
   // The API cannot delete a commit: the snapshot ends with its pin.
   return RosetApi(*http_, *endpoint).delete_ref(snapshot_ref(snapshot.name));

@@ -1,0 +1,18 @@
+// Reading a file that holds a secret (an API key, CSI secrets): it must be a regular file that
+// no other user can read, and its content never appears in an error message.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace rosetctl {
+
+// The file's content, at most `max_bytes` of it. `what` names the file in errors ("the Roset API
+// key file"). PERMISSION_DENIED when group or others have any access to it.
+Expected<std::string> read_private_file(const std::string& path, std::string_view what,
+                                        size_t max_bytes);
+
+}  // namespace rosetctl
