@@ -84,7 +84,8 @@ Status ImageNode::stage_mount(const VolumeRecord& volume, const StageSpec& spec)
   // A second loop device on the image would be a second filesystem writing the same file.
   for (const LoopInfo& loop : *loops) {
     if (!loop.read_only && mount_of_device(*table, loop.major, loop.minor) != nullptr) {
-      return mount_device(loop.path, spec.staging_path, filesystem, MountOptions{});
+      return mount_device(loop.path, spec.staging_path, filesystem, MountOptions{},
+                          mount_data(filesystem));
     }
   }
   ROSETCTL_RETURN_IF_ERROR(release_unused_devices(volume.id).status());
@@ -93,8 +94,8 @@ Status ImageNode::stage_mount(const VolumeRecord& volume, const StageSpec& spec)
   if (!loop) return loop.status();
   crash_point("image-stage-attached");
   ROSETCTL_RETURN_IF_ERROR(prepare_filesystem(volume, loop->path()));
-  ROSETCTL_RETURN_IF_ERROR(
-      mount_device(loop->path(), spec.staging_path, filesystem, MountOptions{}));
+  ROSETCTL_RETURN_IF_ERROR(mount_device(loop->path(), spec.staging_path, filesystem, MountOptions{},
+                                        mount_data(filesystem)));
   MountGuard mounted(spec.staging_path);  // destroyed before `loop`: unmount, then detach
   if (files_.grow_pending(volume.id)) {   // xfs grows only while mounted
     ROSETCTL_RETURN_IF_ERROR(grow_filesystem_online(filesystem, loop->path(), spec.staging_path));
