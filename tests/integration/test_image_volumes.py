@@ -412,6 +412,59 @@ def test_condition_reports_a_detached_block_device(cli, workdir):
     assert shown["condition"]["abnormal"] and "no longer attached" in shown["condition"]["message"], shown
 
 
+# ---------------------------------------------------------------- CSI details
+
+def capability(pb2, fs_type: str = "", block: bool = False):
+    access = pb2.VolumeCapability.AccessMode(mode=pb2.VolumeCapability.AccessMode.SINGLE_NODE_WRITER)
+    if block:
+        return pb2.VolumeCapability(block=pb2.VolumeCapability.BlockVolume(), access_mode=access)
+    return pb2.VolumeCapability(mount=pb2.VolumeCapability.MountVolume(fs_type=fs_type), access_mode=access)
+
+
+def stage_request(pb2, volume, staging: Path):
+    return pb2.NodeStageVolumeRequest(volume_id=volume.volume_id, staging_target_path=str(staging),
+                                      volume_capability=capability(pb2), volume_context=volume.volume_context)
+
+
+@pytest.mark.parametrize("fs_type,size_mib,grown_mib", [("xfs", 320, 480), ("ext4", 64, 128)])
+def test_pending_growth_is_applied_when_staged_at_a_second_staging_path(csi, cli, workdir, start_serve,
+                                                                         fs_type, size_mib, grown_mib):
+    pb2 = csi.pb2
+    server = start_serve()
+    volume = server.controller.CreateVolume(pb2.CreateVolumeRequest(
+        name="grow2", parameters={"type": "image"}, capacity_range=pb2.CapacityRange(required_bytes=size_mib * MiB),
+        volume_capabilities=[capability(pb2, fs_type)]), timeout=CALL_TIMEOUT).volume
+    node_id = server.node.NodeGetInfo(pb2.NodeGetInfoRequest(), timeout=CALL_TIMEOUT).node_id
+    server.controller.ControllerPublishVolume(pb2.ControllerPublishVolumeRequest(
+        volume_id=volume.volume_id, node_id=node_id, volume_capability=capability(pb2)), timeout=CALL_TIMEOUT)
+    first, second = workdir / "stage-a", workdir / "stage-b"
+    server.node.NodeStageVolume(stage_request(pb2, volume, first), timeout=CALL_TIMEOUT)
+    before = fs_size(first)
+    # The CO grew the volume but has not called NodeExpandVolume yet: the growth is pending.
+    expanded = server.controller.ControllerExpandVolume(pb2.ControllerExpandVolumeRequest(
+        volume_id=volume.volume_id, capacity_range=pb2.CapacityRange(required_bytes=grown_mib * MiB),
+        volume_capability=capability(pb2)), timeout=CALL_TIMEOUT)
+    assert expanded.node_expansion_required
+    marker = cli.state_dir / "images" / f"{volume.volume_id}.grow"
+    assert marker.exists(), "expected the growth recorded as pending"
+
+    server.node.NodeStageVolume(stage_request(pb2, volume, second), timeout=CALL_TIMEOUT)
+    if fs_type == "xfs" or can_grow_ext4_online():
+        assert fs_size(second) >= before + (grown_mib - size_mib - 16) * MiB, (
+            f"expected the second stage to grow the filesystem: {before} -> {fs_size(second)}")
+        assert fs_size(first) == fs_size(second), "expected one filesystem behind both stagings"
+        assert not marker.exists(), "expected the pending growth done"
+        return
+    # ext4 without CAP_SYS_RESOURCE cannot grow while mounted: the stage works, the growth waits.
+    assert fs_size(second) == before and marker.exists(), "expected ext4 untouched and the growth still pending"
+    for staging in (first, second):
+        server.node.NodeUnstageVolume(pb2.NodeUnstageVolumeRequest(
+            volume_id=volume.volume_id, staging_target_path=str(staging)), timeout=CALL_TIMEOUT)
+    server.node.NodeStageVolume(stage_request(pb2, volume, second), timeout=CALL_TIMEOUT)
+    assert fs_size(second) >= before + (grown_mib - size_mib - 16) * MiB and not marker.exists(), (
+        "expected the growth done at the next stage where it was not mounted")
+
+
 # ---------------------------------------------------------------- capacity
 
 def free_bytes(path: Path) -> int:

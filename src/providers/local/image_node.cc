@@ -10,6 +10,7 @@
 
 #include "core/crash_point.h"
 #include "core/fs_signature.h"
+#include "core/log.h"
 #include "core/mount_filesystem.h"
 #include "core/mount_ops.h"
 #include "providers/local/image_filesystem.h"
@@ -84,8 +85,12 @@ Status ImageNode::stage_mount(const VolumeRecord& volume, const StageSpec& spec)
   // A second loop device on the image would be a second filesystem writing the same file.
   for (const LoopInfo& loop : *loops) {
     if (!loop.read_only && mount_of_device(*table, loop.major, loop.minor) != nullptr) {
-      return mount_device(loop.path, spec.staging_path, filesystem, MountOptions{},
-                          mount_data(filesystem));
+      ROSETCTL_RETURN_IF_ERROR(mount_device(loop.path, spec.staging_path, filesystem,
+                                            MountOptions{}, mount_data(filesystem)));
+      MountGuard mounted(spec.staging_path);
+      ROSETCTL_RETURN_IF_ERROR(grow_mounted_if_pending(volume, loop.path, spec.staging_path));
+      mounted.release();
+      return Status::ok();
     }
   }
   ROSETCTL_RETURN_IF_ERROR(release_unused_devices(volume.id).status());
@@ -97,12 +102,28 @@ Status ImageNode::stage_mount(const VolumeRecord& volume, const StageSpec& spec)
   ROSETCTL_RETURN_IF_ERROR(mount_device(loop->path(), spec.staging_path, filesystem, MountOptions{},
                                         mount_data(filesystem)));
   MountGuard mounted(spec.staging_path);  // destroyed before `loop`: unmount, then detach
-  if (files_.grow_pending(volume.id)) {   // xfs grows only while mounted
-    ROSETCTL_RETURN_IF_ERROR(grow_filesystem_online(filesystem, loop->path(), spec.staging_path));
-    ROSETCTL_RETURN_IF_ERROR(files_.clear_grow_pending(volume.id));
-  }
+  // xfs grows only while mounted (ext4 without CAP_SYS_RESOURCE has grown offline already).
+  ROSETCTL_RETURN_IF_ERROR(grow_mounted_if_pending(volume, loop->path(), spec.staging_path));
   mounted.release();
   loop->release();  // autoclear: the mount now holds the device
+  return Status::ok();
+}
+
+Status ImageNode::grow_mounted_if_pending(const VolumeRecord& volume, const std::string& device,
+                                          const std::string& mount_point) {
+  if (!files_.grow_pending(volume.id)) return Status::ok();
+  std::string filesystem = filesystem_of(volume);
+  // The device may have been attached before the image grew.
+  ROSETCTL_RETURN_IF_ERROR(refresh_loop_capacity(device));
+  Status grown = grow_filesystem_online(filesystem, device, mount_point);
+  if (grown) return files_.clear_grow_pending(volume.id);
+  if (can_grow_online(filesystem)) return grown;
+  // Mounted elsewhere already, so it cannot grow offline now either: the stage still works,
+  // and the growth stays pending for the next stage that finds the volume unmounted.
+  spdlog::warn(
+      "volume \"{}\": cannot grow {} online ({}); it grows at the next connect where it is not "
+      "mounted already",
+      volume.name, filesystem, grown.message());
   return Status::ok();
 }
 

@@ -52,6 +52,10 @@ class ImageNode {
   Status stage_mount(const VolumeRecord& volume, const StageSpec& spec);
   Status stage_block(const VolumeRecord& volume, const StageSpec& spec);
   Expected<int64_t> expand_staged(const VolumeRecord& volume, const NodeExpandSpec& spec);
+  // Grows the filesystem mounted at `mount_point` if a growth is pending (online; an ext4 that
+  // may not grow online stays pending, and the stage goes on).
+  Status grow_mounted_if_pending(const VolumeRecord& volume, const std::string& device,
+                                 const std::string& mount_point);
   // Formats a blank device, refuses one holding anything else, grows ext4 if a grow is due.
   Status prepare_filesystem(const VolumeRecord& volume, const std::string& device);
   Status forget_orphan_images();
