@@ -5,8 +5,10 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import signal
 import stat
 import struct
+import time
 import uuid
 from pathlib import Path
 
@@ -399,6 +401,37 @@ def test_stats_and_condition_when_the_image_is_deleted_under_a_mounted_volume(cl
     assert listed["condition"]["abnormal"], f"expected ListVolumes to report it too: {listed}"
     cli.ok("volume", "disconnect", "gone")
     cli.ok("volume", "delete", "gone")
+
+
+def test_condition_reports_a_dead_or_missing_mount_at_the_staging_path(cli, workdir, processes):
+    """A loop-backed ext4 mount cannot die the way a FUSE mount does (its device stays while it is
+    mounted, even after LOOP_CLR_FD). What can happen at a staging path is reproduced instead: a
+    FUSE mount stacked on it whose server was killed (stat says ENOTCONN), and the mount removed
+    behind rosetctl's back."""
+    volume = cli.create("dead", "--size", "64Mi", "--type", "image")
+    cli.connect("dead", workdir / "dead")
+    staging = cli.state_dir / "staging" / volume["id"]
+    assert mount_at(str(staging)) is not None, f"expected the volume staged at {staging}"
+    (workdir / "empty").mkdir()
+    fuse = processes.start(["bindfs", "-f", "-o", "nonempty", str(workdir / "empty"), str(staging)])
+    deadline = time.monotonic() + 10
+    while not mount_at(str(staging)).fs_type.startswith("fuse") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert mount_at(str(staging)).fs_type.startswith("fuse"), "expected bindfs mounted over the staging"
+    fuse.send_signal(signal.SIGKILL)
+    fuse.wait()
+    with pytest.raises(OSError) as dead:
+        os.stat(staging)
+    assert dead.value.errno == errno.ENOTCONN, f"expected a dead mount, got {dead.value!r}"
+    shown = cli.volume("dead")
+    assert shown["condition"]["abnormal"] and "dead" in shown["condition"]["message"], shown
+    stats = cli.run_json("volume", "stats", "dead")
+    assert "dead" in stats.stdout + stats.stderr, f"expected stats to say the mount is dead: {stats.describe()}"
+
+    while mount_at(str(staging)) is not None:  # the dead FUSE mount, then the volume's own
+        assert unmount_lazily(str(staging)) == 0
+    shown = cli.volume("dead")
+    assert shown["condition"]["abnormal"] and "nothing is mounted" in shown["condition"]["message"], shown
 
 
 def test_condition_reports_a_detached_block_device(cli, workdir):
