@@ -15,7 +15,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from rosetctl_cli import EXIT_CONFLICT, EXIT_PRECONDITION, EXIT_UNIMPLEMENTED, EXIT_USAGE
+from rosetctl_cli import EXIT_CONFLICT, EXIT_PRECONDITION, EXIT_USAGE
 from rosetctl_loops import loop_devices_of, wait_until_detached
 from rosetctl_mounts import detach as unmount_lazily
 from rosetctl_mounts import mount_at
@@ -214,24 +214,6 @@ def test_create_again_with_another_filesystem_is_refused(cli):
 
 
 # ---------------------------------------------------------------- raw block volumes
-
-def test_snapshots_and_clones_of_image_volumes_say_they_are_not_implemented(cli):
-    cli.ok("volume", "create", "img", "--size", "64Mi", "--type", "image")
-    cli.ok("volume", "create", "dir")
-    snapshot = cli.ok_json("snapshot", "commit", "dir")["id"]
-    attempts = {
-        "commit": ("snapshot", "commit", "img"),
-        "clone": ("volume", "create", "copy", "--from-volume", "img"),
-        "restore into an image": ("volume", "create", "copy", "--from-snapshot", snapshot, "--size",
-                                  "64Mi", "--type", "image"),
-    }
-    for what, args in attempts.items():
-        refused = cli.run(*args)
-        assert refused.rc == EXIT_UNIMPLEMENTED and "not implemented" in refused.stderr, (
-            f"expected {what} to exit 9 saying it is not implemented: {refused.describe()}")
-    assert sorted(v["name"] for v in cli.volumes()) == ["dir", "img"], "expected no half-made volume"
-    assert len(cli.ok_json("snapshot", "list")) == 1, "expected no snapshot of the image volume"
-
 
 def test_block_volume_reads_and_writes_through_its_target(cli, workdir):
     volume = cli.create("raw", "--size", "4Mi", "--block")

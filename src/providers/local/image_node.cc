@@ -1,6 +1,7 @@
 // Staging, publishing and growing image volumes on this node (see image_node.h).
 #include "providers/local/image_node.h"
 
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -13,6 +14,7 @@
 #include "core/log.h"
 #include "core/mount_filesystem.h"
 #include "core/mount_ops.h"
+#include "core/unique_fd.h"
 #include "providers/local/image_filesystem.h"
 
 namespace rosetctl {
@@ -281,6 +283,59 @@ Expected<int64_t> ImageNode::expand_staged(const VolumeRecord& volume, const Nod
   }
   ROSETCTL_RETURN_IF_ERROR(files_.clear_grow_pending(volume.id));
   return *size;
+}
+
+// ---------------------------------------------------------------- copies
+
+Expected<HeldImage> ImageNode::hold_still(const VolumeRecord& volume) {
+  HeldImage held;
+  auto loops = loop_devices_backed_by(files_.image(volume.id));
+  if (!loops) return loops.status();
+  if (loops->empty()) return held;  // staged nowhere: nothing writes to it
+  if (is_block_volume(volume)) {
+    for (const LoopInfo& loop : *loops) {
+      UniqueFd fd(::open(loop.path.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!fd.valid() || ::fsync(fd.get()) != 0) {
+        return errno_status(errno, fmt::format("cannot flush {} before copying the image of "
+                                               "volume \"{}\"",
+                                               loop.path, volume.name));
+      }
+    }
+    return held;
+  }
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  for (const LoopInfo& loop : *loops) {
+    // One mounted device per image (stage_mount shares it), so one freeze covers every mount.
+    const MountEntry* mount = mount_of_device(*table, loop.major, loop.minor);
+    if (mount == nullptr) continue;
+    auto frozen = FrozenFilesystem::freeze(mount->mount_point);
+    if (!frozen) return frozen.status().with_context(fmt::format("volume \"{}\"", volume.name));
+    held.frozen.emplace(std::move(*frozen));
+    break;
+  }
+  return held;
+}
+
+Status ImageNode::thaw_leftover_freezes(std::string_view volume_id) {
+  auto loops = loop_devices_backed_by(files_.image(volume_id));
+  if (!loops) return loops.status();
+  if (loops->empty()) return Status::ok();
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  for (const LoopInfo& loop : *loops) {
+    const MountEntry* mount = mount_of_device(*table, loop.major, loop.minor);
+    if (mount == nullptr) continue;
+    auto thawed = thaw_filesystem(mount->mount_point);
+    if (!thawed) return thawed.status();
+    if (*thawed) {
+      spdlog::warn(
+          "reconcile: thawed the filesystem of volume \"{}\" at \"{}\": a snapshot or clone "
+          "that froze it was interrupted",
+          volume_id, mount->mount_point);
+    }
+  }
+  return Status::ok();
 }
 
 // ---------------------------------------------------------------- devices in use
