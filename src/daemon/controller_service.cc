@@ -416,6 +416,11 @@ Status ControllerService::validate_capabilities(
                                         volume->record.access_type));
       return Status::ok();
     }
+    if (std::string why = volume->provider->capability_mismatch(volume->record, capability);
+        !why.empty()) {
+      response->set_message(fmt::format("volume \"{}\": {}", volume->record.name, why));
+      return Status::ok();
+    }
   }
   auto* confirmed = response->mutable_confirmed();
   *confirmed->mutable_volume_context() = request.volume_context();

@@ -436,6 +436,23 @@ def capability(pb2, fs_type: str = "", block: bool = False):
     return pb2.VolumeCapability(mount=pb2.VolumeCapability.MountVolume(fs_type=fs_type), access_mode=access)
 
 
+def test_validate_volume_capabilities_confirms_only_the_filesystem_the_volume_holds(csi, start_serve):
+    pb2 = csi.pb2
+    server = start_serve()
+    volume = server.controller.CreateVolume(pb2.CreateVolumeRequest(
+        name="xv", parameters={"type": "image"}, capacity_range=pb2.CapacityRange(required_bytes=320 * MiB),
+        volume_capabilities=[capability(pb2, "xfs")]), timeout=CALL_TIMEOUT).volume
+    for fs_type, confirmed in (("xfs", True), ("", True), ("ext4", False)):
+        answer = server.controller.ValidateVolumeCapabilities(pb2.ValidateVolumeCapabilitiesRequest(
+            volume_id=volume.volume_id, volume_capabilities=[capability(pb2, fs_type)]), timeout=CALL_TIMEOUT)
+        assert answer.HasField("confirmed") == confirmed, f"fs_type {fs_type!r}: {answer}"
+        if not confirmed:
+            assert "xfs" in answer.message and "ext4" in answer.message, answer.message
+    block = server.controller.ValidateVolumeCapabilities(pb2.ValidateVolumeCapabilitiesRequest(
+        volume_id=volume.volume_id, volume_capabilities=[capability(pb2, block=True)]), timeout=CALL_TIMEOUT)
+    assert not block.HasField("confirmed"), block
+
+
 def stage_request(pb2, volume, staging: Path):
     return pb2.NodeStageVolumeRequest(volume_id=volume.volume_id, staging_target_path=str(staging),
                                       volume_capability=capability(pb2), volume_context=volume.volume_context)
