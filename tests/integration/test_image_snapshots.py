@@ -352,6 +352,11 @@ def test_xfs_volume_on_a_reflink_filesystem_is_committed_and_restored_by_reflink
     assert used_bytes(reflink_xfs) - before < 16 * MiB, "expected the restore to share extents too"
     cli.connect("x2", workdir / "x2")
     assert checksums(workdir / "x2") == expected
+    # Restored again by name with type=image and no filesystem named: the same xfs volume.
+    args = ("--capacity-overcommit", "volume", "create", "x3", "--from-snapshot", snapshot["commit"],
+            "--type", "image")
+    assert cli.ok_json(*args)["fs"] == "xfs"
+    assert cli.ok_json(*args)["id"] == cli.volume("x3")["id"], "expected a repeated restore to be idempotent"
     assert loop_devices_of(image_of(cli, restored)), "expected the restored image attached"
     # The image now shares extents with the snapshot, which makes xfs ask for 4 KiB-aligned
     # direct I/O on it: its loop device must still show the 512-byte sectors it was made with.

@@ -104,17 +104,18 @@ Expected<ProvisionedVolume> LocalProvider::create_volume(const CreateVolumeSpec&
 
 std::string LocalProvider::incompatibility(const VolumeRecord& existing,
                                            const CreateVolumeSpec& spec) const {
-  // A restore or clone is the kind of volume its source was, unless the request names a type
-  // (the daemon has checked that the source is the same).
-  bool follows_source = !existing.content_source.empty() && !spec.parameters.contains(kContextType);
-  if (follows_source) {
+  // A restore or clone is the kind of volume its source was (the daemon has checked that the
+  // source is the same): a type it names must match, a filesystem only where one is named.
+  bool from_source = !existing.content_source.empty();
+  if ((!from_source || spec.parameters.contains(kContextType)) &&
+      wants_image(spec) != is_image_volume(existing)) {
+    return fmt::format("it is a {} volume", is_image_volume(existing) ? kTypeImage : kTypeDir);
+  }
+  if (from_source) {
     for (const Capability& capability : spec.capabilities) {
       if (std::string why = capability_mismatch(existing, capability); !why.empty()) return why;
     }
     return "";
-  }
-  if (wants_image(spec) != is_image_volume(existing)) {
-    return fmt::format("it is a {} volume", is_image_volume(existing) ? kTypeImage : kTypeDir);
   }
   auto plan = is_image_volume(existing) ? plan_image(spec) : Expected<ImagePlan>(ImagePlan{});
   if (plan && plan->filesystem != filesystem_of(existing)) {
