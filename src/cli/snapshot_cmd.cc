@@ -172,8 +172,14 @@ Status run_restore(const GlobalOptions& globals, const SnapshotOptions& options)
     if (!bytes) return bytes.status();
     request.mutable_capacity_range()->set_required_bytes(*bytes);
   }
+  // The new volume is the kind its snapshot holds (a directory, an image with its filesystem,
+  // or a raw block volume); only block access has to be asked for.
   auto* capability = request.add_volume_capabilities();
-  capability->mutable_mount();
+  if (is_block_snapshot(*record)) {
+    capability->mutable_block();
+  } else {
+    capability->mutable_mount();
+  }
   capability->mutable_access_mode()->set_mode(
       options.read_only ? csi::v1::VolumeCapability::AccessMode::MULTI_NODE_READER_ONLY
                         : csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
@@ -236,8 +242,10 @@ void setup_snapshot(CLI::App& app, const GlobalOptions& globals, Action& action)
   snapshot->footer(
       "A snapshot is a commit: the volume's files stored once by content (SHA-256), a manifest,\n"
       "and a commit id that hashes the manifest with the volume, parent, time and message.\n"
-      "Unchanged files cost neither time nor space on the next commit. Each snapshot also has\n"
-      "a snapshot id (snap-...), its CSI id, given out before the commit is complete.");
+      "Unchanged files cost neither time nor space on the next commit. An image or block\n"
+      "volume's commit stores its whole image as one such file (a reflink where the filesystem\n"
+      "allows, else a sparse copy). Each snapshot also has a snapshot id (snap-...), its CSI\n"
+      "id, given out before the commit is complete.");
 
   auto commit_options = std::make_shared<CommitOptions>();
   CLI::App* commit = snapshot->add_subcommand("commit", "Record a volume's content as a commit");
@@ -246,9 +254,12 @@ void setup_snapshot(CLI::App& app, const GlobalOptions& globals, Action& action)
   commit->add_option("--name", commit_options->name,
                      "Snapshot name, the idempotency key (default: <volume>-<random>)");
   commit->footer(
-      "Prints the commit id. A connected volume is read file by file: each file is captured as\n"
-      "one version of itself (a file that keeps changing fails the commit with exit code 6);\n"
-      "for a point in time across files, disconnect the volume or pause its writers.");
+      "Prints the commit id. A connected directory volume is read file by file: each file is\n"
+      "captured as one version of itself (a file that keeps changing fails the commit with exit\n"
+      "code 6); for a point in time across files, disconnect the volume or pause its writers.\n"
+      "A connected image volume's filesystem is frozen (FIFREEZE) while its image is copied, so\n"
+      "the commit is one point in time; writers wait meanwhile. A connected block volume is\n"
+      "flushed, not frozen: pause its writers for a point in time.");
   on_run(commit, globals, action, commit_options, run_commit);
 
   auto list_options = std::make_shared<SnapshotOptions>();
@@ -270,7 +281,10 @@ void setup_snapshot(CLI::App& app, const GlobalOptions& globals, Action& action)
   restore->add_flag("--read-only", restore_options->read_only,
                     "A read-only volume (roset: the only kind a commit can be restored as)");
   restore->add_option("--size,-s", restore_options->size,
-                      "Requested size (at least the snapshot's size)");
+                      "Requested size (at least the snapshot's size, which is the default)");
+  restore->footer(
+      "The new volume is the kind the snapshot holds: a directory volume, an image volume with\n"
+      "the same filesystem, or a raw block volume, of the snapshot's size or more.");
   on_run(restore, globals, action, restore_options, run_restore);
 
   auto delete_options = std::make_shared<SnapshotOptions>();

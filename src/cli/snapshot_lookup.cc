@@ -59,4 +59,9 @@ Expected<SnapshotRecord> resolve_snapshot(StateStore& store, std::string_view re
                reference);
 }
 
+bool is_block_snapshot(const SnapshotRecord& snapshot) {
+  auto access = snapshot.context.find("access");
+  return access != snapshot.context.end() && access->second == "block";
+}
+
 }  // namespace rosetctl::cli

@@ -13,4 +13,7 @@ namespace rosetctl::cli {
 // ambiguous.
 Expected<SnapshotRecord> resolve_snapshot(StateStore& store, std::string_view reference);
 
+// Whether the snapshot holds a raw block volume (restores of it need block access).
+bool is_block_snapshot(const SnapshotRecord& snapshot);
+
 }  // namespace rosetctl::cli

@@ -196,7 +196,9 @@ void setup_snapshot_store(CLI::App& snapshot, const GlobalOptions& globals, Acti
       ->required();
   diff->footer(
       "One line per path: A added, D removed, M changed (with what: content, mode, owner,\n"
-      "mtime, xattrs, type, target). \".\" is the volume's root directory.");
+      "mtime, xattrs, type, target). \".\" is the volume's root directory. A snapshot of an\n"
+      "image or block volume holds the whole image as one file, \"image\": its diff says whether\n"
+      "the image changed, not which files inside it did.");
   diff->callback([&globals, &action, diff_options] {
     action = [&globals, diff_options] { return run_diff(globals, *diff_options); };
   });

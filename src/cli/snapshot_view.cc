@@ -24,6 +24,11 @@ std::string size_cell(const nlohmann::json& snapshot, const char* field) {
   return approximate_size(snapshot[field].get<int64_t>());
 }
 
+std::string context_of(const SnapshotRecord& record, const char* key) {
+  auto it = record.context.find(key);
+  return it == record.context.end() ? "" : it->second;
+}
+
 }  // namespace
 
 std::string format_time_ns(int64_t ns) {
@@ -90,6 +95,9 @@ nlohmann::json snapshot_json(const SnapshotRecord& record) {
       {"created_at_ns", record.created_at_ns},
       {"ready", record.ready},
       {"failure", or_null(record.failure)},
+      {"type", or_null(context_of(record, "type"))},
+      {"access_type", or_null(context_of(record, "access"))},
+      {"fs", or_null(context_of(record, "fs"))},
       {"files", record.file_count},
       {"bytes", record.size_bytes},
       {"new_bytes", record.new_bytes},
@@ -104,6 +112,15 @@ std::vector<Column> snapshot_fields() {
       {"Volume",
        [](const nlohmann::json& s) {
          return fmt::format("{} ({})", text_of(s["volume_name"]), text_of(s["volume_id"]));
+       }},
+      {"Kind",
+       [](const nlohmann::json& s) {
+         if (s["type"].is_null()) return std::string("-");
+         std::string kind = text_of(s["type"]);
+         if (!s["access_type"].is_null() && text_of(s["access_type"]) == "block")
+           kind += " (block)";
+         if (!s["fs"].is_null()) kind += " (" + text_of(s["fs"]) + ")";
+         return kind;
        }},
       {"Parent", [](const nlohmann::json& s) { return text_of(s["parent"]); }},
       {"Message", [](const nlohmann::json& s) { return one_line(text_of(s["message"]), 0); }},

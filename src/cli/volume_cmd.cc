@@ -61,24 +61,31 @@ Status parse_parameters(const std::vector<std::string>& items,
   return Status::ok();
 }
 
-// --from-snapshot (id, id prefix or name) or --from-volume (name or id).
-Status set_content_source(Session& session, const CreateOptions& options,
-                          csi::v1::CreateVolumeRequest* request) {
+// --from-snapshot (id, id prefix or name) or --from-volume (name or id). Returns whether the
+// source is a raw block volume (or a snapshot of one), which the new volume must be too.
+Expected<bool> set_content_source(Session& session, const CreateOptions& options,
+                                  csi::v1::CreateVolumeRequest* request) {
   if (!options.from_snapshot.empty()) {
     auto snapshot = resolve_snapshot(session.store(), options.from_snapshot);
     if (!snapshot) return snapshot.status();
     request->mutable_volume_content_source()->mutable_snapshot()->set_snapshot_id(snapshot->id);
-  } else if (!options.from_volume.empty()) {
+    return is_block_snapshot(*snapshot);
+  }
+  if (!options.from_volume.empty()) {
     auto volume = resolve_volume(session.client(), options.from_volume);
     if (!volume) return volume.status();
     request->mutable_volume_content_source()->mutable_volume()->set_volume_id(
         volume->volume.volume_id());
+    return volume->volume.volume_context().contains("access") &&
+           volume->volume.volume_context().at("access") == "block";
   }
-  return Status::ok();
+  return false;
 }
 
-// --type, --fs and --block: the `type` parameter and the capability, checked for sense.
-Status apply_kind(const CreateOptions& options, csi::v1::CreateVolumeRequest* request) {
+// --type, --fs and --block: the `type` parameter and the capability, checked for sense. A
+// restore or clone is the kind of volume its source is unless told otherwise.
+Status apply_kind(const CreateOptions& options, bool block_source,
+                  csi::v1::CreateVolumeRequest* request) {
   auto& parameters = *request->mutable_parameters();
   std::string type = options.type;
   if (!type.empty() && parameters.contains("type") && parameters.at("type") != type) {
@@ -101,13 +108,15 @@ Status apply_kind(const CreateOptions& options, csi::v1::CreateVolumeRequest* re
     return error(Code::kInvalidArgument,
                  "--fs needs --type image: a directory volume has no filesystem of its own");
   }
-  if (type == "image" && !options.size) {
+  bool has_source = !options.from_snapshot.empty() || !options.from_volume.empty();
+  if (type == "image" && !options.size && !has_source) {
     return error(Code::kInvalidArgument,
                  "image volumes need --size: the volume is a file of exactly that size");
   }
   if (!type.empty()) parameters["type"] = type;
   csi::v1::VolumeCapability capability = default_capability();
-  if (options.block) {
+  bool follow_source = block_source && type.empty() && options.filesystem.empty();
+  if (options.block || follow_source) {
     capability.mutable_block();
   } else {
     capability.mutable_mount()->set_fs_type(options.filesystem);
@@ -125,11 +134,16 @@ Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
     request.mutable_capacity_range()->set_required_bytes(*bytes);
   }
   ROSETCTL_RETURN_IF_ERROR(parse_parameters(options.parameters, request.mutable_parameters()));
-  ROSETCTL_RETURN_IF_ERROR(apply_kind(options, &request));
+  {  // usage errors first, before the state directory is touched
+    csi::v1::CreateVolumeRequest checked = request;
+    ROSETCTL_RETURN_IF_ERROR(apply_kind(options, false, &checked));
+  }
 
   auto session = Session::open(globals);
   if (!session) return session.status();
-  ROSETCTL_RETURN_IF_ERROR(set_content_source(**session, options, &request));
+  auto block_source = set_content_source(**session, options, &request);
+  if (!block_source) return block_source.status();
+  ROSETCTL_RETURN_IF_ERROR(apply_kind(options, *block_source, &request));
   csi::v1::CreateVolumeResponse response;
   ROSETCTL_RETURN_IF_ERROR((*session)->client().controller(
       &csi::v1::Controller::Stub::CreateVolume, request, &response,
@@ -308,17 +322,21 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
       ->check(CLI::IsMember({"ext4", "xfs"}));
   create->add_flag("--block", create_options->block,
                    "A raw block volume: connect puts the device at the target (an image)");
-  auto* from_snapshot =
-      create->add_option("--from-snapshot", create_options->from_snapshot,
-                         "Start with a snapshot's content (commit id, id prefix or name)");
+  auto* from_snapshot = create->add_option(
+      "--from-snapshot", create_options->from_snapshot,
+      "Start with a snapshot's content (commit id, id prefix or name); an image or block "
+      "volume's snapshot makes the same kind of volume");
   create
       ->add_option("--from-volume", create_options->from_volume,
-                   "Start as a copy of another volume (name or id)")
+                   "Start as a copy of another volume (name or id), of the same kind and at "
+                   "least its size")
       ->excludes(from_snapshot);
   create->footer(
       "Creating a name that exists returns the existing volume when size and parameters match,\n"
       "and fails with exit code 4 when they differ. Image volumes take their space from the\n"
-      "state directory's filesystem up front (see --capacity-overcommit).\n\n"
+      "state directory's filesystem up front (see --capacity-overcommit). A volume made from a\n"
+      "snapshot or another volume is of the same kind (dir, image with its filesystem, or block)\n"
+      "and at least as big; asking for another kind is refused (exit 2).\n\n"
       "Examples:\n  rosetctl volume create demo\n  rosetctl volume create data --size 10Gi -o "
       "json\n  rosetctl volume create db --size 10Gi --type image --fs xfs\n  rosetctl volume "
       "create raw --size 1Gi --block\n  rosetctl volume create copy --from-volume demo");

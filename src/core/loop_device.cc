@@ -79,6 +79,13 @@ int configure(int loop_fd, int file_fd, const std::string& file, const LoopAttac
   loop_config config;
   std::memset(&config, 0, sizeof(config));
   config.fd = static_cast<uint32_t>(file_fd);
+  // Always 512-byte sectors. Left to the kernel (0), a direct-I/O device takes the backing
+  // file's direct-I/O alignment, which can change under a file: xfs raises it to its block size
+  // once the file shares extents (a reflink snapshot), and a filesystem made with 512-byte
+  // sectors then no longer mounts (ENOSYS). With 512 the device looks the same on every attach;
+  // where the file cannot do 512-byte direct I/O, the kernel refuses it (EINVAL) and the
+  // device is attached buffered instead (see LoopDevice::attach).
+  config.block_size = 512;
   config.info.lo_flags = (options.autoclear ? LO_FLAGS_AUTOCLEAR : 0) |
                          (options.read_only ? LO_FLAGS_READ_ONLY : 0) |
                          (direct_io ? LO_FLAGS_DIRECT_IO : 0);

@@ -11,9 +11,9 @@
 namespace rosetctl {
 
 // mount(2) of `device`'s filesystem of type `fs_type` on `target`, read-only and with per-mount
-// flags (MS_NOSUID, ...) as `options` asks.
+// flags (MS_NOSUID, ...) as `options` asks, and the filesystem's own options in `data`.
 Status mount_device(const std::string& device, const std::string& target, std::string_view fs_type,
-                    const MountOptions& options);
+                    const MountOptions& options, const std::string& data = "");
 
 // A tmpfs on `target` with mount data such as "size=16k,mode=0700", and `flags` (MS_NOSUID...).
 Status mount_tmpfs(const std::string& target, const std::string& data, unsigned long flags);

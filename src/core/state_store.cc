@@ -95,6 +95,11 @@ ALTER TABLE snapshots ADD COLUMN failure TEXT NOT NULL DEFAULT '';
 UPDATE snapshots SET commit_id = id;
 CREATE INDEX snapshots_by_commit ON snapshots(commit_id);
 )sql"},
+    // What a snapshot holds (a directory, or an image volume of some kind), so that a restore
+    // can ask for the right kind of volume. Rows from before hold directory commits or roset's.
+    {4, R"sql(
+ALTER TABLE snapshots ADD COLUMN context TEXT NOT NULL DEFAULT '{}';
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");
@@ -109,7 +114,8 @@ constexpr const char* kNodePublicationColumns =
     "volume_id, target_path, staging_path, readonly, capability, created_target";
 constexpr const char* kSnapshotColumns =
     "id, name, provider, source_volume_id, source_volume_name, parent_id, message, parameters, "
-    "size_bytes, file_count, new_bytes, created_at_ns, commit_id, ready, failure_code, failure";
+    "size_bytes, file_count, new_bytes, created_at_ns, commit_id, ready, failure_code, failure, "
+    "context";
 
 // --- Opening ---------------------------------------------------------------------------------
 
@@ -330,6 +336,9 @@ Expected<SnapshotRecord> read_snapshot(const sqlite::Statement& row) {
   snapshot.ready = row.column_bool(13);
   snapshot.failure_code = static_cast<int>(row.column_int64(14));
   snapshot.failure = row.column_text(15);
+  Expected<StringMap> context = from_json(row.column_text(16), "snapshots.context");
+  if (!context) return context.status();
+  snapshot.context = std::move(*context);
   return snapshot;
 }
 
@@ -696,13 +705,14 @@ Status StateStore::insert_snapshot(const SnapshotRecord& snapshot) {
     }
     return run(prepare(connection,
                        fmt::format("INSERT INTO snapshots ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                                   "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                                   "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
                                    kSnapshotColumns),
                        snapshot.id, snapshot.name, snapshot.provider, snapshot.source_volume_id,
                        snapshot.source_volume_name, snapshot.parent_id, snapshot.message,
                        to_json(snapshot.parameters), snapshot.size_bytes, snapshot.file_count,
                        snapshot.new_bytes, snapshot.created_at_ns, snapshot.commit_id,
-                       snapshot.ready, snapshot.failure_code, snapshot.failure));
+                       snapshot.ready, snapshot.failure_code, snapshot.failure,
+                       to_json(snapshot.context)));
   });
 }
 
@@ -712,10 +722,10 @@ Status StateStore::update_snapshot(const SnapshotRecord& snapshot) {
         connection,
         "UPDATE snapshots SET commit_id = ?2, parent_id = ?3, size_bytes = ?4, "
         "file_count = ?5, new_bytes = ?6, created_at_ns = ?7, ready = ?8, failure_code = ?9, "
-        "failure = ?10 WHERE id = ?1",
+        "failure = ?10, context = ?11 WHERE id = ?1",
         snapshot.id, snapshot.commit_id, snapshot.parent_id, snapshot.size_bytes,
         snapshot.file_count, snapshot.new_bytes, snapshot.created_at_ns, snapshot.ready,
-        snapshot.failure_code, snapshot.failure)));
+        snapshot.failure_code, snapshot.failure, to_json(snapshot.context))));
     if (connection.changes() == 0) {
       return error(Code::kNotFound, "snapshot {} is no longer recorded", snapshot.id);
     }

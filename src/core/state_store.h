@@ -85,6 +85,10 @@ struct SnapshotRecord {
   bool ready = false;         // the provider finished: commit_id and the sizes are set
   int failure_code = 0;       // a Code when the provider failed; 0 while pending and once ready
   std::string failure;        // what the provider said when it failed
+  // What the snapshot holds, as the provider describes it once ready, with the keys of a volume
+  // context: local directory commits {type: dir}; local image commits {type: image, access:
+  // mount|block, fs: ext4|xfs}. Empty for snapshots recorded before schema 4, and for roset.
+  std::map<std::string, std::string> context;
 
   bool operator==(const SnapshotRecord&) const = default;
 };
@@ -95,7 +99,7 @@ struct SnapshotRecord {
 class StateStore {
  public:
   // The schema version this binary creates and understands (the last migration's number).
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Creates state_dir (0700, parents too) and state.db (0600) when missing, then migrates the
   // schema up to kSchemaVersion. A database from a newer rosetctl is FAILED_PRECONDITION.

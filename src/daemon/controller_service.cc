@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/validate.h"
 #include "daemon/call_log.h"
@@ -152,11 +153,22 @@ int64_t unix_now() {
   return static_cast<int64_t>(::time(nullptr));
 }
 
+// How long a copy of a volume waits for a NodeStage, NodeUnstage or NodePublish of it.
+constexpr std::chrono::seconds kStagingPatience{30};
+
 Status unimplemented(std::string_view what) {
   return error(Code::kUnimplemented, "{} is not supported yet by rosetctl", what);
 }
 
 }  // namespace
+
+StagingLocker ControllerService::staging_locker() const {
+  return [&locks = context_.locks](std::string_view volume_id) {
+    return locks.wait_lock(stage_lock_key(volume_id), LockMode::kExclusive,
+                           busy_message(fmt::format("volume \"{}\" on this node", volume_id)),
+                           kStagingPatience);
+  };
+}
 
 // ---------------------------------------------------------------- CreateVolume / DeleteVolume
 
@@ -224,6 +236,7 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
     spec.source = source->source;
     spec.required_bytes = std::max(spec.required_bytes, source->capacity_bytes);
     spec.progress = context_.options.progress;
+    spec.hold_stagings = staging_locker();
     auto provisioned = (*provider)->create_volume(spec);
     if (!provisioned)
       return provisioned.status().with_context(fmt::format("volume \"{}\"", request.name()));
@@ -401,6 +414,11 @@ Status ControllerService::validate_capabilities(
     if (type != volume->record.access_type) {
       response->set_message(fmt::format("volume \"{}\" is a {} volume", volume->record.name,
                                         volume->record.access_type));
+      return Status::ok();
+    }
+    if (std::string why = volume->provider->capability_mismatch(volume->record, capability);
+        !why.empty()) {
+      response->set_message(fmt::format("volume \"{}\": {}", volume->record.name, why));
       return Status::ok();
     }
   }

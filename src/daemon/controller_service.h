@@ -73,6 +73,8 @@ class ControllerService final : public csi::v1::Controller::Service {
   void take_snapshot(SnapshotRecord record, Provider* provider, std::vector<HeldLock> locks,
                      const StringMap& secrets);
   Expected<std::optional<SnapshotRecord>> settle_abandoned(SnapshotRecord record);
+  // For providers copying a volume's data: its stage lock, waited for a while.
+  StagingLocker staging_locker() const;
 
   ServiceContext& context_;
   BackgroundWork background_;  // last: destroyed (joined) first, while the context still lives

@@ -84,7 +84,7 @@ void ControllerService::take_snapshot(SnapshotRecord record, Provider* provider,
                                       std::vector<HeldLock> locks, const StringMap& secrets) {
   SnapshotSpec spec{record.name,      record.source_volume_id, record.source_volume_name,
                     record.parent_id, record.message,          context_.options.progress,
-                    secrets};
+                    secrets,          staging_locker()};
   auto created = provider->create_snapshot(spec, [&](const ProvisionedSnapshot& made) {
     SnapshotRecord done = record;
     done.commit_id = made.id;
@@ -92,6 +92,7 @@ void ControllerService::take_snapshot(SnapshotRecord record, Provider* provider,
     done.file_count = made.file_count;
     done.new_bytes = made.new_bytes;
     done.created_at_ns = made.created_at_ns;
+    done.context = made.context;
     done.ready = true;
     return context_.store.update_snapshot(done);
   });

@@ -62,6 +62,11 @@ std::string Provider::incompatibility(const VolumeRecord& /*existing*/,
   return "";
 }
 
+std::string Provider::capability_mismatch(const VolumeRecord& /*volume*/,
+                                          const Capability& /*capability*/) const {
+  return "";
+}
+
 Status Provider::delete_volume_with(const VolumeRecord& volume, const StringMap& /*secrets*/) {
   return delete_volume(volume);
 }

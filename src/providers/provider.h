@@ -46,6 +46,11 @@ struct Capability {
   std::string mount_group;
 };
 
+// Keeps NodeStage, NodeUnstage and NodePublish of the volume away on this node while the lock
+// is held (the daemon's stage lock), waiting a while for one in flight, then ABORTED. A provider
+// copying a volume's data takes it so that the volume is not staged or unstaged mid-copy.
+using StagingLocker = std::function<Expected<HeldLock>(std::string_view volume_id)>;
+
 // What a new volume starts with (CSI volume_content_source). The daemon has checked that the
 // snapshot or volume exists and belongs to the same provider.
 struct VolumeSource {
@@ -63,6 +68,7 @@ struct CreateVolumeSpec {
   StringMap secrets;
   VolumeSource source;
   ProgressSink* progress = nullptr;  // filling from a source may take a while
+  StagingLocker hold_stagings;       // unset: nothing is locked
 };
 
 struct SnapshotSpec {
@@ -72,7 +78,8 @@ struct SnapshotSpec {
   std::string parent_id;  // the volume's latest snapshot, or ""
   std::string message;
   ProgressSink* progress = nullptr;
-  StringMap secrets;  // CreateSnapshot's secrets (a remote provider's credentials)
+  StringMap secrets;            // CreateSnapshot's secrets (a remote provider's credentials)
+  StagingLocker hold_stagings;  // unset: nothing is locked
 };
 
 struct ProvisionedSnapshot {
@@ -81,6 +88,7 @@ struct ProvisionedSnapshot {
   int64_t file_count = 0;
   int64_t new_bytes = 0;  // storage it added
   int64_t created_at_ns = 0;
+  StringMap context;  // what it holds, for SnapshotRecord::context
 };
 
 // Records a finished snapshot (the daemon's state store insert). create_snapshot calls it while
@@ -182,6 +190,10 @@ class Provider {
   // access type the daemon compares (another filesystem, say); "" when it fits.
   virtual std::string incompatibility(const VolumeRecord& existing,
                                       const CreateVolumeSpec& spec) const;
+  // Why an existing volume cannot be used with `capability` beyond its access type, which the
+  // daemon checks (a filesystem other than the one it holds, say); "" when it can. Default: "".
+  virtual std::string capability_mismatch(const VolumeRecord& volume,
+                                          const Capability& capability) const;
   // Grows the volume to at least `required_bytes`, at most `limit_bytes` (0: no limit); the
   // daemon records the capacity returned. Never shrinks. Default: the new size is only
   // recorded, as for volumes whose size is not enforced.

@@ -5,15 +5,17 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import signal
 import stat
 import struct
+import time
 import uuid
 from pathlib import Path
 
 import grpc
 import pytest
 
-from rosetctl_cli import EXIT_CONFLICT, EXIT_PRECONDITION, EXIT_UNIMPLEMENTED, EXIT_USAGE
+from rosetctl_cli import EXIT_CONFLICT, EXIT_PRECONDITION, EXIT_USAGE
 from rosetctl_loops import loop_devices_of, wait_until_detached
 from rosetctl_mounts import detach as unmount_lazily
 from rosetctl_mounts import mount_at
@@ -213,24 +215,6 @@ def test_create_again_with_another_filesystem_is_refused(cli):
 
 # ---------------------------------------------------------------- raw block volumes
 
-def test_snapshots_and_clones_of_image_volumes_say_they_are_not_implemented(cli):
-    cli.ok("volume", "create", "img", "--size", "64Mi", "--type", "image")
-    cli.ok("volume", "create", "dir")
-    snapshot = cli.ok_json("snapshot", "commit", "dir")["id"]
-    attempts = {
-        "commit": ("snapshot", "commit", "img"),
-        "clone": ("volume", "create", "copy", "--from-volume", "img"),
-        "restore into an image": ("volume", "create", "copy", "--from-snapshot", snapshot, "--size",
-                                  "64Mi", "--type", "image"),
-    }
-    for what, args in attempts.items():
-        refused = cli.run(*args)
-        assert refused.rc == EXIT_UNIMPLEMENTED and "not implemented" in refused.stderr, (
-            f"expected {what} to exit 9 saying it is not implemented: {refused.describe()}")
-    assert sorted(v["name"] for v in cli.volumes()) == ["dir", "img"], "expected no half-made volume"
-    assert len(cli.ok_json("snapshot", "list")) == 1, "expected no snapshot of the image volume"
-
-
 def test_block_volume_reads_and_writes_through_its_target(cli, workdir):
     volume = cli.create("raw", "--size", "4Mi", "--block")
     assert volume["access_type"] == "block" and volume["type"] == "image", f"expected a block image: {volume}"
@@ -401,6 +385,37 @@ def test_stats_and_condition_when_the_image_is_deleted_under_a_mounted_volume(cl
     cli.ok("volume", "delete", "gone")
 
 
+def test_condition_reports_a_dead_or_missing_mount_at_the_staging_path(cli, workdir, processes):
+    """A loop-backed ext4 mount cannot die the way a FUSE mount does (its device stays while it is
+    mounted, even after LOOP_CLR_FD). What can happen at a staging path is reproduced instead: a
+    FUSE mount stacked on it whose server was killed (stat says ENOTCONN), and the mount removed
+    behind rosetctl's back."""
+    volume = cli.create("dead", "--size", "64Mi", "--type", "image")
+    cli.connect("dead", workdir / "dead")
+    staging = cli.state_dir / "staging" / volume["id"]
+    assert mount_at(str(staging)) is not None, f"expected the volume staged at {staging}"
+    (workdir / "empty").mkdir()
+    fuse = processes.start(["bindfs", "-f", "-o", "nonempty", str(workdir / "empty"), str(staging)])
+    deadline = time.monotonic() + 10
+    while not mount_at(str(staging)).fs_type.startswith("fuse") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert mount_at(str(staging)).fs_type.startswith("fuse"), "expected bindfs mounted over the staging"
+    fuse.send_signal(signal.SIGKILL)
+    fuse.wait()
+    with pytest.raises(OSError) as dead:
+        os.stat(staging)
+    assert dead.value.errno == errno.ENOTCONN, f"expected a dead mount, got {dead.value!r}"
+    shown = cli.volume("dead")
+    assert shown["condition"]["abnormal"] and "dead" in shown["condition"]["message"], shown
+    stats = cli.run_json("volume", "stats", "dead")
+    assert "dead" in stats.stdout + stats.stderr, f"expected stats to say the mount is dead: {stats.describe()}"
+
+    while mount_at(str(staging)) is not None:  # the dead FUSE mount, then the volume's own
+        assert unmount_lazily(str(staging)) == 0
+    shown = cli.volume("dead")
+    assert shown["condition"]["abnormal"] and "nothing is mounted" in shown["condition"]["message"], shown
+
+
 def test_condition_reports_a_detached_block_device(cli, workdir):
     volume = cli.create("det", "--size", "4Mi", "--block")
     cli.connect("det", workdir / "det")
@@ -410,6 +425,76 @@ def test_condition_reports_a_detached_block_device(cli, workdir):
         os.close(fd)
     shown = cli.volume("det")
     assert shown["condition"]["abnormal"] and "no longer attached" in shown["condition"]["message"], shown
+
+
+# ---------------------------------------------------------------- CSI details
+
+def capability(pb2, fs_type: str = "", block: bool = False):
+    access = pb2.VolumeCapability.AccessMode(mode=pb2.VolumeCapability.AccessMode.SINGLE_NODE_WRITER)
+    if block:
+        return pb2.VolumeCapability(block=pb2.VolumeCapability.BlockVolume(), access_mode=access)
+    return pb2.VolumeCapability(mount=pb2.VolumeCapability.MountVolume(fs_type=fs_type), access_mode=access)
+
+
+def test_validate_volume_capabilities_confirms_only_the_filesystem_the_volume_holds(csi, start_serve):
+    pb2 = csi.pb2
+    server = start_serve()
+    volume = server.controller.CreateVolume(pb2.CreateVolumeRequest(
+        name="xv", parameters={"type": "image"}, capacity_range=pb2.CapacityRange(required_bytes=320 * MiB),
+        volume_capabilities=[capability(pb2, "xfs")]), timeout=CALL_TIMEOUT).volume
+    for fs_type, confirmed in (("xfs", True), ("", True), ("ext4", False)):
+        answer = server.controller.ValidateVolumeCapabilities(pb2.ValidateVolumeCapabilitiesRequest(
+            volume_id=volume.volume_id, volume_capabilities=[capability(pb2, fs_type)]), timeout=CALL_TIMEOUT)
+        assert answer.HasField("confirmed") == confirmed, f"fs_type {fs_type!r}: {answer}"
+        if not confirmed:
+            assert "xfs" in answer.message and "ext4" in answer.message, answer.message
+    block = server.controller.ValidateVolumeCapabilities(pb2.ValidateVolumeCapabilitiesRequest(
+        volume_id=volume.volume_id, volume_capabilities=[capability(pb2, block=True)]), timeout=CALL_TIMEOUT)
+    assert not block.HasField("confirmed"), block
+
+
+def stage_request(pb2, volume, staging: Path):
+    return pb2.NodeStageVolumeRequest(volume_id=volume.volume_id, staging_target_path=str(staging),
+                                      volume_capability=capability(pb2), volume_context=volume.volume_context)
+
+
+@pytest.mark.parametrize("fs_type,size_mib,grown_mib", [("xfs", 320, 480), ("ext4", 64, 128)])
+def test_pending_growth_is_applied_when_staged_at_a_second_staging_path(csi, cli, workdir, start_serve,
+                                                                         fs_type, size_mib, grown_mib):
+    pb2 = csi.pb2
+    server = start_serve()
+    volume = server.controller.CreateVolume(pb2.CreateVolumeRequest(
+        name="grow2", parameters={"type": "image"}, capacity_range=pb2.CapacityRange(required_bytes=size_mib * MiB),
+        volume_capabilities=[capability(pb2, fs_type)]), timeout=CALL_TIMEOUT).volume
+    node_id = server.node.NodeGetInfo(pb2.NodeGetInfoRequest(), timeout=CALL_TIMEOUT).node_id
+    server.controller.ControllerPublishVolume(pb2.ControllerPublishVolumeRequest(
+        volume_id=volume.volume_id, node_id=node_id, volume_capability=capability(pb2)), timeout=CALL_TIMEOUT)
+    first, second = workdir / "stage-a", workdir / "stage-b"
+    server.node.NodeStageVolume(stage_request(pb2, volume, first), timeout=CALL_TIMEOUT)
+    before = fs_size(first)
+    # The CO grew the volume but has not called NodeExpandVolume yet: the growth is pending.
+    expanded = server.controller.ControllerExpandVolume(pb2.ControllerExpandVolumeRequest(
+        volume_id=volume.volume_id, capacity_range=pb2.CapacityRange(required_bytes=grown_mib * MiB),
+        volume_capability=capability(pb2)), timeout=CALL_TIMEOUT)
+    assert expanded.node_expansion_required
+    marker = cli.state_dir / "images" / f"{volume.volume_id}.grow"
+    assert marker.exists(), "expected the growth recorded as pending"
+
+    server.node.NodeStageVolume(stage_request(pb2, volume, second), timeout=CALL_TIMEOUT)
+    if fs_type == "xfs" or can_grow_ext4_online():
+        assert fs_size(second) >= before + (grown_mib - size_mib - 16) * MiB, (
+            f"expected the second stage to grow the filesystem: {before} -> {fs_size(second)}")
+        assert fs_size(first) == fs_size(second), "expected one filesystem behind both stagings"
+        assert not marker.exists(), "expected the pending growth done"
+        return
+    # ext4 without CAP_SYS_RESOURCE cannot grow while mounted: the stage works, the growth waits.
+    assert fs_size(second) == before and marker.exists(), "expected ext4 untouched and the growth still pending"
+    for staging in (first, second):
+        server.node.NodeUnstageVolume(pb2.NodeUnstageVolumeRequest(
+            volume_id=volume.volume_id, staging_target_path=str(staging)), timeout=CALL_TIMEOUT)
+    server.node.NodeStageVolume(stage_request(pb2, volume, second), timeout=CALL_TIMEOUT)
+    assert fs_size(second) >= before + (grown_mib - size_mib - 16) * MiB and not marker.exists(), (
+        "expected the growth done at the next stage where it was not mounted")
 
 
 # ---------------------------------------------------------------- capacity

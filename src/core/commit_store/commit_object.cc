@@ -42,6 +42,7 @@ Status malformed(std::string_view why) {
 std::string serialize_commit(const CommitObject& commit) {
   std::string out = fmt::format("{}\ntree {}\n", kHeader, commit.tree);
   if (!commit.parent.empty()) out += fmt::format("parent {}\n", commit.parent);
+  if (!commit.image.empty()) out += fmt::format("image {}\n", escape_field(commit.image));
   out += fmt::format("volume {}\nvolume-name {}\ntime {}\nfiles {}\nbytes {}\nmessage {}\n",
                      escape_field(commit.volume_id), escape_field(commit.volume_name),
                      commit.time_ns, commit.files, commit.bytes, escape_field(commit.message));
@@ -66,6 +67,11 @@ Expected<CommitObject> parse_commit(std::string_view text) {
   if (auto parent = take("parent")) {
     if (!is_digest_hex(*parent)) return malformed("bad parent line");
     commit.parent = std::string(*parent);
+  }
+  if (auto image = take("image")) {
+    auto kind = unescape_field(*image);
+    if (!kind || kind->empty()) return malformed("bad image line");
+    commit.image = std::move(*kind);
   }
   auto text_field = [&](std::string_view key, std::string* out) {
     auto value = take(key);

@@ -171,4 +171,18 @@ Status copy_content(int src_fd, int dst_fd, int64_t size, const std::string& wha
   return Status::ok();
 }
 
+Expected<bool> clone_or_copy(int src_fd, int dst_fd, int64_t size, const std::string& what) {
+  auto cloned = clone_content(src_fd, dst_fd, what);
+  if (!cloned) return cloned.status();
+  if (*cloned) {
+    // The source may have been longer than `size` when it was cloned.
+    if (::ftruncate(dst_fd, size) != 0) {
+      return errno_status(errno, fmt::format("cannot size the clone of \"{}\"", what));
+    }
+    return true;
+  }
+  ROSETCTL_RETURN_IF_ERROR(copy_content(src_fd, dst_fd, size, what));
+  return false;
+}
+
 }  // namespace rosetctl

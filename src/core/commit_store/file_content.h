@@ -49,4 +49,8 @@ Expected<bool> clone_content(int src_fd, int dst_fd, const std::string& what);
 // the destination's length to `size`.
 Status copy_content(int src_fd, int dst_fd, int64_t size, const std::string& what);
 
+// Makes the empty `dst_fd` a copy of the first `size` bytes of `src_fd`: a clone (FICLONE)
+// where the filesystem can, else copy_content. True when it was a clone.
+Expected<bool> clone_or_copy(int src_fd, int dst_fd, int64_t size, const std::string& what);
+
 }  // namespace rosetctl

@@ -69,6 +69,10 @@ int64_t minimum_filesystem_bytes(std::string_view filesystem) {
   return filesystem == kXfs ? kMinXfsBytes : kMinExt4Bytes;
 }
 
+std::string mount_data(std::string_view filesystem) {
+  return filesystem == "xfs" ? "nouuid" : "";
+}
+
 Status make_filesystem(std::string_view filesystem, const std::string& device) {
   // -q: quiet. No force flag: both tools stop if they find a filesystem after all.
   return run_helper(fmt::format("mkfs.{}", filesystem), package_of(filesystem), {"-q", device},

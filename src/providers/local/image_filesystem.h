@@ -19,6 +19,11 @@ Expected<std::string> checked_filesystem(std::string_view requested);
 // The smallest image the filesystem can be made on (mkfs.xfs refuses less than 300 MiB).
 int64_t minimum_filesystem_bytes(std::string_view filesystem);
 
+// The filesystem options an image volume is mounted with: "nouuid" for xfs, which otherwise
+// refuses to mount a filesystem whose UUID is mounted already, as a restore or clone of a
+// connected volume is (a copy carries its source's UUID; xfs documents nouuid for snapshots).
+std::string mount_data(std::string_view filesystem);
+
 // mkfs on a device known to carry no signature (see core/fs_signature.h). Never forced.
 Status make_filesystem(std::string_view filesystem, const std::string& device);
 

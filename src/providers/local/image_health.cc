@@ -102,6 +102,7 @@ Status ImageNode::reconcile(const VolumeLocker& lock) {
                    count);
       continue;
     }
+    ROSETCTL_RETURN_IF_ERROR(thaw_leftover_freezes(id));
     auto released = release_unused_devices(id);
     if (!released) return released.status().with_context(fmt::format("reconcile of \"{}\"", id));
     for (const std::string& device : *released) {

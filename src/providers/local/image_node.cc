@@ -1,6 +1,7 @@
 // Staging, publishing and growing image volumes on this node (see image_node.h).
 #include "providers/local/image_node.h"
 
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -10,8 +11,10 @@
 
 #include "core/crash_point.h"
 #include "core/fs_signature.h"
+#include "core/log.h"
 #include "core/mount_filesystem.h"
 #include "core/mount_ops.h"
+#include "core/unique_fd.h"
 #include "providers/local/image_filesystem.h"
 
 namespace rosetctl {
@@ -84,7 +87,12 @@ Status ImageNode::stage_mount(const VolumeRecord& volume, const StageSpec& spec)
   // A second loop device on the image would be a second filesystem writing the same file.
   for (const LoopInfo& loop : *loops) {
     if (!loop.read_only && mount_of_device(*table, loop.major, loop.minor) != nullptr) {
-      return mount_device(loop.path, spec.staging_path, filesystem, MountOptions{});
+      ROSETCTL_RETURN_IF_ERROR(mount_device(loop.path, spec.staging_path, filesystem,
+                                            MountOptions{}, mount_data(filesystem)));
+      MountGuard mounted(spec.staging_path);
+      ROSETCTL_RETURN_IF_ERROR(grow_mounted_if_pending(volume, loop.path, spec.staging_path));
+      mounted.release();
+      return Status::ok();
     }
   }
   ROSETCTL_RETURN_IF_ERROR(release_unused_devices(volume.id).status());
@@ -93,15 +101,31 @@ Status ImageNode::stage_mount(const VolumeRecord& volume, const StageSpec& spec)
   if (!loop) return loop.status();
   crash_point("image-stage-attached");
   ROSETCTL_RETURN_IF_ERROR(prepare_filesystem(volume, loop->path()));
-  ROSETCTL_RETURN_IF_ERROR(
-      mount_device(loop->path(), spec.staging_path, filesystem, MountOptions{}));
+  ROSETCTL_RETURN_IF_ERROR(mount_device(loop->path(), spec.staging_path, filesystem, MountOptions{},
+                                        mount_data(filesystem)));
   MountGuard mounted(spec.staging_path);  // destroyed before `loop`: unmount, then detach
-  if (files_.grow_pending(volume.id)) {   // xfs grows only while mounted
-    ROSETCTL_RETURN_IF_ERROR(grow_filesystem_online(filesystem, loop->path(), spec.staging_path));
-    ROSETCTL_RETURN_IF_ERROR(files_.clear_grow_pending(volume.id));
-  }
+  // xfs grows only while mounted (ext4 without CAP_SYS_RESOURCE has grown offline already).
+  ROSETCTL_RETURN_IF_ERROR(grow_mounted_if_pending(volume, loop->path(), spec.staging_path));
   mounted.release();
   loop->release();  // autoclear: the mount now holds the device
+  return Status::ok();
+}
+
+Status ImageNode::grow_mounted_if_pending(const VolumeRecord& volume, const std::string& device,
+                                          const std::string& mount_point) {
+  if (!files_.grow_pending(volume.id)) return Status::ok();
+  std::string filesystem = filesystem_of(volume);
+  // The device may have been attached before the image grew.
+  ROSETCTL_RETURN_IF_ERROR(refresh_loop_capacity(device));
+  Status grown = grow_filesystem_online(filesystem, device, mount_point);
+  if (grown) return files_.clear_grow_pending(volume.id);
+  if (can_grow_online(filesystem)) return grown;
+  // Mounted elsewhere already, so it cannot grow offline now either: the stage still works,
+  // and the growth stays pending for the next stage that finds the volume unmounted.
+  spdlog::warn(
+      "volume \"{}\": cannot grow {} online ({}); it grows at the next connect where it is not "
+      "mounted already",
+      volume.name, filesystem, grown.message());
   return Status::ok();
 }
 
@@ -259,6 +283,59 @@ Expected<int64_t> ImageNode::expand_staged(const VolumeRecord& volume, const Nod
   }
   ROSETCTL_RETURN_IF_ERROR(files_.clear_grow_pending(volume.id));
   return *size;
+}
+
+// ---------------------------------------------------------------- copies
+
+Expected<HeldImage> ImageNode::hold_still(const VolumeRecord& volume) {
+  HeldImage held;
+  auto loops = loop_devices_backed_by(files_.image(volume.id));
+  if (!loops) return loops.status();
+  if (loops->empty()) return held;  // staged nowhere: nothing writes to it
+  if (is_block_volume(volume)) {
+    for (const LoopInfo& loop : *loops) {
+      UniqueFd fd(::open(loop.path.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!fd.valid() || ::fsync(fd.get()) != 0) {
+        return errno_status(errno, fmt::format("cannot flush {} before copying the image of "
+                                               "volume \"{}\"",
+                                               loop.path, volume.name));
+      }
+    }
+    return held;
+  }
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  for (const LoopInfo& loop : *loops) {
+    // One mounted device per image (stage_mount shares it), so one freeze covers every mount.
+    const MountEntry* mount = mount_of_device(*table, loop.major, loop.minor);
+    if (mount == nullptr) continue;
+    auto frozen = FrozenFilesystem::freeze(mount->mount_point);
+    if (!frozen) return frozen.status().with_context(fmt::format("volume \"{}\"", volume.name));
+    held.frozen.emplace(std::move(*frozen));
+    break;
+  }
+  return held;
+}
+
+Status ImageNode::thaw_leftover_freezes(std::string_view volume_id) {
+  auto loops = loop_devices_backed_by(files_.image(volume_id));
+  if (!loops) return loops.status();
+  if (loops->empty()) return Status::ok();
+  auto table = MountTable::read();
+  if (!table) return table.status();
+  for (const LoopInfo& loop : *loops) {
+    const MountEntry* mount = mount_of_device(*table, loop.major, loop.minor);
+    if (mount == nullptr) continue;
+    auto thawed = thaw_filesystem(mount->mount_point);
+    if (!thawed) return thawed.status();
+    if (*thawed) {
+      spdlog::warn(
+          "reconcile: thawed the filesystem of volume \"{}\" at \"{}\": a snapshot or clone "
+          "that froze it was interrupted",
+          volume_id, mount->mount_point);
+    }
+  }
+  return Status::ok();
 }
 
 // ---------------------------------------------------------------- devices in use

@@ -10,11 +10,13 @@
 // and, after a crash, by reconcile or the next stage.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "core/fs_freeze.h"
 #include "core/loop_device.h"
 #include "core/mountinfo.h"
 #include "core/state_store.h"
@@ -22,6 +24,11 @@
 #include "providers/provider.h"
 
 namespace rosetctl {
+
+// What holds an image still while it is copied (ImageNode::hold_still); releases it when it goes.
+struct HeldImage {
+  std::optional<FrozenFilesystem> frozen;  // the filesystem in it, where it is mounted here
+};
 
 class ImageNode {
  public:
@@ -36,6 +43,13 @@ class ImageNode {
   // Detaches every loop device of the volume's image that no mount and no mounted staging of
   // the volume uses (leftovers of an interrupted stage). Returns the devices detached.
   Expected<std::vector<std::string>> release_unused_devices(std::string_view volume_id);
+
+  // Makes the image safe to copy, with the daemon's stage lock of the volume held (so it is
+  // neither staged nor unstaged meanwhile): a filesystem on it mounted here is frozen
+  // (FIFREEZE) until the result goes, which writes out everything written so far and holds new
+  // writes back; a raw block volume's loop devices are flushed (fsync) instead, which cannot
+  // hold a writer back. An image staged nowhere needs nothing.
+  Expected<HeldImage> hold_still(const VolumeRecord& volume);
 
   // Abnormal when the image is missing, a staging's mount is gone or dead, or its loop device
   // is no longer attached to the image.
@@ -52,9 +66,15 @@ class ImageNode {
   Status stage_mount(const VolumeRecord& volume, const StageSpec& spec);
   Status stage_block(const VolumeRecord& volume, const StageSpec& spec);
   Expected<int64_t> expand_staged(const VolumeRecord& volume, const NodeExpandSpec& spec);
+  // Grows the filesystem mounted at `mount_point` if a growth is pending (online; an ext4 that
+  // may not grow online stays pending, and the stage goes on).
+  Status grow_mounted_if_pending(const VolumeRecord& volume, const std::string& device,
+                                 const std::string& mount_point);
   // Formats a blank device, refuses one holding anything else, grows ext4 if a grow is due.
   Status prepare_filesystem(const VolumeRecord& volume, const std::string& device);
   Status forget_orphan_images();
+  // Thaws filesystems of the volume's image left frozen by a process killed mid-copy.
+  Status thaw_leftover_freezes(std::string_view volume_id);
   Expected<std::string> read_only_node(const VolumeRecord& volume, const std::string& staging);
   // Devices in use for `volume_id`: anything mounted from them, and the device nodes of the
   // volume's mounted block stagings.

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 
+#include "core/crash_point.h"
 #include "core/size.h"
 #include "core/unique_fd.h"
 #include "providers/local/image_filesystem.h"
@@ -159,6 +160,33 @@ Status ImageFiles::create(std::string_view volume_id, int64_t bytes) const {
     return failed;
   }
   return sync_directory(dir_);
+}
+
+Status ImageFiles::create_filled(std::string_view volume_id, int64_t bytes, bool filesystem_follows,
+                                 const std::function<Status(int fd)>& fill) const {
+  ROSETCTL_RETURN_IF_ERROR(ensure_dir());
+  ROSETCTL_RETURN_IF_ERROR(check_room(bytes, fmt::format("a {} image", format_size(bytes))));
+  std::string path = image(volume_id);
+  UniqueFd fd(::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (!fd.valid()) {
+    return errno_status(errno, fmt::format("cannot create a file in \"{}\"", dir_));
+  }
+  ROSETCTL_RETURN_IF_ERROR(fill(fd.get()));
+  crash_point("image-filled");
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0 || (st.st_size < bytes && ::ftruncate(fd.get(), bytes) != 0) ||
+      ::fsync(fd.get()) != 0) {
+    return errno_status(errno, fmt::format("cannot finish image \"{}\"", path));
+  }
+  std::string anonymous = fmt::format("/proc/self/fd/{}", fd.get());
+  if (::linkat(AT_FDCWD, anonymous.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+    return errno_status(errno, fmt::format("cannot create image \"{}\"", path));
+  }
+  // The volume is recorded only after this returns, so a crash from here on leaves an image no
+  // record names (reported by reconcile), never a recorded volume without its marker.
+  Status finished = filesystem_follows ? mark_grow_pending(volume_id) : sync_directory(dir_);
+  if (!finished) (void)remove(volume_id);
+  return finished;
 }
 
 Status ImageFiles::remove(std::string_view volume_id) const {

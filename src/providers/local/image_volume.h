@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,6 +75,13 @@ class ImageFiles {
   // A new sparse image of `bytes` (durable before it returns); RESOURCE_EXHAUSTED when it
   // does not fit under the capacity policy.
   Status create(std::string_view volume_id, int64_t bytes) const;
+  // A new image of `bytes` whose first bytes `fill(fd)` writes (a restore or a clone), under the
+  // same capacity policy. It is filled as an anonymous file (O_TMPFILE) and named only once it
+  // is complete and durable, so a crash never leaves a half-written image, nor a temporary file.
+  // With `filesystem_follows`, the grow marker is set too: the filesystem inside is grown to
+  // the image's size at its first stage (a no-op when it fills the image already).
+  Status create_filled(std::string_view volume_id, int64_t bytes, bool filesystem_follows,
+                       const std::function<Status(int fd)>& fill) const;
   // Removes the image and its marker; missing files are fine.
   Status remove(std::string_view volume_id) const;
   // Grows the image to `bytes`. With `filesystem_follows`, the grow marker is written first,

@@ -81,22 +81,16 @@ Status LocalProvider::validate_create(const CreateVolumeSpec& spec) const {
 Expected<ProvisionedVolume> LocalProvider::create_volume(const CreateVolumeSpec& spec) {
   ProvisionedVolume volume;
   volume.id = fmt::format("local-{}", random_hex(8));
+  // A restore or clone fills the new volume's data directory or image completely before the
+  // daemon records the volume, so a recorded volume is never half filled.
+  if (spec.source.kind != VolumeSource::Kind::kNone) return create_from_source(volume.id, spec);
   if (!wants_image(spec)) {
     // An empty volume needs nothing durable here: the directory appears on first stage
     // (emptyDir semantics), so the daemon's single insert of the volume record is the whole
-    // creation. A restore or clone fills the data directory completely before the daemon
-    // records the volume, so a recorded volume is never half filled.
+    // creation.
     volume.capacity_bytes = spec.required_bytes;
     volume.context = {{kContextType, std::string(kTypeDir)}};
-    if (spec.source.kind != VolumeSource::Kind::kNone) {
-      ROSETCTL_RETURN_IF_ERROR(populate_volume(volume.id, spec));
-    }
     return volume;
-  }
-  if (spec.source.kind != VolumeSource::Kind::kNone) {
-    return error(Code::kUnimplemented,
-                 "restoring or cloning into an image or block volume is not implemented yet; "
-                 "create a directory volume (no fsType, mount access) from the source instead");
   }
   // The image is made now, so its space is promised from the start; it is formatted on first
   // stage, where the filesystem tools run on the node.
@@ -110,8 +104,18 @@ Expected<ProvisionedVolume> LocalProvider::create_volume(const CreateVolumeSpec&
 
 std::string LocalProvider::incompatibility(const VolumeRecord& existing,
                                            const CreateVolumeSpec& spec) const {
-  if (wants_image(spec) != is_image_volume(existing)) {
+  // A restore or clone is the kind of volume its source was (the daemon has checked that the
+  // source is the same): a type it names must match, a filesystem only where one is named.
+  bool from_source = !existing.content_source.empty();
+  if ((!from_source || spec.parameters.contains(kContextType)) &&
+      wants_image(spec) != is_image_volume(existing)) {
     return fmt::format("it is a {} volume", is_image_volume(existing) ? kTypeImage : kTypeDir);
+  }
+  if (from_source) {
+    for (const Capability& capability : spec.capabilities) {
+      if (std::string why = capability_mismatch(existing, capability); !why.empty()) return why;
+    }
+    return "";
   }
   auto plan = is_image_volume(existing) ? plan_image(spec) : Expected<ImagePlan>(ImagePlan{});
   if (plan && plan->filesystem != filesystem_of(existing)) {
@@ -119,6 +123,17 @@ std::string LocalProvider::incompatibility(const VolumeRecord& existing,
                        plan->filesystem);
   }
   return "";
+}
+
+std::string LocalProvider::capability_mismatch(const VolumeRecord& volume,
+                                               const Capability& capability) const {
+  // Directory volumes have no filesystem of their own; block volumes no filesystem at all.
+  if (!is_image_volume(volume) || is_block_volume(volume) || capability.fs_type.empty()) {
+    return "";
+  }
+  if (capability.fs_type == filesystem_of(volume)) return "";
+  return fmt::format("it holds an {} filesystem, not {}", filesystem_of(volume),
+                     capability.fs_type);
 }
 
 Expected<ExpandedVolume> LocalProvider::expand_volume(const VolumeRecord& volume,

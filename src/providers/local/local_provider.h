@@ -2,10 +2,12 @@
 // dir: emptyDir semantics, seed 000, created on first stage, bind-mounted at the staging
 // path; its size is recorded, not enforced) or a sparse image file on a loop device (type
 // image: a filesystem of exactly the requested size, or a raw block device; see
-// image_volume.h and image_node.h). Snapshots of directory volumes are commits in a
-// content-addressed store under the state dir (local_snapshots.cc).
+// image_volume.h and image_node.h). Snapshots of both are commits in a content-addressed store
+// under the state dir: a directory's files (local_snapshots.cc), or an image as one file
+// (image_snapshots.cc).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +38,8 @@ class LocalProvider final : public Provider {
   VolumeCondition volume_condition(const VolumeRecord& volume) const override;
   std::string incompatibility(const VolumeRecord& existing,
                               const CreateVolumeSpec& spec) const override;
+  std::string capability_mismatch(const VolumeRecord& volume,
+                                  const Capability& capability) const override;
   Expected<ExpandedVolume> expand_volume(const VolumeRecord& volume, int64_t required_bytes,
                                          int64_t limit_bytes) override;
 
@@ -64,6 +68,9 @@ class LocalProvider final : public Provider {
   // Creates the data directory (mode 0777) unless it exists.
   Status ensure_data_dir(std::string_view volume_id) const;
 
+  // How long a commit or restore waits for a running garbage collection.
+  static constexpr std::chrono::seconds kStorePatience{60};
+
   // local_snapshots.cc
   Expected<const CommitStore*> commit_store() const;
   // Fills the new volume's data directory from spec.source before the volume is recorded.
@@ -71,6 +78,18 @@ class LocalProvider final : public Provider {
   Status forget_volume(std::string_view volume_id);
   Status remove_unrecorded_commits(const CommitStore& store, StorageCollection& collection);
   void remove_leftovers(const CommitStore& store);
+
+  // image_snapshots.cc
+  Expected<ProvisionedSnapshot> create_image_snapshot(const SnapshotSpec& spec,
+                                                      const VolumeRecord& volume,
+                                                      const RecordSnapshot& record);
+  // A new volume (directory or image, as its source is) filled from spec.source.
+  Expected<ProvisionedVolume> create_from_source(std::string volume_id,
+                                                 const CreateVolumeSpec& spec);
+  Status restore_image_snapshot(std::string_view volume_id, const CreateVolumeSpec& spec,
+                                int64_t bytes, bool filesystem_follows);
+  Status clone_image(std::string_view volume_id, const VolumeRecord& source,
+                     const CreateVolumeSpec& spec, int64_t bytes);
 
   StateLayout layout_;
   StateStore& store_;

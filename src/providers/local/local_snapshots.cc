@@ -28,8 +28,6 @@
 namespace rosetctl {
 namespace {
 
-// How long a commit or restore waits for a running garbage collection.
-constexpr std::chrono::seconds kStorePatience{60};
 // Data directories being filled by a restore or clone: "<volumes>/.restore-<id>".
 constexpr std::string_view kPartialPrefix = ".restore-";
 
@@ -128,12 +126,7 @@ Expected<ProvisionedSnapshot> LocalProvider::create_snapshot(const SnapshotSpec&
                                                              const RecordSnapshot& record) {
   auto volume = load(spec.volume_id);
   if (!volume) return volume.status();
-  if (is_image_volume(*volume)) {
-    return error(Code::kUnimplemented,
-                 "volume \"{}\" is an image volume; snapshots of image and block volumes are "
-                 "not implemented yet (directory volumes have them)",
-                 spec.volume_name);
-  }
+  if (is_image_volume(*volume)) return create_image_snapshot(spec, *volume, record);
   auto store = commit_store();
   if (!store) return store.status();
   // A volume never staged has no directory yet; its content is an empty directory.
@@ -146,8 +139,9 @@ Expected<ProvisionedSnapshot> LocalProvider::create_snapshot(const SnapshotSpec&
   auto outcome = commit_directory(**store, request, *lock);
   if (!outcome)
     return outcome.status().with_context(fmt::format("volume \"{}\"", spec.volume_name));
-  ProvisionedSnapshot snapshot{outcome->id, outcome->commit.bytes, outcome->commit.files,
-                               outcome->new_bytes, outcome->commit.time_ns};
+  ProvisionedSnapshot snapshot{
+      outcome->id,        outcome->commit.bytes,   outcome->commit.files,
+      outcome->new_bytes, outcome->commit.time_ns, {{kContextType, std::string(kTypeDir)}}};
   if (Status recorded = record(snapshot); !recorded) {
     (void)(*store)->remove_commit(outcome->id);  // its objects go at the next collection
     return recorded;
@@ -175,12 +169,23 @@ Expected<std::vector<TreeChange>> LocalProvider::diff_snapshots(const SnapshotRe
   auto lock = (*store)->lock_shared(kStorePatience);
   if (!lock) return lock.status();
   std::vector<Tree> trees;
+  std::vector<std::string> kinds;
   for (const SnapshotRecord* snapshot : {&from, &to}) {
     auto commit = (*store)->read_commit(snapshot->commit_id);
     if (!commit) return commit.status();
+    kinds.push_back(commit->image);
     auto tree = (*store)->read_tree(commit->tree);
     if (!tree) return tree.status();
     trees.push_back(std::move(*tree));
+  }
+  // An image commit's tree is the image as one file: two of them compare as that file's
+  // content; an image against a directory's files has no meaningful answer.
+  if (kinds[0].empty() != kinds[1].empty()) {
+    const SnapshotRecord& image = kinds[0].empty() ? to : from;
+    return error(Code::kInvalidArgument,
+                 "snapshot \"{}\" is of an image volume and the other of a directory volume; "
+                 "only snapshots of the same kind can be compared",
+                 image.name);
   }
   return diff_trees(trees[0], trees[1]);
 }
@@ -264,16 +269,6 @@ Expected<StorageCollection> LocalProvider::collect_garbage(std::chrono::millisec
 
 Status LocalProvider::populate_volume(std::string_view volume_id, const CreateVolumeSpec& spec) {
   const VolumeSource& source = spec.source;
-  if (source.kind == VolumeSource::Kind::kVolume) {
-    auto source_volume = load(source.id);
-    if (!source_volume) return source_volume.status();
-    if (is_image_volume(*source_volume)) {
-      return error(Code::kUnimplemented,
-                   "volume \"{}\" is an image volume; cloning image and block volumes is not "
-                   "implemented yet",
-                   source_volume->name);
-    }
-  }
   std::string source_dir = data_dir(source.id);
   // A source volume that was never staged is empty, and so is its clone.
   if (source.kind == VolumeSource::Kind::kVolume && !path_exists(source_dir)) return Status::ok();

@@ -1,4 +1,4 @@
-// Tests for the snapshot records of src/core/state_store.cc (schema versions 2 and 3).
+// Tests for the snapshot records of src/core/state_store.cc (schema versions 2 to 4).
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -161,4 +161,21 @@ TEST_CASE("snapshots: a version 2 database migrates, its ids kept and copied to 
   CHECK((*legacy)->id == "ab12");
   CHECK((*legacy)->ready);
   CHECK((*legacy)->failure_code == 0);
+  CHECK((*legacy)->context.empty());
+}
+
+TEST_CASE("snapshots: the context the provider describes is kept once ready", "[state_store]") {
+  StoreDir dir;
+  auto store = open_store(dir.path);
+  SnapshotRecord pending = make_snapshot("snap-1", "img", "local-1", 10);
+  pending.ready = false;
+  pending.commit_id.clear();
+  REQUIRE(store->insert_snapshot(pending).is_ok());
+  CHECK(store->find_snapshot("snap-1")->value().context.empty());
+  SnapshotRecord ready = pending;
+  ready.ready = true;
+  ready.commit_id = std::string(64, 'c');
+  ready.context = {{"type", "image"}, {"access", "block"}};
+  REQUIRE(store->update_snapshot(ready).is_ok());
+  CHECK(store->find_snapshot("snap-1")->value() == ready);
 }

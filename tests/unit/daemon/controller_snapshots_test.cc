@@ -325,3 +325,58 @@ TEST_CASE("the controller advertises snapshots and clones", "[snapshots]") {
   CHECK(types.contains(Rpc::LIST_SNAPSHOTS));
   CHECK(types.contains(Rpc::CLONE_VOLUME));
 }
+
+TEST_CASE("image volumes: snapshots, restores and clones copy the image and keep its kind",
+          "[snapshots]") {
+  Fixture f;
+  constexpr int64_t kBytes = 8 << 20;
+  csi::v1::CreateVolumeRequest create;
+  create.set_name("img");
+  create.mutable_capacity_range()->set_required_bytes(kBytes);
+  (*create.mutable_parameters())["type"] = "image";
+  *create.add_volume_capabilities() = mount_capability();
+  csi::v1::CreateVolumeResponse created;
+  {
+    grpc::ClientContext context;
+    REQUIRE(f.controller->CreateVolume(&context, create, &created).ok());
+  }
+  std::string volume = created.volume().volume_id();
+  auto image = [&](const std::string& id) {
+    return fs::path(f.plugin->layout().root) / "images" / (id + ".img");
+  };
+  {  // never staged, so never formatted: any bytes will do
+    std::fstream out(image(volume), std::ios::in | std::ios::out | std::ios::binary);
+    out.seekp(1 << 20);
+    out << "image content";
+  }
+
+  csi::v1::CreateSnapshotResponse snapshot;
+  REQUIRE(f.snapshot("img-snap", volume, &snapshot).ok());
+  CHECK(snapshot.snapshot().ready_to_use());
+  CHECK(snapshot.snapshot().size_bytes() == kBytes);
+
+  csi::v1::CreateVolumeResponse restored;
+  auto status =
+      f.create_from("img-restored", from_snapshot(snapshot.snapshot().snapshot_id()), &restored);
+  INFO(status.error_message());
+  REQUIRE(status.ok());
+  CHECK(restored.volume().capacity_bytes() == kBytes);
+  CHECK(restored.volume().volume_context().at("type") == "image");
+  CHECK(restored.volume().volume_context().at("fs") == "ext4");
+  CHECK(read_file(image(restored.volume().volume_id())) == read_file(image(volume)));
+
+  csi::v1::CreateVolumeResponse cloned;
+  REQUIRE(f.create_from("img-clone", from_volume(volume), &cloned).ok());
+  CHECK(read_file(image(cloned.volume().volume_id())) == read_file(image(volume)));
+
+  csi::v1::CreateVolumeRequest as_dir;
+  as_dir.set_name("img-as-dir");
+  (*as_dir.mutable_parameters())["type"] = "dir";
+  *as_dir.add_volume_capabilities() = mount_capability();
+  *as_dir.mutable_volume_content_source() = from_snapshot(snapshot.snapshot().snapshot_id());
+  csi::v1::CreateVolumeResponse refused;
+  grpc::ClientContext context;
+  status = f.controller->CreateVolume(&context, as_dir, &refused);
+  CHECK(status.error_code() == StatusCode::INVALID_ARGUMENT);
+  CHECK(status.error_message().find("image volume") != std::string::npos);
+}

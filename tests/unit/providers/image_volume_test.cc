@@ -218,3 +218,33 @@ TEST_CASE("the capacity policy counts the unwritten part of images as taken", "[
   CHECK(overcommit.create("local-big", too_big));
   CHECK(strict.grow("local-p", too_big, false).code() == Code::kResourceExhausted);
 }
+
+TEST_CASE("ImageFiles names a filled image only once it is complete", "[image]") {
+  ScratchDir dir;
+  ImageFiles files(dir.images(), /*overcommit=*/true);
+  REQUIRE(files.create_filled("local-r", 8 * kMiB, /*filesystem_follows=*/true, [](int fd) {
+    return ::pwrite(fd, "restored", 8, kMiB) == 8 ? Status::ok()
+                                                  : Status(Code::kInternal, "write failed");
+  }));
+  struct stat st;
+  REQUIRE(::stat(files.image("local-r").c_str(), &st) == 0);
+  CHECK(st.st_size == 8 * kMiB);  // filled with less, then sized
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(st.st_blocks * 512 < 8 * kMiB);  // the rest stays a hole
+  CHECK(files.grow_pending("local-r"));  // the filesystem inside grows at first stage
+
+  Status failed = files.create_filled("local-f", 8 * kMiB, true, [](int) {
+    return Status(Code::kDataLoss, "the source is damaged");
+  });
+  CHECK(failed.code() == Code::kDataLoss);
+  CHECK_FALSE(exists(files.image("local-f")));
+  CHECK_FALSE(files.grow_pending("local-f"));
+  std::size_t entries = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.images())) {
+    (void)entry;
+    ++entries;
+  }
+  CHECK(entries == 2);  // local-r's image and marker: no temporary file
+  CHECK(files.create_filled("local-r", kMiB, false, [](int) { return Status::ok(); }).code() ==
+        Code::kAlreadyExists);
+}

@@ -37,3 +37,22 @@ TEST_CASE("malformed commits are DATA_LOSS", "[commit_store]") {
     if (!parsed) CHECK(parsed.status().code() == Code::kDataLoss);
   }
 }
+
+TEST_CASE("an image commit names its kind; a directory commit's text is unchanged",
+          "[commit_store]") {
+  CommitObject directory{sha256_hex("tree"), "", "local-a", "a", 1, 1, 4096, "m"};
+  CHECK(serialize_commit(directory).find("\nimage ") == std::string::npos);
+  CommitObject image = directory;
+  image.image = "ext4";
+  image.parent = sha256_hex("parent");
+  std::string text = serialize_commit(image);
+  CHECK(text.find("\nimage ext4\n") != std::string::npos);
+  auto parsed = parse_commit(text);
+  REQUIRE(parsed.has_value());
+  CHECK(*parsed == image);
+  CHECK(sha256_hex(text) != sha256_hex(serialize_commit(directory)));
+  auto empty_kind =
+      parse_commit("rosetctl-commit 1\ntree " + sha256_hex("tree") +
+                   "\nimage \nvolume v\nvolume-name n\ntime 1\nfiles 0\nbytes 0\nmessage m\n");
+  CHECK_FALSE(empty_kind.has_value());
+}

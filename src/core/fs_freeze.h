@@ -1,0 +1,41 @@
+// Freezing a mounted filesystem (FIFREEZE) so that the device under it holds a consistent image
+// while that image is copied, and thawing it (FITHAW) whatever happens meanwhile.
+//
+// A freeze outlives the process that made it: the kernel keeps the filesystem frozen until
+// someone thaws it. The guard thaws on every path out of the copy; only a process killed while
+// holding one leaves a frozen filesystem, which thaw_filesystem (called by startup reconcile)
+// releases.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "core/unique_fd.h"
+
+namespace rosetctl {
+
+class FrozenFilesystem {
+ public:
+  // Freezes the filesystem mounted at `mount_point` (any directory of it will do): its dirty
+  // data and metadata are written to its device and new writes wait until the thaw. ABORTED
+  // when it is frozen already (by `fsfreeze`, or by a process that died holding a freeze).
+  static Expected<FrozenFilesystem> freeze(const std::string& mount_point);
+
+  FrozenFilesystem(FrozenFilesystem&& other) noexcept = default;
+  FrozenFilesystem& operator=(FrozenFilesystem&&) = delete;
+  ~FrozenFilesystem();
+
+  // Thaws now (the destructor then does nothing); the error, if any, is the caller's to report.
+  Status thaw();
+
+ private:
+  FrozenFilesystem(UniqueFd fd, std::string mount_point)
+      : fd_(std::move(fd)), mount_point_(std::move(mount_point)) {}
+  UniqueFd fd_;  // invalid once thawed
+  std::string mount_point_;
+};
+
+// Thaws the filesystem at `mount_point` if it is frozen. True when it was.
+Expected<bool> thaw_filesystem(const std::string& mount_point);
+
+}  // namespace rosetctl
