@@ -95,6 +95,13 @@ ALTER TABLE snapshots ADD COLUMN failure TEXT NOT NULL DEFAULT '';
 UPDATE snapshots SET commit_id = id;
 CREATE INDEX snapshots_by_commit ON snapshots(commit_id);
 )sql"},
+    // The size a snapshot's volume had, which a restore must at least get. Snapshots taken
+    // before are given their volume's present size where it still exists (0, unknown, if not).
+    {4, R"sql(
+ALTER TABLE snapshots ADD COLUMN source_capacity_bytes INTEGER NOT NULL DEFAULT 0;
+UPDATE snapshots SET source_capacity_bytes = COALESCE(
+  (SELECT capacity_bytes FROM volumes WHERE volumes.id = snapshots.source_volume_id), 0);
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");
@@ -109,7 +116,8 @@ constexpr const char* kNodePublicationColumns =
     "volume_id, target_path, staging_path, readonly, capability, created_target";
 constexpr const char* kSnapshotColumns =
     "id, name, provider, source_volume_id, source_volume_name, parent_id, message, parameters, "
-    "size_bytes, file_count, new_bytes, created_at_ns, commit_id, ready, failure_code, failure";
+    "size_bytes, file_count, new_bytes, created_at_ns, commit_id, ready, failure_code, failure, "
+    "source_capacity_bytes";
 
 // --- Opening ---------------------------------------------------------------------------------
 
@@ -330,6 +338,7 @@ Expected<SnapshotRecord> read_snapshot(const sqlite::Statement& row) {
   snapshot.ready = row.column_bool(13);
   snapshot.failure_code = static_cast<int>(row.column_int64(14));
   snapshot.failure = row.column_text(15);
+  snapshot.source_capacity_bytes = row.column_int64(16);
   return snapshot;
 }
 
@@ -696,13 +705,14 @@ Status StateStore::insert_snapshot(const SnapshotRecord& snapshot) {
     }
     return run(prepare(connection,
                        fmt::format("INSERT INTO snapshots ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                                   "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                                   "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
                                    kSnapshotColumns),
                        snapshot.id, snapshot.name, snapshot.provider, snapshot.source_volume_id,
                        snapshot.source_volume_name, snapshot.parent_id, snapshot.message,
                        to_json(snapshot.parameters), snapshot.size_bytes, snapshot.file_count,
                        snapshot.new_bytes, snapshot.created_at_ns, snapshot.commit_id,
-                       snapshot.ready, snapshot.failure_code, snapshot.failure));
+                       snapshot.ready, snapshot.failure_code, snapshot.failure,
+                       snapshot.source_capacity_bytes));
   });
 }
 

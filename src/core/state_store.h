@@ -79,6 +79,7 @@ struct SnapshotRecord {
   std::string message;
   std::map<std::string, std::string> parameters;  // CreateSnapshot parameters as given
   int64_t size_bytes = 0;                         // bytes of the files it holds
+  int64_t source_capacity_bytes = 0;              // the volume's size when taken (0: unknown)
   int64_t file_count = 0;
   int64_t new_bytes = 0;      // bytes it added to the provider's storage when taken
   int64_t created_at_ns = 0;  // unix nanoseconds
@@ -95,7 +96,7 @@ struct SnapshotRecord {
 class StateStore {
  public:
   // The schema version this binary creates and understands (the last migration's number).
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Creates state_dir (0700, parents too) and state.db (0600) when missing, then migrates the
   // schema up to kSchemaVersion. A database from a newer rosetctl is FAILED_PRECONDITION.

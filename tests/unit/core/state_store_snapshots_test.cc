@@ -1,4 +1,4 @@
-// Tests for the snapshot records of src/core/state_store.cc (schema versions 2 and 3).
+// Tests for the snapshot records of src/core/state_store.cc (schema versions 2 to 4).
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -40,6 +40,7 @@ SnapshotRecord make_snapshot(const std::string& id, const std::string& name,
   record.message = "a message";
   record.parameters = {{"k", "v"}};
   record.size_bytes = 100;
+  record.source_capacity_bytes = 1 << 20;
   record.file_count = 2;
   record.new_bytes = 50;
   record.created_at_ns = created;
@@ -161,4 +162,28 @@ TEST_CASE("snapshots: a version 2 database migrates, its ids kept and copied to 
   CHECK((*legacy)->id == "ab12");
   CHECK((*legacy)->ready);
   CHECK((*legacy)->failure_code == 0);
+}
+
+TEST_CASE("snapshots: a version 3 database migrates; old snapshots get their volume's size",
+          "[state_store]") {
+  StoreDir dir;
+  {
+    auto store = open_store(dir.path);
+    VolumeRecord volume{"local-1", "kept", "local", 5 << 20, {}, {}, "mount", "", 1};
+    REQUIRE(store->insert_volume(volume).is_ok());
+    REQUIRE(store->insert_snapshot(make_snapshot("snap-1", "of-kept", "local-1", 1)).is_ok());
+    REQUIRE(store->insert_snapshot(make_snapshot("snap-2", "of-gone", "local-2", 2)).is_ok());
+  }
+  {
+    // Turn it back into what rosetctl with schema 3 wrote.
+    auto connection = sqlite::Connection::open(dir.path + "/state.db");
+    REQUIRE(connection.has_value());
+    REQUIRE(connection
+                ->exec("ALTER TABLE snapshots DROP COLUMN source_capacity_bytes; "
+                       "PRAGMA user_version = 3")
+                .is_ok());
+  }
+  auto store = open_store(dir.path);
+  CHECK(store->find_snapshot("snap-1")->value().source_capacity_bytes == 5 << 20);
+  CHECK(store->find_snapshot("snap-2")->value().source_capacity_bytes == 0);  // volume gone
 }
