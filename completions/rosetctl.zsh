@@ -3,7 +3,7 @@
 autoload -U +X bashcompinit && bashcompinit
 _rosetctl() {
   local cur=${COMP_WORDS[COMP_CWORD]} path="" word candidate known
-  local -a paths=( "volume" "volume create" "volume list" "volume show" "volume expand" "volume delete" "volume map" "volume unmap" "volume connect" "volume disconnect" "volume stats" "snapshot" "snapshot commit" "snapshot list" "snapshot show" "snapshot restore" "snapshot delete" "snapshot diff" "snapshot verify" "snapshot gc" "serve" "node" "node info" "plugin" "plugin info" "probe" "completion")
+  local -a paths=( "volume" "volume create" "volume list" "volume show" "volume expand" "volume modify" "volume delete" "volume map" "volume unmap" "volume connect" "volume disconnect" "volume stats" "snapshot" "snapshot commit" "snapshot list" "snapshot show" "snapshot restore" "snapshot delete" "snapshot diff" "snapshot verify" "snapshot gc" "serve" "node" "node info" "plugin" "plugin info" "probe" "completion")
   for word in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
     candidate="${path:+$path }$word"
     for known in "${paths[@]}"; do
@@ -13,11 +13,12 @@ _rosetctl() {
   local words
   case "$path" in
     "") words="volume snapshot serve node plugin probe completion --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v --roset-api-url --roset-api-key-file --roset-mount-id --roset-ca-bundle --roset-fuse --fuse-credentials --roset-fuse-timeout" ;;
-    "volume") words="create list show expand delete map unmap connect disconnect stats --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v --roset-api-url --roset-api-key-file --roset-mount-id --roset-ca-bundle --roset-fuse --fuse-credentials --roset-fuse-timeout" ;;
+    "volume") words="create list show expand modify delete map unmap connect disconnect stats --help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v --roset-api-url --roset-api-key-file --roset-mount-id --roset-ca-bundle --roset-fuse --fuse-credentials --roset-fuse-timeout" ;;
     "volume create") words="--help -h --size -s --param -p --type --fs --block --from-snapshot --from-volume --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v --roset-api-url --roset-api-key-file --roset-mount-id --roset-ca-bundle --roset-fuse --fuse-credentials --roset-fuse-timeout" ;;
     "volume list") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v --roset-api-url --roset-api-key-file --roset-mount-id --roset-ca-bundle --roset-fuse --fuse-credentials --roset-fuse-timeout" ;;
     "volume show") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v --roset-api-url --roset-api-key-file --roset-mount-id --roset-ca-bundle --roset-fuse --fuse-credentials --roset-fuse-timeout" ;;
     "volume expand") words="--help -h --size -s --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v --roset-api-url --roset-api-key-file --roset-mount-id --roset-ca-bundle --roset-fuse --fuse-credentials --roset-fuse-timeout" ;;
+    "volume modify") words="--help -h --param -p --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v --roset-api-url --roset-api-key-file --roset-mount-id --roset-ca-bundle --roset-fuse --fuse-credentials --roset-fuse-timeout" ;;
     "volume delete") words="--help -h --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v --roset-api-url --roset-api-key-file --roset-mount-id --roset-ca-bundle --roset-fuse --fuse-credentials --roset-fuse-timeout" ;;
     "volume map") words="--help -h --node --read-only --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v --roset-api-url --roset-api-key-file --roset-mount-id --roset-ca-bundle --roset-fuse --fuse-credentials --roset-fuse-timeout" ;;
     "volume unmap") words="--help -h --node --version --config --output -o --state-dir --provider --node-id --driver-name --capacity-overcommit --verbose -v --roset-api-url --roset-api-key-file --roset-mount-id --roset-ca-bundle --roset-fuse --fuse-credentials --roset-fuse-timeout" ;;

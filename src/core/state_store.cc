@@ -102,13 +102,18 @@ ALTER TABLE snapshots ADD COLUMN source_capacity_bytes INTEGER NOT NULL DEFAULT 
 UPDATE snapshots SET source_capacity_bytes = COALESCE(
   (SELECT capacity_bytes FROM volumes WHERE volumes.id = snapshots.source_volume_id), 0);
 )sql"},
+    // Mutable parameters (ControllerModifyVolume), apart from the parameters a volume was
+    // created with.
+    {5, R"sql(
+ALTER TABLE volumes ADD COLUMN mutable_parameters TEXT NOT NULL DEFAULT '{}';
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");
 
 constexpr const char* kVolumeColumns =
     "id, name, provider, capacity_bytes, parameters, context, access_type, content_source, "
-    "created_at";
+    "created_at, mutable_parameters";
 constexpr const char* kControllerPublicationColumns =
     "volume_id, node_id, readonly, capability, publish_context";
 constexpr const char* kStagingColumns = "volume_id, staging_path, capability, created_dir";
@@ -293,6 +298,10 @@ Expected<VolumeRecord> read_volume(const sqlite::Statement& row) {
   volume.access_type = row.column_text(6);
   volume.content_source = row.column_text(7);
   volume.created_at = row.column_int64(8);
+  Expected<StringMap> mutable_parameters =
+      from_json(row.column_text(9), "volumes.mutable_parameters");
+  if (!mutable_parameters) return mutable_parameters.status();
+  volume.mutable_parameters = std::move(*mutable_parameters);
   return volume;
 }
 
@@ -452,11 +461,12 @@ Status StateStore::insert_volume(const VolumeRecord& volume) {
     }
     return run(prepare(connection,
                        fmt::format("INSERT INTO volumes ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                                   "?8, ?9)",
+                                   "?8, ?9, ?10)",
                                    kVolumeColumns),
                        volume.id, volume.name, volume.provider, volume.capacity_bytes,
                        to_json(volume.parameters), to_json(volume.context), volume.access_type,
-                       volume.content_source, volume.created_at));
+                       volume.content_source, volume.created_at,
+                       to_json(volume.mutable_parameters)));
   });
 }
 
@@ -503,6 +513,17 @@ Status StateStore::update_volume_capacity(std::string_view id, int64_t capacity_
   return write([&](sqlite::Connection& connection) -> Status {
     ROSETCTL_RETURN_IF_ERROR(run(prepare(
         connection, "UPDATE volumes SET capacity_bytes = ?2 WHERE id = ?1", id, capacity_bytes)));
+    if (connection.changes() == 0) return error(Code::kNotFound, "volume \"{}\" not found", id);
+    return Status::ok();
+  });
+}
+
+Status StateStore::update_volume_mutable_parameters(std::string_view id,
+                                                    const StringMap& mutable_parameters) {
+  return write([&](sqlite::Connection& connection) -> Status {
+    ROSETCTL_RETURN_IF_ERROR(
+        run(prepare(connection, "UPDATE volumes SET mutable_parameters = ?2 WHERE id = ?1", id,
+                    to_json(mutable_parameters))));
     if (connection.changes() == 0) return error(Code::kNotFound, "volume \"{}\" not found", id);
     return Status::ok();
   });
