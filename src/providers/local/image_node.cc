@@ -303,6 +303,15 @@ Status ImageNode::set_direct_io(const VolumeRecord& volume, bool on) {
       // All or nothing: the devices switched already go back.
       for (size_t j = 0; j < i; ++j)
         (void)set_loop_direct_io((*loops)[j].path, (*loops)[j].direct_io);
+      auto allowed = file_allows_direct_io(files_.image(volume.id));
+      if (switched.code() == Code::kInvalidArgument && allowed && *allowed) {
+        // The image can do direct I/O, but not through a device attached buffered with a
+        // smaller block size than the disk's (4K-sector disks): a fresh attach can.
+        switched = Status(switched.code(),
+                          fmt::format("{}; it can take effect when the volume is next staged: "
+                                      "disconnect it (NodeUnstageVolume), modify it, connect it",
+                                      switched.message()));
+      }
       return switched.with_context(fmt::format("volume \"{}\": {}={}", volume.name,
                                                kParameterDirectIo, on ? "true" : "false"));
     }
