@@ -47,6 +47,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a create -d 'Creat
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a list -d 'List volumes with where they are connected'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a show -d 'Show one volume: size, nodes, mounts, health'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a expand -d 'Grow a volume (volumes never shrink)'
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a modify -d 'Change a volume\'s mutable parameters (ModifyVolume)'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a delete -d 'Delete a volume and its data'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a map -d 'Allow a node to attach the volume (ControllerPublish)'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a unmap -d 'Withdraw a node\'s access (ControllerUnpublish)'
@@ -133,6 +134,25 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l param
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l config

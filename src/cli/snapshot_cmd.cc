@@ -189,7 +189,9 @@ Status run_restore(const GlobalOptions& globals, const SnapshotOptions& options)
       &csi::v1::Controller::Stub::CreateVolume, request, &response, CsiClient::kDataCallDeadline));
   auto info = resolve_volume((*session)->client(), response.volume().volume_id());
   if (!info) return info.status();
-  print_object(globals.output, volume_json(*info, {}), volume_fields());
+  auto described = describe_volume((*session)->store(), *info);
+  if (!described) return described.status();
+  print_object(globals.output, *described, volume_fields());
   return Status::ok();
 }
 

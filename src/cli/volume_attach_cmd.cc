@@ -182,13 +182,12 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   rollback.commit();
 
   const std::string& path = *target;
-  auto connections = (*session)->store().node_publications(id);
-  if (!connections) return connections.status();
   auto refreshed = resolve_volume(client, id);
-  nlohmann::json out = volume_json(refreshed ? *refreshed : *info, *connections);
-  out["path"] = path;
-  out["readonly"] = read_only;
-  print_line_or_json(globals.output, path, out);
+  auto out = describe_volume((*session)->store(), refreshed ? *refreshed : *info);
+  if (!out) return out.status();
+  (*out)["path"] = path;
+  (*out)["readonly"] = read_only;
+  print_line_or_json(globals.output, path, *out);
   return Status::ok();
 }
 

@@ -1,4 +1,4 @@
-// Controller-side volume verbs: create, list, show, expand, delete, map, unmap.
+// Controller-side volume verbs: create, list, show, expand, modify, delete, map, unmap.
 #include "cli/volume_cmd.h"
 
 #include <cstdio>
@@ -32,6 +32,7 @@ struct VolumeOptions {
   std::string size;
   std::string node;
   bool read_only = false;
+  std::vector<std::string> parameters;  // modify: KEY=VALUE
 };
 
 csi::v1::VolumeCapability default_capability() {
@@ -43,9 +44,9 @@ csi::v1::VolumeCapability default_capability() {
 }
 
 Status print_volume(Session& session, OutputFormat format, const VolumeInfo& info) {
-  auto connections = session.store().node_publications(info.volume.volume_id());
-  if (!connections) return connections.status();
-  print_object(format, volume_json(info, *connections), volume_fields());
+  auto described = describe_volume(session.store(), info);
+  if (!described) return described.status();
+  print_object(format, *described, volume_fields());
   return Status::ok();
 }
 
@@ -165,9 +166,9 @@ Status run_list(const GlobalOptions& globals) {
   if (!volumes) return volumes.status();
   nlohmann::json items = nlohmann::json::array();
   for (const VolumeInfo& info : *volumes) {
-    auto connections = (*session)->store().node_publications(info.volume.volume_id());
-    if (!connections) return connections.status();
-    items.push_back(volume_json(info, *connections));
+    auto described = describe_volume((*session)->store(), info);
+    if (!described) return described.status();
+    items.push_back(std::move(*described));
   }
   print_list(globals.output, items, volume_columns());
   return Status::ok();
@@ -216,16 +217,30 @@ Status run_expand(const GlobalOptions& globals, const VolumeOptions& options) {
   if (!expansion) return expansion.status();
   auto updated = resolve_volume((*session)->client(), info->volume.volume_id());
   if (!updated) return updated.status();
-  auto connections = (*session)->store().node_publications(info->volume.volume_id());
-  if (!connections) return connections.status();
-  nlohmann::json out = volume_json(*updated, *connections);
-  out["expansion"] = *expansion;
-  print_object(globals.output, out, volume_fields());
+  auto out = describe_volume((*session)->store(), *updated);
+  if (!out) return out.status();
+  (*out)["expansion"] = *expansion;
+  print_object(globals.output, *out, volume_fields());
   if (globals.output == OutputFormat::kTable && (*expansion)["node"] == "pending") {
     std::fprintf(stderr, "rosetctl: warning: %s\n",
                  (*expansion)["message"].get<std::string>().c_str());
   }
   return Status::ok();
+}
+
+Status run_modify(const GlobalOptions& globals, const VolumeOptions& options) {
+  csi::v1::ControllerModifyVolumeRequest request;
+  ROSETCTL_RETURN_IF_ERROR(
+      parse_parameters(options.parameters, request.mutable_mutable_parameters()));
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  auto info = resolve_volume((*session)->client(), options.volume);
+  if (!info) return info.status();
+  request.set_volume_id(info->volume.volume_id());
+  csi::v1::ControllerModifyVolumeResponse response;
+  ROSETCTL_RETURN_IF_ERROR((*session)->client().controller(
+      &csi::v1::Controller::Stub::ControllerModifyVolume, request, &response));
+  return print_volume(**session, globals.output, *info);
 }
 
 Status run_delete(const GlobalOptions& globals, const VolumeOptions& options) {
@@ -310,7 +325,8 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
                      "Requested size: bytes or 64Mi, 10Gi, 1.5Ti, 500M (dir volumes record it; "
                      "they do not enforce it)");
   create->add_option("--param,-p", create_options->parameters,
-                     "Provider parameter KEY=VALUE, repeatable (local: type=dir|image)");
+                     "Provider parameter KEY=VALUE, repeatable (local: type=dir|image, "
+                     "directIO=true|false)");
   create
       ->add_option("--type", create_options->type,
                    "dir: a directory (size not enforced); image: a sparse file of exactly --size "
@@ -364,6 +380,25 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
       "connect; JSON \"expansion\" says which happened.");
   expand->callback([&globals, &action, expand_options] {
     action = [&globals, expand_options] { return run_expand(globals, *expand_options); };
+  });
+
+  auto modify_options = std::make_shared<VolumeOptions>();
+  CLI::App* modify =
+      volume->add_subcommand("modify", "Change a volume's mutable parameters (ModifyVolume)");
+  add_volume_argument(modify, modify_options.get());
+  modify
+      ->add_option("--param,-p", modify_options->parameters,
+                   "Mutable parameter KEY=VALUE, repeatable (local image and block volumes: "
+                   "directIO=true|false)")
+      ->required();
+  modify->footer(
+      "Only the parameters given change. directIO=false makes the loop device of an image or\n"
+      "block volume go through the host's page cache, directIO=true bypasses it; a volume\n"
+      "connected here switches at once, while mounted. Parameters fixed at creation (type,\n"
+      "filesystem) are refused with exit code 2. Repeating a modify changes nothing.\n\n"
+      "Example:\n  rosetctl volume modify db --param directIO=false");
+  modify->callback([&globals, &action, modify_options] {
+    action = [&globals, modify_options] { return run_modify(globals, *modify_options); };
   });
 
   auto delete_options = std::make_shared<VolumeOptions>();

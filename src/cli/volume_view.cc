@@ -44,10 +44,18 @@ std::string condition_cell(const nlohmann::json& volume) {
                                            : "ok";
 }
 
+// "directIO=false", or "-" when none is set.
+std::string parameters_cell(const nlohmann::json& volume) {
+  std::string out;
+  for (const auto& [key, value] : volume["mutable_parameters"].items())
+    out += fmt::format("{}{}={}", out.empty() ? "" : ", ", key, value.get<std::string>());
+  return out.empty() ? "-" : out;
+}
+
 }  // namespace
 
-nlohmann::json volume_json(const VolumeInfo& info,
-                           const std::vector<NodePublication>& connections) {
+nlohmann::json volume_json(const VolumeInfo& info, const std::vector<NodePublication>& connections,
+                           const std::map<std::string, std::string>& mutable_parameters) {
   const csi::v1::Volume& volume = info.volume;
   std::string type = context_value(volume, "type");
   nlohmann::json out = {
@@ -68,6 +76,7 @@ nlohmann::json volume_json(const VolumeInfo& info,
       {"condition", {{"abnormal", info.abnormal}, {"message", info.condition}}},
       {"context", nlohmann::json(std::map<std::string, std::string>(
                       volume.volume_context().begin(), volume.volume_context().end()))},
+      {"mutable_parameters", nlohmann::json(mutable_parameters)},
   };
   for (const NodePublication& connection : connections) {
     out["connections"].push_back({{"target", connection.target_path},
@@ -75,6 +84,17 @@ nlohmann::json volume_json(const VolumeInfo& info,
                                   {"readonly", connection.readonly}});
   }
   return out;
+}
+
+Expected<nlohmann::json> describe_volume(StateStore& store, const VolumeInfo& info) {
+  const std::string& id = info.volume.volume_id();
+  auto connections = store.node_publications(id);
+  if (!connections) return connections.status();
+  auto record = store.find_volume(id);
+  if (!record) return record.status();
+  return volume_json(
+      info, *connections,
+      record->has_value() ? (*record)->mutable_parameters : std::map<std::string, std::string>());
 }
 
 std::vector<Column> volume_fields() {
@@ -93,6 +113,7 @@ std::vector<Column> volume_fields() {
        }},
       {"Connected at", [](const nlohmann::json& v) { return join_targets(v["connections"]); }},
       {"Condition", condition_cell},
+      {"Mutable parameters", parameters_cell},
   };
 }
 

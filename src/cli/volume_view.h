@@ -11,8 +11,13 @@
 
 namespace rosetctl::cli {
 
-// `connections` are this node's mounts of the volume (from the local state store).
-nlohmann::json volume_json(const VolumeInfo& info, const std::vector<NodePublication>& connections);
+// `connections` are this node's mounts of the volume and `mutable_parameters` those in effect
+// (both from the local state store: CSI's Volume carries neither).
+nlohmann::json volume_json(const VolumeInfo& info, const std::vector<NodePublication>& connections,
+                           const std::map<std::string, std::string>& mutable_parameters);
+
+// volume_json with what this host's store knows of the volume.
+Expected<nlohmann::json> describe_volume(StateStore& store, const VolumeInfo& info);
 
 std::vector<Column> volume_fields();   // `volume show` (one volume)
 std::vector<Column> volume_columns();  // `volume list`

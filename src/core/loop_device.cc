@@ -247,6 +247,31 @@ Status refresh_loop_capacity(const std::string& device) {
   return loop_ioctl(device, LOOP_SET_CAPACITY, "refresh the capacity of loop device");
 }
 
+Status set_loop_direct_io(const std::string& device, bool direct_io) {
+  UniqueFd fd(::open(device.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    return errno_status(errno, fmt::format("cannot open \"{}\" to switch direct I/O", device));
+  }
+  if (::ioctl(fd.get(), LOOP_SET_DIRECT_IO, static_cast<unsigned long>(direct_io)) == 0) {
+    return Status::ok();
+  }
+  if (errno == EINVAL && direct_io) {
+    return error(Code::kInvalidArgument,
+                 "the kernel refuses direct I/O on loop device \"{}\" (its backing file's "
+                 "filesystem or block size does not allow it)",
+                 device);
+  }
+  return errno_status(errno, fmt::format("cannot switch direct I/O {} on loop device \"{}\"",
+                                         direct_io ? "on" : "off", device));
+}
+
+Expected<bool> file_allows_direct_io(const std::string& file) {
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));
+  if (fd.valid()) return true;
+  if (errno == EINVAL) return false;
+  return errno_status(errno, fmt::format("cannot open \"{}\"", file));
+}
+
 Expected<int64_t> block_device_size(const std::string& device) {
   UniqueFd fd(::open(device.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return errno_status(errno, fmt::format("cannot open \"{}\"", device));

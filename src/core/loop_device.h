@@ -1,6 +1,6 @@
 // Loop devices: attaching a file (LOOP_CTL_GET_FREE + LOOP_CONFIGURE), the LoopDevice guard
-// that detaches it again on a failure path, finding the devices backed by a file (sysfs), and
-// refreshing a device's size after its file grew.
+// that detaches it again on a failure path, finding the devices backed by a file (sysfs),
+// refreshing a device's size after its file grew, and switching direct I/O while attached.
 #pragma once
 
 #include <sys/types.h>
@@ -85,6 +85,15 @@ Status detach_loop_device(const std::string& device);
 
 // LOOP_SET_CAPACITY: the device takes the current size of its backing file.
 Status refresh_loop_capacity(const std::string& device);
+
+// LOOP_SET_DIRECT_IO: the device reads and writes its backing file with direct I/O (bypassing
+// the page cache) or buffered, from now on, also while mounted. INVALID_ARGUMENT when the
+// kernel cannot do direct I/O on that file (its filesystem, or a block size that does not fit).
+Status set_loop_direct_io(const std::string& device, bool direct_io);
+
+// Whether `file` opens with O_DIRECT, which a loop device with direct I/O needs (false: its
+// filesystem cannot do direct I/O).
+Expected<bool> file_allows_direct_io(const std::string& file);
 
 // Size in bytes of a block device (BLKGETSIZE64).
 Expected<int64_t> block_device_size(const std::string& device);

@@ -100,13 +100,25 @@ CREATE INDEX snapshots_by_commit ON snapshots(commit_id);
     {4, R"sql(
 ALTER TABLE snapshots ADD COLUMN context TEXT NOT NULL DEFAULT '{}';
 )sql"},
+    // The size a snapshot's volume had, which a restore must at least get. Snapshots taken
+    // before are given their volume's present size where it still exists (0, unknown, if not).
+    {5, R"sql(
+ALTER TABLE snapshots ADD COLUMN source_capacity_bytes INTEGER NOT NULL DEFAULT 0;
+UPDATE snapshots SET source_capacity_bytes = COALESCE(
+  (SELECT capacity_bytes FROM volumes WHERE volumes.id = snapshots.source_volume_id), 0);
+)sql"},
+    // Mutable parameters (ControllerModifyVolume), apart from the parameters a volume was
+    // created with.
+    {6, R"sql(
+ALTER TABLE volumes ADD COLUMN mutable_parameters TEXT NOT NULL DEFAULT '{}';
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");
 
 constexpr const char* kVolumeColumns =
     "id, name, provider, capacity_bytes, parameters, context, access_type, content_source, "
-    "created_at";
+    "created_at, mutable_parameters";
 constexpr const char* kControllerPublicationColumns =
     "volume_id, node_id, readonly, capability, publish_context";
 constexpr const char* kStagingColumns = "volume_id, staging_path, capability, created_dir";
@@ -115,7 +127,7 @@ constexpr const char* kNodePublicationColumns =
 constexpr const char* kSnapshotColumns =
     "id, name, provider, source_volume_id, source_volume_name, parent_id, message, parameters, "
     "size_bytes, file_count, new_bytes, created_at_ns, commit_id, ready, failure_code, failure, "
-    "context";
+    "context, source_capacity_bytes";
 
 // --- Opening ---------------------------------------------------------------------------------
 
@@ -291,6 +303,10 @@ Expected<VolumeRecord> read_volume(const sqlite::Statement& row) {
   volume.access_type = row.column_text(6);
   volume.content_source = row.column_text(7);
   volume.created_at = row.column_int64(8);
+  Expected<StringMap> mutable_parameters =
+      from_json(row.column_text(9), "volumes.mutable_parameters");
+  if (!mutable_parameters) return mutable_parameters.status();
+  volume.mutable_parameters = std::move(*mutable_parameters);
   return volume;
 }
 
@@ -339,6 +355,7 @@ Expected<SnapshotRecord> read_snapshot(const sqlite::Statement& row) {
   Expected<StringMap> context = from_json(row.column_text(16), "snapshots.context");
   if (!context) return context.status();
   snapshot.context = std::move(*context);
+  snapshot.source_capacity_bytes = row.column_int64(17);
   return snapshot;
 }
 
@@ -452,11 +469,12 @@ Status StateStore::insert_volume(const VolumeRecord& volume) {
     }
     return run(prepare(connection,
                        fmt::format("INSERT INTO volumes ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                                   "?8, ?9)",
+                                   "?8, ?9, ?10)",
                                    kVolumeColumns),
                        volume.id, volume.name, volume.provider, volume.capacity_bytes,
                        to_json(volume.parameters), to_json(volume.context), volume.access_type,
-                       volume.content_source, volume.created_at));
+                       volume.content_source, volume.created_at,
+                       to_json(volume.mutable_parameters)));
   });
 }
 
@@ -503,6 +521,17 @@ Status StateStore::update_volume_capacity(std::string_view id, int64_t capacity_
   return write([&](sqlite::Connection& connection) -> Status {
     ROSETCTL_RETURN_IF_ERROR(run(prepare(
         connection, "UPDATE volumes SET capacity_bytes = ?2 WHERE id = ?1", id, capacity_bytes)));
+    if (connection.changes() == 0) return error(Code::kNotFound, "volume \"{}\" not found", id);
+    return Status::ok();
+  });
+}
+
+Status StateStore::update_volume_mutable_parameters(std::string_view id,
+                                                    const StringMap& mutable_parameters) {
+  return write([&](sqlite::Connection& connection) -> Status {
+    ROSETCTL_RETURN_IF_ERROR(
+        run(prepare(connection, "UPDATE volumes SET mutable_parameters = ?2 WHERE id = ?1", id,
+                    to_json(mutable_parameters))));
     if (connection.changes() == 0) return error(Code::kNotFound, "volume \"{}\" not found", id);
     return Status::ok();
   });
@@ -705,14 +734,14 @@ Status StateStore::insert_snapshot(const SnapshotRecord& snapshot) {
     }
     return run(prepare(connection,
                        fmt::format("INSERT INTO snapshots ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                                   "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                                   "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                                    kSnapshotColumns),
                        snapshot.id, snapshot.name, snapshot.provider, snapshot.source_volume_id,
                        snapshot.source_volume_name, snapshot.parent_id, snapshot.message,
                        to_json(snapshot.parameters), snapshot.size_bytes, snapshot.file_count,
                        snapshot.new_bytes, snapshot.created_at_ns, snapshot.commit_id,
                        snapshot.ready, snapshot.failure_code, snapshot.failure,
-                       to_json(snapshot.context)));
+                       to_json(snapshot.context), snapshot.source_capacity_bytes));
   });
 }
 

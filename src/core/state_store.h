@@ -28,6 +28,9 @@ struct VolumeRecord {
   std::string access_type;                        // "mount" or "block"
   std::string content_source;                     // "" or "snapshot:<id>" / "volume:<id>"
   int64_t created_at = 0;                         // unix seconds
+  // The mutable parameters in effect (set at creation, changed by ControllerModifyVolume);
+  // unlike `parameters`, not what CreateVolume was given.
+  std::map<std::string, std::string> mutable_parameters;
 
   bool operator==(const VolumeRecord&) const = default;
 };
@@ -79,6 +82,7 @@ struct SnapshotRecord {
   std::string message;
   std::map<std::string, std::string> parameters;  // CreateSnapshot parameters as given
   int64_t size_bytes = 0;                         // bytes of the files it holds
+  int64_t source_capacity_bytes = 0;              // the volume's size when taken (0: unknown)
   int64_t file_count = 0;
   int64_t new_bytes = 0;      // bytes it added to the provider's storage when taken
   int64_t created_at_ns = 0;  // unix nanoseconds
@@ -99,7 +103,7 @@ struct SnapshotRecord {
 class StateStore {
  public:
   // The schema version this binary creates and understands (the last migration's number).
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 6;
 
   // Creates state_dir (0700, parents too) and state.db (0600) when missing, then migrates the
   // schema up to kSchemaVersion. A database from a newer rosetctl is FAILED_PRECONDITION.
@@ -115,6 +119,9 @@ class StateStore {
   Expected<std::vector<VolumeRecord>> list_volumes(std::string_view after_id, int limit);
   Expected<int64_t> count_volumes();
   Status update_volume_capacity(std::string_view id, int64_t capacity_bytes);  // NOT_FOUND
+  // NOT_FOUND for an unknown id.
+  Status update_volume_mutable_parameters(
+      std::string_view id, const std::map<std::string, std::string>& mutable_parameters);
   // FAILED_PRECONDITION while the volume is published or staged; a missing id is OK.
   Status delete_volume(std::string_view id);
 

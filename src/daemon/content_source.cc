@@ -1,6 +1,8 @@
 // Checking and locking the source of a restore or clone.
 #include "daemon/content_source.h"
 
+#include <algorithm>
+
 #include "core/validate.h"
 #include "daemon/convert.h"
 #include "daemon/snapshot_locks.h"
@@ -46,10 +48,13 @@ Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context, const s
                  "snapshot {} belongs to provider \"{}\"; it can only be restored there", id,
                  (*snapshot)->provider);
   }
-  ROSETCTL_RETURN_IF_ERROR(
-      check_capacity(fmt::format("snapshot {}", id), (*snapshot)->size_bytes, required, limit));
+  int64_t needed = restore_size_bytes(**snapshot);
+  ROSETCTL_RETURN_IF_ERROR(check_capacity(fmt::format("snapshot {}", id), needed, required, limit));
+  // A restore without a size gets its source's; a source that had none (0: unknown) passes
+  // that on, as it would to a clone.
+  int64_t capacity = (*snapshot)->source_capacity_bytes > 0 ? needed : 0;
   return ResolvedSource{
-      {VolumeSource::Kind::kSnapshot, (*snapshot)->commit_id}, 0, std::move(*lock)};
+      {VolumeSource::Kind::kSnapshot, (*snapshot)->commit_id}, capacity, std::move(*lock)};
 }
 
 Expected<ResolvedSource> resolve_volume(const ServiceContext& context, const std::string& id,
@@ -74,6 +79,10 @@ Expected<ResolvedSource> resolve_volume(const ServiceContext& context, const std
 }
 
 }  // namespace
+
+int64_t restore_size_bytes(const SnapshotRecord& snapshot) {
+  return std::max(snapshot.size_bytes, snapshot.source_capacity_bytes);
+}
 
 Expected<std::string> content_source_key(const csi::v1::CreateVolumeRequest& request) {
   if (!request.has_volume_content_source()) return std::string();

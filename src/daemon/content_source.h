@@ -14,10 +14,17 @@ namespace rosetctl {
 // source without an id or of a kind this plugin does not know.
 Expected<std::string> content_source_key(const csi::v1::CreateVolumeRequest& request);
 
+// The least a volume restored from `snapshot` may be: the size its volume had when it was
+// taken, or the bytes of its files where they are more (a directory volume's size is not
+// enforced). CSI's Snapshot.size_bytes.
+int64_t restore_size_bytes(const SnapshotRecord& snapshot);
+
 struct ResolvedSource {
   VolumeSource source;
-  int64_t capacity_bytes = 0;  // the source volume's capacity (clones get at least that)
-  HeldLock lock;               // keeps the source from being deleted while it is copied
+  // The size a volume made from it gets at least: the source volume's capacity for a clone,
+  // the restore size for a snapshot whose volume had a size (0: none recorded).
+  int64_t capacity_bytes = 0;
+  HeldLock lock;  // keeps the source from being deleted while it is copied
 };
 
 // Looks the source up and locks it: NOT_FOUND when it does not exist, INVALID_ARGUMENT when it

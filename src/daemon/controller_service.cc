@@ -62,6 +62,20 @@ std::string describe_source(std::string_view key) {
   return fmt::format("snapshot {}", key.substr(kContentSourceSnapshot.size()));
 }
 
+// The first of `wanted` that the volume's mutable parameters do not have, as a phrase; "" when
+// they all match (keys not given say nothing, as in ControllerModifyVolume).
+std::string mutable_mismatch(const StringMap& existing, const StringMap& wanted) {
+  for (const auto& [key, value] : wanted) {
+    auto it = existing.find(key);
+    if (it == existing.end() || it->second != value) {
+      return fmt::format("its mutable parameter {} is {}, not {}", display_quoted(key),
+                         it == existing.end() ? "unset" : display_quoted(it->second),
+                         display_quoted(value));
+    }
+  }
+  return "";
+}
+
 // Empty when an existing volume satisfies a repeated CreateVolume, else what differs.
 std::string incompatibility(const VolumeRecord& existing, std::string_view provider,
                             const StringMap& parameters, const CapacityRange& range,
@@ -156,10 +170,6 @@ int64_t unix_now() {
 // How long a copy of a volume waits for a NodeStage, NodeUnstage or NodePublish of it.
 constexpr std::chrono::seconds kStagingPatience{30};
 
-Status unimplemented(std::string_view what) {
-  return error(Code::kUnimplemented, "{} is not supported yet by rosetctl", what);
-}
-
 }  // namespace
 
 StagingLocker ControllerService::staging_locker() const {
@@ -200,7 +210,9 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
   CreateVolumeSpec spec{request.name(), range->required,
                         range->limit,   provider_parameters(parameters),
                         *capabilities,  to_map(request.secrets())};
+  spec.mutable_parameters = to_map(request.mutable_parameters());
   ROSETCTL_RETURN_IF_ERROR((*provider)->validate_create(spec));
+  ROSETCTL_RETURN_IF_ERROR((*provider)->validate_mutable(spec));
 
   auto lock =
       context_.locks.try_lock(name_lock_key(request.name()), LockMode::kExclusive,
@@ -223,6 +235,7 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
     record = std::move(**existing);
     std::string why =
         incompatibility(record, (*provider)->name(), parameters, *range, *access_type, *source_key);
+    if (why.empty()) why = mutable_mismatch(record.mutable_parameters, spec.mutable_parameters);
     if (why.empty()) why = (*provider)->incompatibility(record, spec);
     if (!why.empty()) {
       return error(Code::kAlreadyExists, "volume \"{}\" already exists and {}", request.name(),
@@ -249,6 +262,7 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
     record.access_type = *access_type == AccessType::kBlock ? "block" : "mount";
     record.content_source = *source_key;
     record.created_at = unix_now();
+    record.mutable_parameters = provisioned->mutable_parameters;
     if (Status inserted = context_.store.insert_volume(record); !inserted) {
       // Unrecorded, what the provider made would never be found again: take it back.
       (void)(*provider)->delete_volume_with(record, spec.secrets);
@@ -405,7 +419,15 @@ Status ControllerService::validate_capabilities(
   spec.name = volume->record.name;
   spec.parameters = provider_parameters(to_map(request.parameters()));
   spec.capabilities = *capabilities;
-  if (Status supported = volume->provider->validate_create(spec); !supported) {
+  Status supported = volume->provider->validate_create(spec);
+  if (supported) {
+    // Judged against the volume as it was created, whatever parameters this request repeats.
+    CreateVolumeSpec created = spec;
+    created.parameters = provider_parameters(volume->record.parameters);
+    created.mutable_parameters = to_map(request.mutable_parameters());
+    supported = volume->provider->validate_mutable(created);
+  }
+  if (!supported) {
     response->set_message(supported.message());
     return Status::ok();
   }
@@ -426,6 +448,7 @@ Status ControllerService::validate_capabilities(
   *confirmed->mutable_volume_context() = request.volume_context();
   *confirmed->mutable_volume_capabilities() = request.volume_capabilities();
   *confirmed->mutable_parameters() = request.parameters();
+  *confirmed->mutable_mutable_parameters() = request.mutable_parameters();
   return Status::ok();
 }
 
@@ -595,7 +618,8 @@ grpc::Status ControllerService::ControllerGetCapabilities(
     for (auto type : {Rpc::CREATE_DELETE_VOLUME, Rpc::PUBLISH_UNPUBLISH_VOLUME, Rpc::LIST_VOLUMES,
                       Rpc::GET_CAPACITY, Rpc::PUBLISH_READONLY, Rpc::EXPAND_VOLUME,
                       Rpc::LIST_VOLUMES_PUBLISHED_NODES, Rpc::VOLUME_CONDITION, Rpc::GET_VOLUME,
-                      Rpc::CREATE_DELETE_SNAPSHOT, Rpc::LIST_SNAPSHOTS, Rpc::CLONE_VOLUME}) {
+                      Rpc::CREATE_DELETE_SNAPSHOT, Rpc::LIST_SNAPSHOTS, Rpc::CLONE_VOLUME,
+                      Rpc::MODIFY_VOLUME}) {
       response->add_capabilities()->mutable_rpc()->set_type(type);
     }
     return Status::ok();
@@ -641,7 +665,7 @@ grpc::Status ControllerService::ControllerModifyVolume(
     Request*, const csi::v1::ControllerModifyVolumeRequest* request,
     csi::v1::ControllerModifyVolumeResponse* response) {
   return run_logged("ControllerModifyVolume", *request, response,
-                    [] { return unimplemented("ControllerModifyVolume"); });
+                    [&] { return modify_volume(*request); });
 }
 
 }  // namespace rosetctl

@@ -62,6 +62,8 @@ class ControllerService final : public csi::v1::Controller::Service {
                     csi::v1::ControllerGetVolumeResponse* response);
   Status expand_volume(const csi::v1::ControllerExpandVolumeRequest& request,
                        csi::v1::ControllerExpandVolumeResponse* response);
+  // controller_modify.cc
+  Status modify_volume(const csi::v1::ControllerModifyVolumeRequest& request);
   // controller_snapshots.cc
   Status create_snapshot(const csi::v1::CreateSnapshotRequest& request,
                          csi::v1::CreateSnapshotResponse* response);

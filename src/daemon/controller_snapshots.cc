@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/validate.h"
+#include "daemon/content_source.h"
 #include "daemon/controller_service.h"
 #include "daemon/convert.h"
 #include "daemon/snapshot_ids.h"
@@ -38,7 +39,8 @@ Status validate_snapshot_parameters(const StringMap& parameters) {
 void fill_snapshot(const SnapshotRecord& record, csi::v1::Snapshot* snapshot) {
   snapshot->set_snapshot_id(record.id);
   snapshot->set_source_volume_id(record.source_volume_id);
-  snapshot->set_size_bytes(record.size_bytes);
+  // What a volume made from it needs (CSI: a restore is never smaller than this).
+  snapshot->set_size_bytes(restore_size_bytes(record));
   snapshot->set_ready_to_use(record.ready);
   *snapshot->mutable_creation_time() =
       google::protobuf::util::TimeUtil::NanosecondsToTimestamp(record.created_at_ns);
@@ -180,6 +182,7 @@ Status ControllerService::create_snapshot(const csi::v1::CreateSnapshotRequest& 
   record.provider = volume->record.provider;
   record.source_volume_id = source_id;
   record.source_volume_name = volume->record.name;
+  record.source_capacity_bytes = volume->record.capacity_bytes;
   record.parent_id = parent->has_value() ? (*parent)->commit_id : "";
   record.message = message_of(parameters);
   record.parameters = parameters;

@@ -1,11 +1,12 @@
 // Defaults shared by providers: publish/unpublish as bind mounts from the staging path,
-// UNIMPLEMENTED snapshots, and no-op answers for what only some providers need (node
-// expansion, reconcile).
+// UNIMPLEMENTED snapshots, no mutable parameters, and no-op answers for what only some
+// providers need (node expansion, reconcile).
 #include "providers/provider.h"
 
 #include <algorithm>
 
 #include "core/mount_ops.h"
+#include "core/validate.h"
 
 namespace rosetctl {
 
@@ -22,7 +23,23 @@ Status no_snapshots(std::string_view provider) {
   return error(Code::kUnimplemented, "provider \"{}\" does not support snapshots", provider);
 }
 
+Status nothing_mutable(std::string_view provider, const StringMap& changes) {
+  if (changes.empty()) return Status::ok();
+  return error(Code::kInvalidArgument,
+               "mutable parameter {} is not supported: volumes of provider \"{}\" have no "
+               "parameters that can change after creation",
+               display_quoted(changes.begin()->first), provider);
+}
+
 }  // namespace
+
+Status Provider::validate_mutable(const CreateVolumeSpec& spec) const {
+  return nothing_mutable(name(), spec.mutable_parameters);
+}
+
+Status Provider::modify_volume(const VolumeRecord& /*volume*/, const StringMap& changes) {
+  return nothing_mutable(name(), changes);
+}
 
 Expected<ProvisionedSnapshot> Provider::create_snapshot(const SnapshotSpec&,
                                                         const RecordSnapshot&) {

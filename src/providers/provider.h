@@ -69,6 +69,7 @@ struct CreateVolumeSpec {
   VolumeSource source;
   ProgressSink* progress = nullptr;  // filling from a source may take a while
   StagingLocker hold_stagings;       // unset: nothing is locked
+  StringMap mutable_parameters;      // CSI mutable_parameters: they win over `parameters`
 };
 
 struct SnapshotSpec {
@@ -118,7 +119,8 @@ struct StorageCollection {
 struct ProvisionedVolume {
   std::string id;
   int64_t capacity_bytes = 0;
-  StringMap context;  // becomes the CSI volume_context
+  StringMap context;             // becomes the CSI volume_context (never changes)
+  StringMap mutable_parameters;  // the mutable parameters in effect, as recorded for the volume
 };
 
 struct StageSpec {
@@ -199,6 +201,16 @@ class Provider {
   // recorded, as for volumes whose size is not enforced.
   virtual Expected<ExpandedVolume> expand_volume(const VolumeRecord& volume, int64_t required_bytes,
                                                  int64_t limit_bytes);
+
+  // --- mutable parameters (CreateVolume's mutable_parameters, ControllerModifyVolume) ---
+  // INVALID_ARGUMENT naming the key when spec.mutable_parameters holds one this provider cannot
+  // change after creation, or a value that does not suit the volume the spec asks for. Default:
+  // nothing is mutable, so any key is refused.
+  virtual Status validate_mutable(const CreateVolumeSpec& spec) const;
+  // Applies `changes` (only the keys given; an absent key changes nothing) to the volume, live
+  // where it is in use on this node. The daemon records the result once this succeeded.
+  // INVALID_ARGUMENT naming the key as above. Default: nothing is mutable.
+  virtual Status modify_volume(const VolumeRecord& volume, const StringMap& changes);
 
   // --- snapshots (default: UNIMPLEMENTED) ---
   // Takes a snapshot of the volume and calls `record` before returning.

@@ -267,6 +267,32 @@ def test_read_only_block_connect_refuses_writes(cli, workdir):
     assert wait_until_detached(image_of(cli, cli.volume("rob"))) == [], "expected both devices detached"
 
 
+def loop_dio(cli, volume: dict) -> list[str]:
+    return [Path(f"/sys/block/{Path(loop.device).name}/loop/dio").read_text().strip()
+            for loop in loop_devices_of(image_of(cli, volume))]
+
+
+def test_volume_modify_switches_direct_io_of_every_device_live(cli, workdir):
+    volume = cli.create("dio", "--size", "4Mi", "--block", "--param", "directIO=false")
+    assert volume["mutable_parameters"] == {"directIO": "false"}, f"expected the create parameter kept: {volume}"
+    cli.connect("dio", workdir / "rw")
+    cli.connect("dio", workdir / "ro", "--read-only")  # a second, read-only loop device
+    assert loop_dio(cli, volume) == ["0", "0"], "expected both devices buffered"
+    modified = cli.ok_json("volume", "modify", "dio", "--param", "directIO=true")
+    assert modified["mutable_parameters"] == {"directIO": "true"}, f"unexpected modify output {modified}"
+    assert loop_dio(cli, volume) == ["1", "1"], "expected both devices switched to direct I/O at once"
+    again = cli.ok_json("volume", "modify", volume["id"], "-p", "directIO=true")
+    assert again["mutable_parameters"] == {"directIO": "true"}, "expected a repeated modify to succeed"
+    shown = cli.ok("volume", "show", "dio").stdout
+    assert "directIO=true" in shown, f"expected the table to show the setting: {shown}"
+    fixed = cli.run("volume", "modify", "dio", "--param", "type=dir")
+    assert fixed.rc == EXIT_USAGE and "fixed at creation" in fixed.stderr, fixed.describe()
+    missing = cli.run("volume", "modify", "nope", "--param", "directIO=true")
+    assert missing.rc == 3, missing.describe()
+    cli.ok("volume", "disconnect", "dio")
+    assert wait_until_detached(image_of(cli, volume)) == [], "expected both devices detached"
+
+
 @pytest.fixture
 def dev_rosetctl_name():
     """A unique volume name whose default block target /dev/rosetctl/<name> is cleaned up."""

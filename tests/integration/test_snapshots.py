@@ -150,6 +150,23 @@ def test_snapshot_lookup_errors_and_idempotent_delete(cli):
     assert twice["deleted"] is False, f"expected a second delete to say there was nothing to delete: {twice}"
 
 
+def test_restore_without_a_size_gets_the_source_volumes_size(cli, workdir):
+    cli.create("sized", "--size", "64Mi")
+    mount = Path(cli.connect("sized", workdir / "sized")["path"])
+    (mount / "data").write_bytes(b"\2" * 1000)
+    snapshot = commit(cli, "sized")
+    cli.ok("volume", "disconnect", "sized")
+    cli.ok("volume", "expand", "sized", "--size", "128Mi")  # later growth is not the snapshot's
+    restored = cli.ok_json("snapshot", "restore", snapshot["id"], "--name", "sized-copy")
+    assert restored["capacity_bytes"] == 64 * 2**20 and restored["size"] == "64Mi", (
+        f"expected the restore to get the size the volume had when committed: {restored}")
+    bigger = cli.ok_json("snapshot", "restore", snapshot["id"], "--name", "bigger-copy", "--size", "96Mi")
+    assert bigger["capacity_bytes"] == 96 * 2**20, f"expected --size to be honoured: {bigger}"
+    small = cli.run("snapshot", "restore", snapshot["id"], "--name", "small-copy", "--size", "32Mi")
+    assert small.rc == EXIT_USAGE and str(64 * 2**20) in small.stderr, (
+        f"expected OUT_OF_RANGE (exit 2) naming the source's size for a smaller restore: {small.describe()}")
+
+
 def test_restore_smaller_than_the_snapshot_is_out_of_range(cli, workdir):
     cli.create("big")
     mount = Path(cli.connect("big", workdir / "big")["path"])

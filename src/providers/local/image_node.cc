@@ -16,6 +16,7 @@
 #include "core/mount_ops.h"
 #include "core/unique_fd.h"
 #include "providers/local/image_filesystem.h"
+#include "providers/local/mutable_parameters.h"
 
 namespace rosetctl {
 namespace {
@@ -65,6 +66,21 @@ Expected<dev_t> device_numbers(const std::string& node) {
 
 // ---------------------------------------------------------------- stage / unstage
 
+Expected<LoopDevice> ImageNode::attach(const VolumeRecord& volume, LoopAttachOptions options) {
+  DirectIo wanted = direct_io_setting(volume.mutable_parameters);
+  options.direct_io = wanted != DirectIo::kOff;
+  auto loop = LoopDevice::attach(files_.image(volume.id), options);
+  if (loop && wanted == DirectIo::kOn && !loop->direct_io()) {
+    return error(Code::kFailedPrecondition,
+                 "it asks for direct I/O ({}=true), which the kernel did not give loop device "
+                 "\"{}\" on image \"{}\"; set {}=false (`rosetctl volume modify {} --param "
+                 "{}=false`) to use it buffered",
+                 kParameterDirectIo, loop->path(), files_.image(volume.id), kParameterDirectIo,
+                 volume.name, kParameterDirectIo);
+  }
+  return loop;
+}
+
 Status ImageNode::stage(const VolumeRecord& volume, const StageSpec& spec) {
   Status status = image_size(files_.image(volume.id)).status();
   if (status)
@@ -97,7 +113,7 @@ Status ImageNode::stage_mount(const VolumeRecord& volume, const StageSpec& spec)
   }
   ROSETCTL_RETURN_IF_ERROR(release_unused_devices(volume.id).status());
 
-  auto loop = LoopDevice::attach(files_.image(volume.id), LoopAttachOptions{});
+  auto loop = attach(volume, LoopAttachOptions{});
   if (!loop) return loop.status();
   crash_point("image-stage-attached");
   ROSETCTL_RETURN_IF_ERROR(prepare_filesystem(volume, loop->path()));
@@ -179,7 +195,7 @@ Status ImageNode::stage_block(const VolumeRecord& volume, const StageSpec& spec)
   ROSETCTL_RETURN_IF_ERROR(release_unused_devices(volume.id).status());
 
   // Nothing holds a raw block device open, so autoclear would detach it at once.
-  auto loop = LoopDevice::attach(files_.image(volume.id), LoopAttachOptions{.autoclear = false});
+  auto loop = attach(volume, LoopAttachOptions{.autoclear = false});
   if (!loop) return loop.status();
   crash_point("image-stage-attached");
   auto numbers = device_numbers(loop->path());
@@ -220,8 +236,7 @@ Expected<std::string> ImageNode::read_only_node(const VolumeRecord& volume,
                                                 const std::string& staging) {
   std::string node = staging + "/" + kReadOnlyDeviceNode;
   if (::access(node.c_str(), F_OK) == 0) return node;
-  auto loop = LoopDevice::attach(files_.image(volume.id),
-                                 LoopAttachOptions{.read_only = true, .autoclear = false});
+  auto loop = attach(volume, LoopAttachOptions{.read_only = true, .autoclear = false});
   if (!loop) return loop.status();
   auto numbers = device_numbers(loop->path());
   if (!numbers) return numbers.status();
@@ -333,6 +348,49 @@ Status ImageNode::thaw_leftover_freezes(std::string_view volume_id) {
           "reconcile: thawed the filesystem of volume \"{}\" at \"{}\": a snapshot or clone "
           "that froze it was interrupted",
           volume_id, mount->mount_point);
+    }
+  }
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------- direct I/O
+
+Status ImageNode::check_direct_io_possible(std::string_view volume_id,
+                                           std::string_view name) const {
+  auto allowed = file_allows_direct_io(files_.image(volume_id));
+  if (!allowed) return allowed.status();
+  if (*allowed) return Status::ok();
+  return error(Code::kInvalidArgument,
+               "volume \"{}\": {}=true is not possible: the filesystem holding \"{}\" cannot do "
+               "direct I/O",
+               name, kParameterDirectIo, files_.dir());
+}
+
+Status ImageNode::set_direct_io(const VolumeRecord& volume, bool on) {
+  auto loops = loop_devices_backed_by(files_.image(volume.id));
+  if (!loops) return loops.status();
+  if (loops->empty()) {
+    Status present = image_size(files_.image(volume.id)).status();
+    if (!present) return present.with_context(fmt::format("volume \"{}\"", volume.name));
+    return on ? check_direct_io_possible(volume.id, volume.name) : Status::ok();
+  }
+  for (size_t i = 0; i < loops->size(); ++i) {
+    Status switched = set_loop_direct_io((*loops)[i].path, on);
+    if (!switched) {
+      // All or nothing: the devices switched already go back.
+      for (size_t j = 0; j < i; ++j)
+        (void)set_loop_direct_io((*loops)[j].path, (*loops)[j].direct_io);
+      auto allowed = file_allows_direct_io(files_.image(volume.id));
+      if (switched.code() == Code::kInvalidArgument && allowed && *allowed) {
+        // The image can do direct I/O, but not through a device attached buffered with a
+        // smaller block size than the disk's (4K-sector disks): a fresh attach can.
+        switched = Status(switched.code(),
+                          fmt::format("{}; it can take effect when the volume is next staged: "
+                                      "disconnect it (NodeUnstageVolume), modify it, connect it",
+                                      switched.message()));
+      }
+      return switched.with_context(fmt::format("volume \"{}\": {}={}", volume.name,
+                                               kParameterDirectIo, on ? "true" : "false"));
     }
   }
   return Status::ok();

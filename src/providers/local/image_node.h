@@ -40,6 +40,14 @@ class ImageNode {
   Status publish_block(const VolumeRecord& volume, const PublishSpec& spec);
   Expected<int64_t> expand(const VolumeRecord& volume, const NodeExpandSpec& spec);
 
+  // The volume's directIO parameter changed: every loop device on its image switches now, also
+  // while mounted (the next stage attaches accordingly anyway). Switching on where the kernel
+  // cannot, or with nothing attached on an image that cannot do direct I/O, is INVALID_ARGUMENT
+  // and changes nothing.
+  Status set_direct_io(const VolumeRecord& volume, bool on);
+  // INVALID_ARGUMENT when the image's filesystem cannot do direct I/O. `name`: the volume's.
+  Status check_direct_io_possible(std::string_view volume_id, std::string_view name) const;
+
   // Detaches every loop device of the volume's image that no mount and no mounted staging of
   // the volume uses (leftovers of an interrupted stage). Returns the devices detached.
   Expected<std::vector<std::string>> release_unused_devices(std::string_view volume_id);
@@ -63,6 +71,9 @@ class ImageNode {
  private:
   using DeviceNumbers = std::pair<unsigned, unsigned>;
 
+  // Attaches the image as the volume's directIO parameter asks (FAILED_PRECONDITION when it
+  // asks for direct I/O the kernel will not give).
+  Expected<LoopDevice> attach(const VolumeRecord& volume, LoopAttachOptions options);
   Status stage_mount(const VolumeRecord& volume, const StageSpec& spec);
   Status stage_block(const VolumeRecord& volume, const StageSpec& spec);
   Expected<int64_t> expand_staged(const VolumeRecord& volume, const NodeExpandSpec& spec);

@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "core/unique_fd.h"
 #include "providers/local/local_provider.h"
+#include "providers/local/mutable_parameters.h"
 
 namespace rosetctl {
 namespace {
@@ -194,6 +195,14 @@ Expected<ProvisionedVolume> LocalProvider::create_from_source(std::string volume
     ROSETCTL_RETURN_IF_ERROR(clone_image(volume.id, *source.volume, spec, plan.bytes));
   } else {
     ROSETCTL_RETURN_IF_ERROR(restore_image_snapshot(volume.id, spec, plan.bytes, !plan.block));
+  }
+  volume.mutable_parameters = initial_mutable_parameters(spec);
+  if (direct_io_setting(volume.mutable_parameters) == DirectIo::kOn) {
+    Status possible = image_node_.check_direct_io_possible(volume.id, spec.name);
+    if (!possible) {
+      (void)images_.remove(volume.id);
+      return possible;
+    }
   }
   volume.capacity_bytes = plan.bytes;
   volume.context = image_context(plan);

@@ -12,6 +12,7 @@
 #include "core/mount_ops.h"
 #include "core/random_id.h"
 #include "core/remove_tree.h"
+#include "providers/local/mutable_parameters.h"
 
 namespace rosetctl {
 namespace {
@@ -27,8 +28,10 @@ Status validate_parameters(const StringMap& parameters) {
       return error(Code::kInvalidArgument,
                    "parameter type=\"{}\" is not a local volume type (types: dir, image)", value);
     }
+    if (key == kParameterDirectIo) continue;  // checked with the mutable parameters
     return error(Code::kInvalidArgument,
-                 "unknown parameter \"{}\" for the local provider (known: type)", key);
+                 "unknown parameter \"{}\" for the local provider (known: type, {})", key,
+                 kParameterDirectIo);
   }
   return Status::ok();
 }
@@ -68,6 +71,7 @@ Status LocalProvider::check_health() const {
 
 Status LocalProvider::validate_create(const CreateVolumeSpec& spec) const {
   ROSETCTL_RETURN_IF_ERROR(validate_parameters(spec.parameters));
+  ROSETCTL_RETURN_IF_ERROR(validate_mutable(spec));
   bool block = std::any_of(spec.capabilities.begin(), spec.capabilities.end(),
                            [](const Capability& c) { return c.access_type == AccessType::kBlock; });
   if (block && asks_for_dir(spec)) {
@@ -76,6 +80,17 @@ Status LocalProvider::validate_create(const CreateVolumeSpec& spec) const {
   }
   if (!wants_image(spec)) return Status::ok();
   return plan_image(spec).status();
+}
+
+Status LocalProvider::validate_mutable(const CreateVolumeSpec& spec) const {
+  return check_mutable_parameters(initial_mutable_parameters(spec), wants_image(spec), spec.name);
+}
+
+Status LocalProvider::modify_volume(const VolumeRecord& volume, const StringMap& changes) {
+  ROSETCTL_RETURN_IF_ERROR(check_mutable_parameters(changes, is_image_volume(volume), volume.name));
+  DirectIo direct_io = direct_io_setting(changes);
+  if (direct_io == DirectIo::kDefault) return Status::ok();
+  return image_node_.set_direct_io(volume, direct_io == DirectIo::kOn);
 }
 
 Expected<ProvisionedVolume> LocalProvider::create_volume(const CreateVolumeSpec& spec) {
@@ -97,6 +112,15 @@ Expected<ProvisionedVolume> LocalProvider::create_volume(const CreateVolumeSpec&
   auto plan = plan_image(spec);
   if (!plan) return plan.status();
   ROSETCTL_RETURN_IF_ERROR(images_.create(volume.id, plan->bytes));
+  volume.mutable_parameters = initial_mutable_parameters(spec);
+  if (direct_io_setting(volume.mutable_parameters) == DirectIo::kOn) {
+    // Promise direct I/O only where the images' filesystem can do it.
+    Status possible = image_node_.check_direct_io_possible(volume.id, spec.name);
+    if (!possible) {
+      (void)images_.remove(volume.id);
+      return possible;
+    }
+  }
   volume.capacity_bytes = plan->bytes;
   volume.context = image_context(*plan);
   return volume;

@@ -32,6 +32,8 @@ class LocalProvider final : public Provider {
   Status check_health() const override;
 
   Status validate_create(const CreateVolumeSpec& spec) const override;
+  Status validate_mutable(const CreateVolumeSpec& spec) const override;
+  Status modify_volume(const VolumeRecord& volume, const StringMap& changes) override;
   Expected<ProvisionedVolume> create_volume(const CreateVolumeSpec& spec) override;
   Status delete_volume(const VolumeRecord& volume) override;
   Expected<int64_t> available_capacity() const override;

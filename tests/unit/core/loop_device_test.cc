@@ -16,13 +16,17 @@
 #include <thread>
 
 using rosetctl::block_device_size;
+using rosetctl::Code;
 using rosetctl::detach_loop_device;
+using rosetctl::file_allows_direct_io;
 using rosetctl::list_loop_devices;
 using rosetctl::loop_devices_backed_by;
 using rosetctl::LoopAttachOptions;
 using rosetctl::LoopDevice;
 using rosetctl::LoopInfo;
 using rosetctl::refresh_loop_capacity;
+using rosetctl::set_loop_direct_io;
+using rosetctl::Status;
 
 namespace {
 
@@ -207,6 +211,28 @@ TEST_CASE("refresh_loop_capacity makes the device follow its grown file", "[loop
   REQUIRE(refresh_loop_capacity(loop->path()));
   CHECK(*block_device_size(loop->path()) == 24 << 20);
   CHECK(backed_by(image).at(0).size_bytes == 24 << 20);
+}
+
+TEST_CASE("set_loop_direct_io switches an attached device both ways", "[loop_device][root]") {
+  if (!have_root()) return;
+  ScratchDir dir;
+  std::string image = dir.file("dio.img", 8 << 20);
+  auto loop = LoopDevice::attach(image, LoopAttachOptions{.autoclear = false, .direct_io = false});
+  REQUIRE(loop);
+  CHECK_FALSE(loop->direct_io());
+  CHECK_FALSE(backed_by(image).at(0).direct_io);
+  auto allowed = file_allows_direct_io(image);
+  REQUIRE(allowed);
+  Status on = set_loop_direct_io(loop->path(), true);
+  if (*allowed && on) {
+    CHECK(backed_by(image).at(0).direct_io);
+  } else {
+    CHECK(on.code() == Code::kInvalidArgument);  // a filesystem without O_DIRECT: says so
+  }
+  REQUIRE(set_loop_direct_io(loop->path(), false));
+  CHECK_FALSE(backed_by(image).at(0).direct_io);
+  REQUIRE(set_loop_direct_io(loop->path(), false));  // idempotent
+  CHECK(file_allows_direct_io(dir.path() + "/missing.img").status().code() == Code::kNotFound);
 }
 
 TEST_CASE("two attaches of one file get two devices; both are found by their file",

@@ -1,4 +1,4 @@
-// Tests for the snapshot records of src/core/state_store.cc (schema versions 2 to 4).
+// Tests for the snapshot records of src/core/state_store.cc (schema versions 2 to 6).
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -40,6 +40,7 @@ SnapshotRecord make_snapshot(const std::string& id, const std::string& name,
   record.message = "a message";
   record.parameters = {{"k", "v"}};
   record.size_bytes = 100;
+  record.source_capacity_bytes = 1 << 20;
   record.file_count = 2;
   record.new_bytes = 50;
   record.created_at_ns = created;
@@ -102,7 +103,10 @@ TEST_CASE("snapshots: a version 1 database migrates and keeps its volumes", "[st
     // Turn it back into what rosetctl with schema 1 wrote.
     auto connection = sqlite::Connection::open(dir.path + "/state.db");
     REQUIRE(connection.has_value());
-    REQUIRE(connection->exec("DROP TABLE snapshots; PRAGMA user_version = 1").is_ok());
+    REQUIRE(connection
+                ->exec("DROP TABLE snapshots; ALTER TABLE volumes DROP COLUMN mutable_parameters; "
+                       "PRAGMA user_version = 1")
+                .is_ok());
   }
   auto store = open_store(dir.path);
   CHECK(store->find_volume("local-1")->has_value());
@@ -152,6 +156,7 @@ TEST_CASE("snapshots: a version 2 database migrates, its ids kept and copied to 
                        "NULL, file_count INTEGER NOT NULL, new_bytes INTEGER NOT NULL, "
                        "created_at_ns INTEGER NOT NULL) STRICT; INSERT INTO snapshots VALUES "
                        "('ab12', 'legacy', 'local', 'local-1', 'v', '', 'm', '{}', 7, 1, 7, 5); "
+                       "ALTER TABLE volumes DROP COLUMN mutable_parameters; "
                        "PRAGMA user_version = 2")
                 .is_ok());
   }
@@ -178,4 +183,33 @@ TEST_CASE("snapshots: the context the provider describes is kept once ready", "[
   ready.context = {{"type", "image"}, {"access", "block"}};
   REQUIRE(store->update_snapshot(ready).is_ok());
   CHECK(store->find_snapshot("snap-1")->value() == ready);
+}
+
+TEST_CASE("snapshots: a version 3 database migrates; old snapshots get their volume's size",
+          "[state_store]") {
+  StoreDir dir;
+  {
+    auto store = open_store(dir.path);
+    VolumeRecord volume{"local-1", "kept", "local", 5 << 20, {}, {}, "mount", "", 1};
+    REQUIRE(store->insert_volume(volume).is_ok());
+    REQUIRE(store->insert_snapshot(make_snapshot("snap-1", "of-kept", "local-1", 1)).is_ok());
+    REQUIRE(store->insert_snapshot(make_snapshot("snap-2", "of-gone", "local-2", 2)).is_ok());
+  }
+  {
+    // Turn it back into what rosetctl with schema 3 wrote.
+    auto connection = sqlite::Connection::open(dir.path + "/state.db");
+    REQUIRE(connection.has_value());
+    REQUIRE(
+        connection
+            ->exec("ALTER TABLE volumes DROP COLUMN mutable_parameters; ALTER TABLE snapshots "
+                   "DROP COLUMN source_capacity_bytes; ALTER TABLE snapshots DROP COLUMN context; "
+                   "PRAGMA user_version = 3")
+            .is_ok());
+  }
+  auto store = open_store(dir.path);
+  auto volume = store->find_volume("local-1");
+  REQUIRE(volume->has_value());
+  CHECK((*volume)->mutable_parameters.empty());
+  CHECK(store->find_snapshot("snap-1")->value().source_capacity_bytes == 5 << 20);
+  CHECK(store->find_snapshot("snap-2")->value().source_capacity_bytes == 0);  // volume gone
 }

@@ -62,6 +62,7 @@ VolumeRecord make_volume(const std::string& id, const std::string& name) {
   volume.access_type = "mount";
   volume.content_source = "snapshot:s1";
   volume.created_at = 1'700'000'000;
+  volume.mutable_parameters = {{"directIO", "false"}};
   return volume;
 }
 
@@ -163,6 +164,12 @@ TEST_CASE("state store: volumes round trip and survive reopening", "[state_store
   REQUIRE(store->update_volume_capacity("v1", 5 << 20).is_ok());
   CHECK((*store->find_volume("v1"))->capacity_bytes == 5 << 20);
   CHECK(store->update_volume_capacity("nope", 1).code() == Code::kNotFound);
+
+  REQUIRE(store->update_volume_mutable_parameters("v1", {{"directIO", "true"}}).is_ok());
+  CHECK((*store->find_volume("v1"))->mutable_parameters ==
+        std::map<std::string, std::string>{{"directIO", "true"}});
+  CHECK((*store->find_volume("v1"))->parameters == volume.parameters);  // as created
+  CHECK(store->update_volume_mutable_parameters("nope", {}).code() == Code::kNotFound);
 
   REQUIRE(store->delete_volume("v1").is_ok());
   CHECK_FALSE(store->find_volume("v1")->has_value());

@@ -299,6 +299,36 @@ TEST_CASE("CreateVolume from a source checks that it exists and fits", "[snapsho
         StatusCode::INVALID_ARGUMENT);
 }
 
+TEST_CASE("a restore gets its snapshot's source size; a smaller one is OUT_OF_RANGE",
+          "[snapshots]") {
+  Fixture f;
+  std::string volume = f.volume_with("sized", {{"f", "content"}}, 8 << 20);
+  std::string id = f.snapshot_id("s", volume);
+  csi::v1::ListSnapshotsRequest by_id;
+  by_id.set_snapshot_id(id);
+  csi::v1::ListSnapshotsResponse listed;
+  REQUIRE(f.list(by_id, &listed).ok());
+  REQUIRE(listed.entries_size() == 1);
+  CHECK(listed.entries(0).snapshot().size_bytes() == 8 << 20);  // what a restore needs
+
+  csi::v1::CreateVolumeResponse restored;
+  REQUIRE(f.create_from("unsized", from_snapshot(id), &restored).ok());
+  CHECK(restored.volume().capacity_bytes() == 8 << 20);
+  csi::v1::CreateVolumeResponse bigger;
+  REQUIRE(f.create_from("bigger", from_snapshot(id), &bigger, 16 << 20).ok());
+  CHECK(bigger.volume().capacity_bytes() == 16 << 20);
+  csi::v1::CreateVolumeResponse smaller;
+  auto status = f.create_from("smaller", from_snapshot(id), &smaller, 4 << 20);
+  CHECK(status.error_code() == StatusCode::OUT_OF_RANGE);
+  CHECK(status.error_message().find(std::to_string(8 << 20)) != std::string::npos);
+
+  // A volume created without a size passes "unknown" (0) on to its restores.
+  std::string unsized = f.volume_with("unsized-source", {{"f", "abc"}});
+  csi::v1::CreateVolumeResponse from_unsized;
+  REQUIRE(f.create_from("r2", from_snapshot(f.snapshot_id("s2", unsized)), &from_unsized).ok());
+  CHECK(from_unsized.volume().capacity_bytes() == 0);
+}
+
 TEST_CASE("CreateVolume clones a volume with its capacity", "[snapshots]") {
   Fixture f;
   std::string volume = f.volume_with("data", {{"f", "original"}}, 1 << 20);

@@ -1,0 +1,46 @@
+// ControllerModifyVolume: the provider checks and applies the mutable parameters given, the
+// daemon records them. Only the keys given change (the spec: nothing is modified because a key
+// is absent), and applying what is already in effect again is a no-op, so retries are safe.
+#include <spdlog/spdlog.h>
+
+#include "core/validate.h"
+#include "daemon/controller_service.h"
+#include "daemon/convert.h"
+#include "daemon/volume_locks.h"
+#include "daemon/volume_lookup.h"
+
+namespace rosetctl {
+
+Status ControllerService::modify_volume(const csi::v1::ControllerModifyVolumeRequest& request) {
+  ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
+  StringMap changes = to_map(request.mutable_parameters());
+  if (changes.empty()) {
+    return error(Code::kInvalidArgument,
+                 "mutable_parameters is required: the parameters to change and their new values");
+  }
+  // Exclusive, like an expansion: no stage attaches a loop device while its settings change.
+  auto lock =
+      context_.locks.try_lock(volume_lock_key(request.volume_id()), LockMode::kExclusive,
+                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  if (!lock) return lock.status();
+  auto volume = load_volume(context_, request.volume_id());
+  if (!volume) return volume.status();
+
+  // Applied first, then recorded: a crash in between leaves the old value recorded, which the
+  // CO's retry (it never saw an answer) applies and records again. A stage cannot come between,
+  // as it needs the volume lock.
+  ROSETCTL_RETURN_IF_ERROR(volume->provider->modify_volume(volume->record, changes));
+  StringMap updated = volume->record.mutable_parameters;
+  for (const auto& [key, value] : changes)
+    updated[key] = value;
+  if (updated == volume->record.mutable_parameters) return Status::ok();
+  ROSETCTL_RETURN_IF_ERROR(
+      context_.store.update_volume_mutable_parameters(volume->record.id, updated));
+  for (const auto& [key, value] : changes) {
+    spdlog::info("volume \"{}\": mutable parameter {} is now {}", volume->record.name,
+                 display_quoted(key), display_quoted(value));
+  }
+  return Status::ok();
+}
+
+}  // namespace rosetctl
