@@ -2,32 +2,32 @@
 // handle's connections open, so a pooled handle talks keep-alive to the API.
 #include "providers/roset/http_client.h"
 
-#include <curl/curl.h>
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "providers/roset/api_error.h"
+#include "providers/roset/curl_library.h"
 
 namespace rosetctl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void init_curl_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { ::curl_global_init(CURL_GLOBAL_DEFAULT); });
+// Only called once send() has loaded the library.
+const CurlLibrary& curl_api() {
+  return **CurlLibrary::get();
 }
 
 // A curl header list, freed on every path.
 class HeaderList {
  public:
   HeaderList() = default;
-  ~HeaderList() { ::curl_slist_free_all(list_); }
+  ~HeaderList() { curl_api().slist_free_all(list_); }
   HeaderList(const HeaderList&) = delete;
   HeaderList& operator=(const HeaderList&) = delete;
-  void add(const std::string& header) { list_ = ::curl_slist_append(list_, header.c_str()); }
+  void add(const std::string& header) { list_ = curl_api().slist_append(list_, header.c_str()); }
   curl_slist* get() const { return list_; }
 
  private:
@@ -77,13 +77,11 @@ std::string origin_of(const std::string& url) {
 }  // namespace
 
 HttpClient::HttpClient(HttpSettings settings)
-    : settings_(std::move(settings)), retry_(settings_.retry) {
-  init_curl_once();
-}
+    : settings_(std::move(settings)), retry_(settings_.retry) {}
 
 HttpClient::~HttpClient() {
   for (void* curl : idle_)
-    ::curl_easy_cleanup(static_cast<CURL*>(curl));
+    curl_api().easy_cleanup(static_cast<CURL*>(curl));
 }
 
 void* HttpClient::borrow() {
@@ -95,7 +93,7 @@ void* HttpClient::borrow() {
       return curl;
     }
   }
-  return ::curl_easy_init();
+  return curl_api().easy_init();
 }
 
 void HttpClient::give_back(void* curl) {
@@ -105,8 +103,9 @@ void HttpClient::give_back(void* curl) {
 
 Expected<HttpResponse> HttpClient::send_once(void* handle, const HttpRequest& request,
                                              const std::string& api_key, AttemptOutcome* outcome) {
+  const CurlLibrary& api = curl_api();
   CURL* curl = static_cast<CURL*>(handle);
-  ::curl_easy_reset(curl);  // options only: the handle's open connections stay
+  api.easy_reset(curl);  // options only: the handle's open connections stay
   HeaderList headers;
   headers.add("Accept: application/json");
   headers.add("Authorization: Bearer " + api_key);
@@ -116,37 +115,36 @@ Expected<HttpResponse> HttpClient::send_once(void* handle, const HttpRequest& re
   headers.add("Expect:");  // no 100-continue round trip for small JSON bodies
 
   HttpResponse response;
-  ::curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
-  ::curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  ::curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-  if (request.method == "HEAD") ::curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  api.easy_setopt(curl, CURLOPT_URL, request.url.c_str());
+  api.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  api.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  if (request.method == "HEAD") api.easy_setopt(curl, CURLOPT_NOBODY, 1L);
   if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
       request.method == "PATCH") {
-    ::curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
-    ::curl_easy_setopt(curl, CURLOPT_COPYPOSTFIELDS, request.body.c_str());
-    ::curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    api.easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
+    api.easy_setopt(curl, CURLOPT_COPYPOSTFIELDS, request.body.c_str());
+    api.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   }
-  ::curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
-  ::curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect_body);
-  ::curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
-  ::curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, collect_header);
-  ::curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.retry_after);
-  ::curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // many threads; no SIGALRM for DNS timeouts
-  ::curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(settings_.connect_timeout.count()));
-  ::curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
-                     static_cast<long>(settings_.request_timeout.count()));
-  ::curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-  ::curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+  api.easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
+  api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect_body);
+  api.easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+  api.easy_setopt(curl, CURLOPT_HEADERFUNCTION, collect_header);
+  api.easy_setopt(curl, CURLOPT_HEADERDATA, &response.retry_after);
+  api.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // many threads; no SIGALRM for DNS timeouts
+  api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                  static_cast<long>(settings_.connect_timeout.count()));
+  api.easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(settings_.request_timeout.count()));
+  api.easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+  api.easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
   if (!settings_.ca_bundle.empty()) {
-    ::curl_easy_setopt(curl, CURLOPT_CAINFO, settings_.ca_bundle.c_str());
+    api.easy_setopt(curl, CURLOPT_CAINFO, settings_.ca_bundle.c_str());
   }
-  ::curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect would carry the key elsewhere
-  ::curl_easy_setopt(curl, CURLOPT_USERAGENT, "rosetctl");
+  api.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect would carry the key elsewhere
+  api.easy_setopt(curl, CURLOPT_USERAGENT, "rosetctl");
 
-  CURLcode code = ::curl_easy_perform(curl);
+  CURLcode code = api.easy_perform(curl);
   if (code != CURLE_OK) {
-    std::string reason = scrub_secret(::curl_easy_strerror(code), api_key);
+    std::string reason = scrub_secret(api.easy_strerror(code), api_key);
     if (is_tls_failure(code)) {
       *outcome = AttemptOutcome::kFinalError;
       return error(Code::kUnavailable,
@@ -159,7 +157,7 @@ Expected<HttpResponse> HttpClient::send_once(void* handle, const HttpRequest& re
     return Status(status, fmt::format("Roset API: {}: cannot reach {}: {}", request.what,
                                       origin_of(request.url), reason));
   }
-  ::curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+  api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
   if (!response.retry_after && response.status == 429) {
     response.retry_after = body_retry_after(response.body);
   }
@@ -168,6 +166,7 @@ Expected<HttpResponse> HttpClient::send_once(void* handle, const HttpRequest& re
 }
 
 Expected<HttpResponse> HttpClient::send(const HttpRequest& request, const std::string& api_key) {
+  if (auto loaded = CurlLibrary::get(); !loaded) return loaded.status();
   struct Borrowed {
     HttpClient& client;
     void* curl;
