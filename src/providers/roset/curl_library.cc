@@ -40,8 +40,7 @@ Expected<const CurlLibrary*> load() {
     return error(Code::kUnavailable, "{} lacks a function rosetctl needs; it is too old", kSoname);
   }
   if (CURLcode code = curl.global_init(CURL_GLOBAL_DEFAULT); code != CURLE_OK) {
-    return error(Code::kUnavailable, "cannot initialise {}: {}", kSoname,
-                 curl.easy_strerror(code));
+    return error(Code::kUnavailable, "cannot initialise {}: {}", kSoname, curl.easy_strerror(code));
   }
   return &curl;
 }
