@@ -14,6 +14,7 @@
 #include "cli/serve_cmd.h"
 #include "cli/snapshot_cmd.h"
 #include "cli/volume_cmd.h"
+#include "core/fs_freeze.h"
 #include "core/log.h"
 #include "core/version.h"
 
@@ -182,6 +183,7 @@ RosetConfig roset_config(const GlobalOptions& options) {
 }
 
 int run(int argc, char** argv) {
+  thaw_on_fatal_signals();  // Ctrl-C mid-snapshot must not leave a volume's filesystem frozen
   CLI::App app("rosetctl: provision volumes, attach them to hosts and serve them over CSI.",
                "rosetctl");
   app.fallthrough();                                        // global flags work after the verb too

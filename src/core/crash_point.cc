@@ -11,8 +11,11 @@ namespace rosetctl {
 void crash_point(std::string_view name) {
   const char* wanted = std::getenv("ROSETCTL_CRASH_AT");
   if (wanted == nullptr || name != wanted) return;
-  ::kill(::getpid(), SIGKILL);
-  ::pause();  // SIGKILL is delivered before this returns
+  const char* signal_name = std::getenv("ROSETCTL_CRASH_SIGNAL");
+  std::string_view how = signal_name != nullptr ? signal_name : "KILL";
+  int signal_number = how == "INT" ? SIGINT : how == "TERM" ? SIGTERM : SIGKILL;
+  ::kill(::getpid(), signal_number);
+  ::pause();  // the signal is delivered before this returns (a handler that returns ends it)
 }
 
 }  // namespace rosetctl

@@ -3,8 +3,10 @@
 
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 
+#include <atomic>
 #include <cerrno>
 
 #include "core/log.h"
@@ -18,7 +20,48 @@ Expected<UniqueFd> open_mount_point(const std::string& mount_point) {
   return fd;
 }
 
+// Descriptors of the filesystems this process holds frozen, for the signal handler (which may
+// only use async-signal-safe calls: atomics, ioctl). -1 is a free slot. A freeze that finds no
+// slot is still thawed by its guard; it just is not thawed by a signal.
+constexpr int kFreeSlot = -1;
+std::atomic<int> frozen_fds[16] = {kFreeSlot, kFreeSlot, kFreeSlot, kFreeSlot, kFreeSlot, kFreeSlot,
+                                   kFreeSlot, kFreeSlot, kFreeSlot, kFreeSlot, kFreeSlot, kFreeSlot,
+                                   kFreeSlot, kFreeSlot, kFreeSlot, kFreeSlot};
+
+void remember_frozen(int fd) {
+  for (std::atomic<int>& slot : frozen_fds) {
+    int expected = kFreeSlot;
+    if (slot.compare_exchange_strong(expected, fd)) return;
+  }
+}
+
+void forget_frozen(int fd) {
+  for (std::atomic<int>& slot : frozen_fds) {
+    int expected = fd;
+    if (slot.compare_exchange_strong(expected, kFreeSlot)) return;
+  }
+}
+
+void thaw_then_die(int signal_number) {
+  for (std::atomic<int>& slot : frozen_fds) {
+    int fd = slot.load();
+    if (fd != kFreeSlot) ::ioctl(fd, FITHAW, 0);
+  }
+  struct sigaction fallback = {};
+  fallback.sa_handler = SIG_DFL;
+  ::sigaction(signal_number, &fallback, nullptr);
+  ::raise(signal_number);
+}
+
 }  // namespace
+
+void thaw_on_fatal_signals() {
+  struct sigaction action = {};
+  action.sa_handler = thaw_then_die;
+  ::sigemptyset(&action.sa_mask);
+  for (int signal_number : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+    ::sigaction(signal_number, &action, nullptr);
+}
 
 Expected<FrozenFilesystem> FrozenFilesystem::freeze(const std::string& mount_point) {
   auto fd = open_mount_point(mount_point);
@@ -32,12 +75,14 @@ Expected<FrozenFilesystem> FrozenFilesystem::freeze(const std::string& mount_poi
     }
     return errno_status(errno, fmt::format("cannot freeze the filesystem at \"{}\"", mount_point));
   }
+  remember_frozen(fd->get());
   return FrozenFilesystem(std::move(*fd), mount_point);
 }
 
 Status FrozenFilesystem::thaw() {
   if (!fd_.valid()) return Status::ok();
   UniqueFd fd = std::move(fd_);
+  forget_frozen(fd.get());
   if (::ioctl(fd.get(), FITHAW, 0) != 0 && errno != EINVAL) {  // EINVAL: not frozen any more
     return errno_status(errno, fmt::format("cannot thaw the filesystem at \"{}\"", mount_point_));
   }

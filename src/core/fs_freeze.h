@@ -2,9 +2,9 @@
 // while that image is copied, and thawing it (FITHAW) whatever happens meanwhile.
 //
 // A freeze outlives the process that made it: the kernel keeps the filesystem frozen until
-// someone thaws it. The guard thaws on every path out of the copy; only a process killed while
-// holding one leaves a frozen filesystem, which thaw_filesystem (called by startup reconcile)
-// releases.
+// someone thaws it. The guard thaws on every path out of the copy, and a process that called
+// thaw_on_fatal_signals() thaws on SIGINT/SIGTERM/SIGHUP/SIGQUIT before it dies; only SIGKILL
+// leaves a frozen filesystem, which thaw_filesystem (called by startup reconcile) releases.
 #pragma once
 
 #include <string>
@@ -34,6 +34,11 @@ class FrozenFilesystem {
   UniqueFd fd_;  // invalid once thawed
   std::string mount_point_;
 };
+
+// Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT that thaw every filesystem this
+// process holds frozen, then die of the signal as they would have. For the CLI: Ctrl-C during a
+// snapshot of a connected image volume must not leave its writers blocked.
+void thaw_on_fatal_signals();
 
 // Thaws the filesystem at `mount_point` if it is frozen. True when it was.
 Expected<bool> thaw_filesystem(const std::string& mount_point);

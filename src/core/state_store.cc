@@ -101,11 +101,10 @@ CREATE INDEX snapshots_by_commit ON snapshots(commit_id);
 ALTER TABLE snapshots ADD COLUMN context TEXT NOT NULL DEFAULT '{}';
 )sql"},
     // The size a snapshot's volume had, which a restore must at least get. Snapshots taken
-    // before are given their volume's present size where it still exists (0, unknown, if not).
+    // before get 0 (unknown): their volume may have grown since, and its size now would make a
+    // restore at the size it had then OUT_OF_RANGE.
     {5, R"sql(
 ALTER TABLE snapshots ADD COLUMN source_capacity_bytes INTEGER NOT NULL DEFAULT 0;
-UPDATE snapshots SET source_capacity_bytes = COALESCE(
-  (SELECT capacity_bytes FROM volumes WHERE volumes.id = snapshots.source_volume_id), 0);
 )sql"},
     // Mutable parameters (ControllerModifyVolume), apart from the parameters a volume was
     // created with.

@@ -211,6 +211,13 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
                         range->limit,   provider_parameters(parameters),
                         *capabilities,  to_map(request.secrets())};
   spec.mutable_parameters = to_map(request.mutable_parameters());
+  // Only the kind for now (the source is resolved below): a restore or clone is the kind of
+  // volume its source is, which the provider checks once it knows.
+  if (request.has_volume_content_source()) {
+    spec.source.kind = request.volume_content_source().has_snapshot()
+                           ? VolumeSource::Kind::kSnapshot
+                           : VolumeSource::Kind::kVolume;
+  }
   ROSETCTL_RETURN_IF_ERROR((*provider)->validate_create(spec));
   ROSETCTL_RETURN_IF_ERROR((*provider)->validate_mutable(spec));
 

@@ -7,6 +7,7 @@ import hashlib
 import os
 import shutil
 import struct
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -157,6 +158,20 @@ def test_clone_of_a_connected_image_volume_is_an_independent_copy(cli, workdir):
     assert again["id"] == clone["id"], "expected a repeated clone to return the same volume"
 
 
+def test_clones_and_restores_take_mutable_parameters_of_their_source_kind(cli):
+    """A clone or restore names no type (its source decides), so directIO is judged by the source."""
+    cli.create("img", "--size", "16Mi", "--type", "image")
+    clone = cli.create("img-copy", "--from-volume", "img", "--param", "directIO=false")
+    assert clone["mutable_parameters"] == {"directIO": "false"}, clone
+    commit = cli.ok_json("snapshot", "commit", "img")["commit"]
+    restored = cli.create("img-back", "--from-snapshot", commit, "--param", "directIO=false")
+    assert restored["mutable_parameters"] == {"directIO": "false"}, restored
+    cli.create("dir")
+    refused = cli.run("volume", "create", "dir-copy", "--from-volume", "dir", "--param", "directIO=false")
+    assert refused.rc == EXIT_USAGE and "directIO" in refused.stderr, refused.describe()
+    assert "dir-copy" not in [v["name"] for v in cli.volumes()]
+
+
 def test_restore_keeps_kind_size_and_grows_when_asked_and_refuses_other_kinds(cli, workdir, csi, start_serve):
     cli.create("e4", "--size", "64Mi", "--type", "image")
     target = workdir / "e4"
@@ -298,6 +313,27 @@ def test_a_freeze_left_by_a_killed_commit_is_thawed_by_serve_startup(cli, workdi
     assert cli.ok_json("snapshot", "list") == [], "expected no snapshot left by the killed commit"
     commit = cli.ok_json("snapshot", "commit", "frozen")
     assert commit["ready"], commit
+
+
+@pytest.mark.parametrize("signal_name", ["INT", "TERM"])
+def test_ctrl_c_or_sigterm_while_frozen_thaws_before_dying(cli, workdir, signal_name):
+    cli.create("frozen", "--size", "64Mi", "--type", "image")
+    target = workdir / "frozen"
+    cli.connect("frozen", target)
+    try:
+        stopped = cli.run("snapshot", "commit", "frozen",
+                          env={**cli.env, "ROSETCTL_CRASH_AT": "image-copy-frozen",
+                               "ROSETCTL_CRASH_SIGNAL": signal_name})
+        expected = -getattr(signal, f"SIG{signal_name}")
+        assert stopped.rc == expected, f"expected the commit to die by SIG{signal_name}: {stopped.describe()}"
+        # No serve ran to reconcile: the dying CLI itself must have thawed the filesystem.
+        writer = subprocess.run(["sh", "-c", f"echo 2 > {target}/after && sync {target}/after"],
+                                timeout=20, capture_output=True)
+        assert writer.returncode == 0 and (target / "after").read_text() == "2\n"
+        unfrozen = subprocess.run(["fsfreeze", "-u", str(target)], capture_output=True, text=True)
+        assert unfrozen.returncode != 0, "expected the filesystem to be thawed already"
+    finally:
+        subprocess.run(["fsfreeze", "-u", str(target)], capture_output=True)
 
 
 def test_a_restore_killed_before_its_image_is_named_leaves_nothing(cli, workdir):

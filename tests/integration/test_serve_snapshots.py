@@ -127,7 +127,9 @@ def test_create_snapshot_of_a_file_that_never_stops_changing_is_aborted(csi, cli
     pb2 = csi.pb2
     volume = create_volume(server, pb2, "hot")
     mount = Path(cli.connect("hot", workdir / "hot")["path"])
-    (mount / "hot.bin").write_bytes(b"\0" * 2**22)
+    # Large enough that each read spans many writes and several timestamp ticks, even on a
+    # loaded machine where the writer may be off the CPU for milliseconds.
+    (mount / "hot.bin").write_bytes(b"\0" * 2**26)
     stop = workdir / "stop-writing"
     processes.start(["/usr/bin/python3", "-c", f"""
 import os

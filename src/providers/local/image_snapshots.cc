@@ -176,6 +176,8 @@ Expected<ProvisionedVolume> LocalProvider::create_from_source(std::string volume
     source.volume = std::move(*volume);
   }
   ROSETCTL_RETURN_IF_ERROR(check_fits(spec, source));
+  ROSETCTL_RETURN_IF_ERROR(
+      check_mutable_parameters(initial_mutable_parameters(spec), !source.image.empty(), spec.name));
 
   ProvisionedVolume volume;
   volume.id = std::move(volume_id);

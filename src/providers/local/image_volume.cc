@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -150,6 +151,8 @@ Status ImageFiles::ensure_dir() const {
 
 Status ImageFiles::create(std::string_view volume_id, int64_t bytes) const {
   ROSETCTL_RETURN_IF_ERROR(ensure_dir());
+  auto allocating = lock_allocations();
+  if (!allocating) return allocating.status();
   ROSETCTL_RETURN_IF_ERROR(check_room(bytes, fmt::format("a {} image", format_size(bytes))));
   std::string path = image(volume_id);
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
@@ -205,6 +208,8 @@ Status ImageFiles::grow(std::string_view volume_id, int64_t bytes, bool filesyst
     return errno_status(errno, fmt::format("cannot grow image \"{}\"", path));
   }
   if (bytes <= st.st_size) return Status::ok();
+  auto allocating = lock_allocations();
+  if (!allocating) return allocating.status();
   ROSETCTL_RETURN_IF_ERROR(
       check_room(bytes - st.st_size, fmt::format("growing to {}", format_size(bytes))));
   if (filesystem_follows) ROSETCTL_RETURN_IF_ERROR(mark_grow_pending(volume_id));
@@ -274,6 +279,15 @@ Expected<int64_t> ImageFiles::available_bytes() const {
   auto promised = unallocated_bytes();
   if (!promised) return promised.status();
   return std::max<int64_t>(0, free_bytes - *promised);
+}
+
+Expected<UniqueFd> ImageFiles::lock_allocations() const {
+  UniqueFd fd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return errno_status(errno, fmt::format("cannot open \"{}\"", dir_));
+  while (::flock(fd.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) return errno_status(errno, fmt::format("cannot lock \"{}\"", dir_));
+  }
+  return fd;
 }
 
 Status ImageFiles::check_room(int64_t more_bytes, std::string_view what) const {

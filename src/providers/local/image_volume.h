@@ -11,6 +11,7 @@
 
 #include "core/state_store.h"
 #include "core/status.h"
+#include "core/unique_fd.h"
 #include "providers/provider.h"
 
 namespace rosetctl {
@@ -97,6 +98,10 @@ class ImageFiles {
  private:
   Status ensure_dir() const;
   Status check_room(int64_t more_bytes, std::string_view what) const;
+  // Serialises "is there room?" with the allocation that follows, between threads and between
+  // processes (serve and a CLI run share the directory): an exclusive flock on the directory,
+  // held while the returned descriptor is open.
+  Expected<UniqueFd> lock_allocations() const;
   // Sum over images of (apparent size - allocated bytes).
   Expected<int64_t> unallocated_bytes() const;
 

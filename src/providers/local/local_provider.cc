@@ -83,7 +83,10 @@ Status LocalProvider::validate_create(const CreateVolumeSpec& spec) const {
 }
 
 Status LocalProvider::validate_mutable(const CreateVolumeSpec& spec) const {
-  return check_mutable_parameters(initial_mutable_parameters(spec), wants_image(spec), spec.name);
+  // A restore or clone may be an image volume without saying so (its source decides):
+  // create_from_source checks again once the source's kind is known.
+  bool may_be_image = wants_image(spec) || spec.source.kind != VolumeSource::Kind::kNone;
+  return check_mutable_parameters(initial_mutable_parameters(spec), may_be_image, spec.name);
 }
 
 Status LocalProvider::modify_volume(const VolumeRecord& volume, const StringMap& changes) {

@@ -7,8 +7,11 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 using rosetctl::AccessType;
 using rosetctl::Capability;
@@ -217,6 +220,25 @@ TEST_CASE("the capacity policy counts the unwritten part of images as taken", "[
   CHECK_FALSE(exists(strict.image("local-big")));
   CHECK(overcommit.create("local-big", too_big));
   CHECK(strict.grow("local-p", too_big, false).code() == Code::kResourceExhausted);
+}
+
+TEST_CASE("concurrent creates never promise more than is free", "[image]") {
+  ScratchDir dir;
+  ImageFiles strict(dir.images(), false);
+  auto available = strict.available_bytes();
+  REQUIRE(available);
+  // Room for three, with half an image of slack for whatever else writes to /tmp meanwhile.
+  const int64_t size = *available * 2 / 7;
+  std::atomic<int> created{0};
+  std::vector<std::thread> creators;
+  for (int i = 0; i < 8; ++i) {
+    creators.emplace_back([&, i] {
+      if (strict.create("local-c" + std::to_string(i), size)) ++created;
+    });
+  }
+  for (std::thread& creator : creators)
+    creator.join();
+  CHECK(created == 3);
 }
 
 TEST_CASE("ImageFiles names a filled image only once it is complete", "[image]") {
