@@ -45,14 +45,6 @@ std::vector<std::string> child_environment() {
   return out;
 }
 
-std::vector<char*> pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (std::string& text : strings)
-    out.push_back(text.data());
-  out.push_back(nullptr);
-  return out;
-}
-
 // posix_spawn's attribute and file-action objects, released on every path.
 class SpawnSetup {
  public:
@@ -185,7 +177,7 @@ Expected<ProgramResult> run_program(const std::vector<std::string>& argv,
   std::vector<std::string> env = child_environment();
   pid_t pid = 0;
   int rc = ::posix_spawn(&pid, program.c_str(), setup.actions(), setup.attributes(),
-                         pointers(args).data(), pointers(env).data());
+                         exec_pointers(args).data(), exec_pointers(env).data());
   if (rc != 0) return errno_status(rc, fmt::format("cannot run \"{}\"", program));
   out_write.reset();  // the child has its copies; end of file arrives when it exits
   err_write.reset();
@@ -227,6 +219,14 @@ Expected<ProgramResult> run_program(const std::vector<std::string>& argv,
     result.exit_code = WEXITSTATUS(status);
   }
   return result;
+}
+
+std::vector<char*> exec_pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (std::string& text : strings)
+    out.push_back(text.data());
+  out.push_back(nullptr);
+  return out;
 }
 
 }  // namespace rosetctl

@@ -36,4 +36,7 @@ Expected<std::string> find_program(std::string_view name, std::string_view packa
 Expected<ProgramResult> run_program(const std::vector<std::string>& argv,
                                     std::chrono::milliseconds timeout);
 
+// The NULL-terminated char* array exec and posix_spawn take, pointing into `strings`.
+std::vector<char*> exec_pointers(std::vector<std::string>& strings);
+
 }  // namespace rosetctl

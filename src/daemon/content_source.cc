@@ -59,8 +59,7 @@ Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context, const s
 
 Expected<ResolvedSource> resolve_volume(const ServiceContext& context, const std::string& id,
                                         const Provider& provider, int64_t required, int64_t limit) {
-  auto lock = context.locks.try_lock(volume_lock_key(id), LockMode::kShared,
-                                     busy_message(fmt::format("volume \"{}\"", id)));
+  auto lock = try_lock_volume(context.locks, id, LockMode::kShared);
   if (!lock) return lock.status();
   auto volume = load_volume(context, id);
   if (!volume) {

@@ -19,9 +19,7 @@ Status ControllerService::modify_volume(const csi::v1::ControllerModifyVolumeReq
                  "mutable_parameters is required: the parameters to change and their new values");
   }
   // Exclusive, like an expansion: no stage attaches a loop device while its settings change.
-  auto lock =
-      context_.locks.try_lock(volume_lock_key(request.volume_id()), LockMode::kExclusive,
-                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  auto lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kExclusive);
   if (!lock) return lock.status();
   auto volume = load_volume(context_, request.volume_id());
   if (!volume) return volume.status();

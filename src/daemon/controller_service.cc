@@ -284,9 +284,7 @@ Status ControllerService::delete_volume(const csi::v1::DeleteVolumeRequest& requ
   if (request.volume_id().empty()) return error(Code::kInvalidArgument, "volume_id is required");
   // An id we could never have issued names no volume: deleting it is already done.
   if (!check_volume_id(request.volume_id())) return Status::ok();
-  auto lock =
-      context_.locks.try_lock(volume_lock_key(request.volume_id()), LockMode::kExclusive,
-                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  auto lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kExclusive);
   if (!lock) return lock.status();
 
   auto volume = load_volume(context_, request.volume_id());
@@ -311,9 +309,7 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
   auto capability = capability_from_proto(request.volume_capability(), "volume_capability");
   if (!capability) return capability.status();
 
-  auto volume_lock =
-      context_.locks.try_lock(volume_lock_key(request.volume_id()), LockMode::kShared,
-                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  auto volume_lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kShared);
   if (!volume_lock) return volume_lock.status();
   auto publish_lock = context_.locks.try_lock(
       node_publish_lock_key(request.volume_id(), request.node_id()), LockMode::kExclusive,
@@ -390,9 +386,7 @@ Status ControllerService::unpublish_volume(
   if (!request.node_id().empty()) {
     ROSETCTL_RETURN_IF_ERROR(validate_node_id(request.node_id(), "node_id"));
   }
-  auto volume_lock =
-      context_.locks.try_lock(volume_lock_key(request.volume_id()), LockMode::kShared,
-                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  auto volume_lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kShared);
   if (!volume_lock) return volume_lock.status();
 
   auto publications = context_.store.controller_publications(request.volume_id());
@@ -534,9 +528,7 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
     return error(Code::kInvalidArgument,
                  "capacity_range needs required_bytes or limit_bytes: the size to grow to");
   }
-  auto lock =
-      context_.locks.try_lock(volume_lock_key(request.volume_id()), LockMode::kExclusive,
-                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  auto lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kExclusive);
   if (!lock) return lock.status();
   auto volume = load_volume(context_, request.volume_id());
   if (!volume) return volume.status();

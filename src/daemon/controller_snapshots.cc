@@ -161,8 +161,7 @@ Status ControllerService::create_snapshot(const csi::v1::CreateSnapshotRequest& 
   }
 
   std::vector<HeldLock> locks;
-  auto volume_lock = context_.locks.try_lock(volume_lock_key(source_id), LockMode::kShared,
-                                             busy_message(fmt::format("volume \"{}\"", source_id)));
+  auto volume_lock = try_lock_volume(context_.locks, source_id, LockMode::kShared);
   if (!volume_lock) return volume_lock.status();
   locks.push_back(std::move(*volume_lock));
   auto commit_lock =

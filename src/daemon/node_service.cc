@@ -21,11 +21,6 @@
 namespace rosetctl {
 namespace {
 
-Expected<HeldLock> lock_volume(const ServiceContext& context, std::string_view volume_id) {
-  return context.locks.try_lock(volume_lock_key(volume_id), LockMode::kShared,
-                                busy_message(fmt::format("volume \"{}\"", volume_id)));
-}
-
 // Bytes and inodes of the filesystem at `path`, or the size of the block device there.
 Status fill_usage(const std::string& path, csi::v1::NodeGetVolumeStatsResponse* response) {
   struct stat st;
@@ -103,7 +98,7 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
       required_capability(request.has_volume_capability(), request.volume_capability());
   if (!capability) return capability.status();
 
-  auto volume_lock = lock_volume(context_, request.volume_id());
+  auto volume_lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kShared);
   if (!volume_lock) return volume_lock.status();
   auto stage_lock =
       context_.locks.try_lock(stage_lock_key(request.volume_id()), LockMode::kExclusive,
@@ -160,7 +155,7 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
                                  "staging_target_path", context_.layout.staging_dir());
   if (!staging) return staging.status();
 
-  auto volume_lock = lock_volume(context_, request.volume_id());
+  auto volume_lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kShared);
   if (!volume_lock) return volume_lock.status();
   auto stage_lock =
       context_.locks.try_lock(stage_lock_key(request.volume_id()), LockMode::kExclusive,
@@ -231,7 +226,7 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                  "target_path \"{}\" and staging_target_path \"{}\" overlap", *target, *staging);
   }
 
-  auto volume_lock = lock_volume(context_, request.volume_id());
+  auto volume_lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kShared);
   if (!volume_lock) return volume_lock.status();
   auto stage_lock =
       context_.locks.try_lock(stage_lock_key(request.volume_id()), LockMode::kShared,
@@ -328,7 +323,7 @@ Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& 
                                 context_.layout.mounts_dir());
   if (!target) return target.status();
 
-  auto volume_lock = lock_volume(context_, request.volume_id());
+  auto volume_lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kShared);
   if (!volume_lock) return volume_lock.status();
   auto target_lock = context_.locks.try_lock(target_lock_key(*target), LockMode::kExclusive,
                                              busy_message(fmt::format("target \"{}\"", *target)));
@@ -439,7 +434,7 @@ Status NodeService::expand_volume(const csi::v1::NodeExpandVolumeRequest& reques
   }
 
   // Exclusive with stage/unstage: the device and filesystem must stay put while they grow.
-  auto volume_lock = lock_volume(context_, request.volume_id());
+  auto volume_lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kShared);
   if (!volume_lock) return volume_lock.status();
   auto stage_lock =
       context_.locks.try_lock(stage_lock_key(request.volume_id()), LockMode::kExclusive,

@@ -34,4 +34,10 @@ inline std::string busy_message(std::string_view what) {
   return fmt::format("an operation on {} is already in progress; retry later", what);
 }
 
+// The volume key of `id`, ABORTED with busy_message when another call holds it.
+inline Expected<HeldLock> try_lock_volume(const LockSpace& locks, std::string_view id,
+                                          LockMode mode) {
+  return locks.try_lock(volume_lock_key(id), mode, busy_message(fmt::format("volume \"{}\"", id)));
+}
+
 }  // namespace rosetctl

@@ -198,14 +198,7 @@ Expected<ProvisionedVolume> LocalProvider::create_from_source(std::string volume
   } else {
     ROSETCTL_RETURN_IF_ERROR(restore_image_snapshot(volume.id, spec, plan.bytes, !plan.block));
   }
-  volume.mutable_parameters = initial_mutable_parameters(spec);
-  if (direct_io_setting(volume.mutable_parameters) == DirectIo::kOn) {
-    Status possible = image_node_.check_direct_io_possible(volume.id, spec.name);
-    if (!possible) {
-      (void)images_.remove(volume.id);
-      return possible;
-    }
-  }
+  ROSETCTL_RETURN_IF_ERROR(set_image_mutable_parameters(volume, spec));
   volume.capacity_bytes = plan.bytes;
   volume.context = image_context(plan);
   return volume;

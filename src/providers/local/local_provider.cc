@@ -115,18 +115,20 @@ Expected<ProvisionedVolume> LocalProvider::create_volume(const CreateVolumeSpec&
   auto plan = plan_image(spec);
   if (!plan) return plan.status();
   ROSETCTL_RETURN_IF_ERROR(images_.create(volume.id, plan->bytes));
-  volume.mutable_parameters = initial_mutable_parameters(spec);
-  if (direct_io_setting(volume.mutable_parameters) == DirectIo::kOn) {
-    // Promise direct I/O only where the images' filesystem can do it.
-    Status possible = image_node_.check_direct_io_possible(volume.id, spec.name);
-    if (!possible) {
-      (void)images_.remove(volume.id);
-      return possible;
-    }
-  }
+  ROSETCTL_RETURN_IF_ERROR(set_image_mutable_parameters(volume, spec));
   volume.capacity_bytes = plan->bytes;
   volume.context = image_context(*plan);
   return volume;
+}
+
+Status LocalProvider::set_image_mutable_parameters(ProvisionedVolume& volume,
+                                                   const CreateVolumeSpec& spec) {
+  volume.mutable_parameters = initial_mutable_parameters(spec);
+  if (direct_io_setting(volume.mutable_parameters) != DirectIo::kOn) return Status::ok();
+  // Promise direct I/O only where the images' filesystem can do it.
+  Status possible = image_node_.check_direct_io_possible(volume.id, spec.name);
+  if (!possible) (void)images_.remove(volume.id);
+  return possible;
 }
 
 std::string LocalProvider::incompatibility(const VolumeRecord& existing,

@@ -88,6 +88,9 @@ class LocalProvider final : public Provider {
   // A new volume (directory or image, as its source is) filled from spec.source.
   Expected<ProvisionedVolume> create_from_source(std::string volume_id,
                                                  const CreateVolumeSpec& spec);
+  // Records the new image volume's mutable parameters; with directIO=true, removes the image and
+  // fails where its filesystem cannot do direct I/O.
+  Status set_image_mutable_parameters(ProvisionedVolume& volume, const CreateVolumeSpec& spec);
   Status restore_image_snapshot(std::string_view volume_id, const CreateVolumeSpec& spec,
                                 int64_t bytes, bool filesystem_follows);
   Status clone_image(std::string_view volume_id, const VolumeRecord& source,

@@ -33,14 +33,6 @@ std::string read_file(const std::string& path) {
   return content.str();
 }
 
-std::vector<char*> pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (std::string& text : strings)
-    out.push_back(text.data());
-  out.push_back(nullptr);
-  return out;
-}
-
 bool write_all(int fd, const void* data, size_t size) {
   const char* bytes = static_cast<const char*>(data);
   while (size > 0) {
@@ -143,8 +135,8 @@ Expected<ProcessIdentity> spawn_detached(const std::vector<std::string>& argv,
   // Everything the children need is built before fork: they may not allocate.
   std::vector<std::string> args = argv;
   std::vector<std::string> env = environment;
-  std::vector<char*> arg_pointers = pointers(args);
-  std::vector<char*> env_pointers = pointers(env);
+  std::vector<char*> arg_pointers = exec_pointers(args);
+  std::vector<char*> env_pointers = exec_pointers(env);
 
   pid_t middle = ::fork();
   if (middle < 0) return errno_status(errno, "cannot fork");
