@@ -85,7 +85,7 @@ int configure(int loop_fd, int file_fd, const std::string& file, const LoopAttac
   // sectors then no longer mounts (ENOSYS). With 512 the device looks the same on every attach;
   // where the file cannot do 512-byte direct I/O, the kernel refuses it (EINVAL) and the
   // device is attached buffered instead (see LoopDevice::attach).
-  config.block_size = 512;
+  config.block_size = kLoopSectorBytes;
   config.info.lo_flags = (options.autoclear ? LO_FLAGS_AUTOCLEAR : 0) |
                          (options.read_only ? LO_FLAGS_READ_ONLY : 0) |
                          (direct_io ? LO_FLAGS_DIRECT_IO : 0);
@@ -265,11 +265,31 @@ Status set_loop_direct_io(const std::string& device, bool direct_io) {
                                          direct_io ? "on" : "off", device));
 }
 
-Expected<bool> file_allows_direct_io(const std::string& file) {
+Expected<uint32_t> direct_io_alignment(const std::string& file) {
+  struct statx st;
+  if (::statx(AT_FDCWD, file.c_str(), 0, STATX_DIOALIGN, &st) != 0) {
+    return errno_status(errno, fmt::format("cannot inspect \"{}\"", file));
+  }
+  if ((st.stx_mask & STATX_DIOALIGN) != 0) return st.stx_dio_offset_align;
+  // An older kernel, or a filesystem that does not say: try it.
   UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));
-  if (fd.valid()) return true;
-  if (errno == EINVAL) return false;
+  if (fd.valid()) return kLoopSectorBytes;
+  if (errno == EINVAL) return 0u;
   return errno_status(errno, fmt::format("cannot open \"{}\"", file));
+}
+
+Expected<bool> file_allows_direct_io(const std::string& file) {
+  auto alignment = direct_io_alignment(file);
+  if (!alignment) return alignment.status();
+  return *alignment != 0 && *alignment <= kLoopSectorBytes;
+}
+
+std::string direct_io_refusal(uint32_t alignment) {
+  if (alignment == 0) return "its filesystem cannot do direct I/O";
+  return fmt::format(
+      "its filesystem asks for {}-byte aligned direct I/O (xfs does once a file shares extents "
+      "with a reflinked snapshot or clone) and loop devices here use {}-byte sectors",
+      alignment, kLoopSectorBytes);
 }
 
 Expected<int64_t> block_device_size(const std::string& device) {

@@ -91,9 +91,21 @@ Status refresh_loop_capacity(const std::string& device);
 // kernel cannot do direct I/O on that file (its filesystem, or a block size that does not fit).
 Status set_loop_direct_io(const std::string& device, bool direct_io);
 
-// Whether `file` opens with O_DIRECT, which a loop device with direct I/O needs (false: its
-// filesystem cannot do direct I/O).
+// Loop devices are always attached with sectors of this size (see LoopDevice::attach).
+inline constexpr uint32_t kLoopSectorBytes = 512;
+
+// What direct I/O on a file needs: the file offset alignment its filesystem asks for now
+// (statx STATX_DIOALIGN), 0 when it cannot do direct I/O at all. It can change under a file:
+// xfs asks for its block size once the file shares extents with a reflinked copy. Kernels
+// without STATX_DIOALIGN: 512 when the file opens with O_DIRECT.
+Expected<uint32_t> direct_io_alignment(const std::string& file);
+
+// Whether a loop device (kLoopSectorBytes sectors) can do direct I/O on `file` now: the kernel
+// refuses it when the file needs a coarser alignment than the device's sectors.
 Expected<bool> file_allows_direct_io(const std::string& file);
+
+// Why a loop device cannot do direct I/O on a file needing `alignment` (see above), for errors.
+std::string direct_io_refusal(uint32_t alignment);
 
 // Size in bytes of a block device (BLKGETSIZE64).
 Expected<int64_t> block_device_size(const std::string& device);

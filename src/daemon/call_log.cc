@@ -44,6 +44,9 @@ void log_call_end(std::string_view method, const google::protobuf::Message& requ
   if (spdlog::should_log(spdlog::level::debug) && status.is_ok()) {
     spdlog::debug("{} response: {}", method, redacted_text(response));
   }
+  // subject_of() reflects over the request, which builds the protobuf descriptor pool the first
+  // time: a CLI run (which logs calls only with -v) would pay for it on every invocation.
+  if (!spdlog::should_log(spdlog::level::info)) return;
   if (status.is_ok()) {
     spdlog::info("{}{} duration={:.2f}ms status=OK", method, subject_of(request), ms);
   } else {

@@ -422,11 +422,9 @@ Status ControllerService::validate_capabilities(
   spec.capabilities = *capabilities;
   Status supported = volume->provider->validate_create(spec);
   if (supported) {
-    // Judged against the volume as it was created, whatever parameters this request repeats.
-    CreateVolumeSpec created = spec;
-    created.parameters = provider_parameters(volume->record.parameters);
-    created.mutable_parameters = to_map(request.mutable_parameters());
-    supported = volume->provider->validate_mutable(created);
+    // Judged against the volume as it is, whatever parameters this request repeats.
+    supported =
+        volume->provider->check_mutable(volume->record, to_map(request.mutable_parameters()));
   }
   if (!supported) {
     response->set_message(supported.message());

@@ -37,8 +37,12 @@ Status Provider::validate_mutable(const CreateVolumeSpec& spec) const {
   return nothing_mutable(name(), spec.mutable_parameters);
 }
 
-Status Provider::modify_volume(const VolumeRecord& /*volume*/, const StringMap& changes) {
-  return nothing_mutable(name(), changes);
+Status Provider::check_mutable(const VolumeRecord& /*volume*/, const StringMap& parameters) const {
+  return nothing_mutable(name(), parameters);
+}
+
+Status Provider::modify_volume(const VolumeRecord& volume, const StringMap& changes) {
+  return check_mutable(volume, changes);
 }
 
 Expected<ProvisionedSnapshot> Provider::create_snapshot(const SnapshotSpec&,

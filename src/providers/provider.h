@@ -207,6 +207,10 @@ class Provider {
   // change after creation, or a value that does not suit the volume the spec asks for. Default:
   // nothing is mutable, so any key is refused.
   virtual Status validate_mutable(const CreateVolumeSpec& spec) const;
+  // The same check for an existing volume (ValidateVolumeCapabilities, ModifyVolume): whether
+  // `parameters` suit it as it is, whatever its record's creation parameters said (a restore
+  // or clone is the kind of volume its source was).
+  virtual Status check_mutable(const VolumeRecord& volume, const StringMap& parameters) const;
   // Applies `changes` (only the keys given; an absent key changes nothing) to the volume, live
   // where it is in use on this node. The daemon records the result once this succeeded.
   // INVALID_ARGUMENT naming the key as above. Default: nothing is mutable.

@@ -164,3 +164,26 @@ def test_validate_volume_capabilities_checks_and_confirms_mutable_parameters(co)
     request.mutable_parameters["bogus"] = "1"
     response = co.server.controller.ValidateVolumeCapabilities(request, timeout=CALL_TIMEOUT)
     assert not response.HasField("confirmed") and "bogus" in response.message, response
+
+
+def test_validate_volume_capabilities_judges_a_clone_by_what_it_is(co):
+    """A clone names no type (its source decides): directIO is confirmed for a clone of an image
+    volume, refused for a clone of a directory volume."""
+    pb2 = co.pb2
+    for kind, expected in (("image", True), ("dir", False)):
+        source = co.server.controller.CreateVolume(pb2.CreateVolumeRequest(
+            name=unique(kind), volume_capabilities=[capability(pb2)],
+            capacity_range=pb2.CapacityRange(required_bytes=16 * MiB), parameters={"type": kind}),
+            timeout=CALL_TIMEOUT).volume
+        clone = co.server.controller.CreateVolume(pb2.CreateVolumeRequest(
+            name=unique("clone"), volume_capabilities=[capability(pb2)],
+            volume_content_source=pb2.VolumeContentSource(
+                volume=pb2.VolumeContentSource.VolumeSource(volume_id=source.volume_id))),
+            timeout=CALL_TIMEOUT).volume
+        request = pb2.ValidateVolumeCapabilitiesRequest(
+            volume_id=clone.volume_id, volume_capabilities=[capability(pb2)],
+            mutable_parameters={"directIO": "false"})
+        response = co.server.controller.ValidateVolumeCapabilities(request, timeout=CALL_TIMEOUT)
+        assert response.HasField("confirmed") == expected, (kind, response)
+        if not expected:
+            assert "directIO" in response.message, response

@@ -28,6 +28,11 @@ def image_of(cli, volume: dict) -> Path:
     return cli.state_dir / "images" / f"{volume['id']}.img"
 
 
+def loop_dio(loop) -> str:
+    """"1" when the loop device does direct I/O on its backing file, as sysfs shows it."""
+    return Path(f"/sys/block/{Path(loop.device).name}/loop/dio").read_text().strip()
+
+
 def blobs_dir(cli) -> Path:
     return cli.state_dir / "store" / "blobs"
 
@@ -374,6 +379,7 @@ def test_xfs_volume_on_a_reflink_filesystem_is_committed_and_restored_by_reflink
     target = workdir / "x"
     cli.connect("x", target)
     assert mount_at(str(target)).fs_type == "xfs"
+    cli.ok("volume", "modify", "x", "--param", "directIO=true")  # possible until extents are shared
     write_random(target / "data", 48)
     expected = checksums(target)
 
@@ -396,6 +402,13 @@ def test_xfs_volume_on_a_reflink_filesystem_is_committed_and_restored_by_reflink
     assert loop_devices_of(image_of(cli, restored)), "expected the restored image attached"
     # The image now shares extents with the snapshot, which makes xfs ask for 4 KiB-aligned
     # direct I/O on it: its loop device must still show the 512-byte sectors it was made with.
+    # directIO=true no longer fits either: the volume still connects, buffered, and says why.
     cli.ok("volume", "disconnect", "x")
-    cli.connect("x", target)
+    connected = cli.run("volume", "connect", "x", "--target", str(target))
+    assert connected.rc == 0, connected.describe()
+    assert "4096-byte aligned direct I/O" in connected.stderr, connected.describe()
     assert checksums(target) == expected, "expected the source to reconnect after a reflink snapshot"
+    assert [loop_dio(loop) for loop in loop_devices_of(image_of(cli, cli.volume("x")))] == ["0"]
+    refused = cli.run("volume", "modify", "x", "--param", "directIO=true")
+    assert refused.rc == EXIT_USAGE and "4096-byte aligned direct I/O" in refused.stderr, refused.describe()
+    assert cli.volume("x")["mutable_parameters"] == {"directIO": "true"}, "expected the setting kept"

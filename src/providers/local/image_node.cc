@@ -71,12 +71,14 @@ Expected<LoopDevice> ImageNode::attach(const VolumeRecord& volume, LoopAttachOpt
   options.direct_io = wanted != DirectIo::kOff;
   auto loop = LoopDevice::attach(files_.image(volume.id), options);
   if (loop && wanted == DirectIo::kOn && !loop->direct_io()) {
-    return error(Code::kFailedPrecondition,
-                 "it asks for direct I/O ({}=true), which the kernel did not give loop device "
-                 "\"{}\" on image \"{}\"; set {}=false (`rosetctl volume modify {} --param "
-                 "{}=false`) to use it buffered",
-                 kParameterDirectIo, loop->path(), files_.image(volume.id), kParameterDirectIo,
-                 volume.name, kParameterDirectIo);
+    // Not a reason to refuse the volume: what the image's filesystem allows can change after
+    // directIO=true was accepted (a reflinked snapshot on xfs), and buffered I/O is correct.
+    auto alignment = direct_io_alignment(files_.image(volume.id));
+    spdlog::warn(
+        "volume \"{}\" asks for direct I/O ({}=true), but the kernel did not give it to loop "
+        "device \"{}\" on image \"{}\" ({}): it runs with buffered I/O",
+        volume.name, kParameterDirectIo, loop->path(), files_.image(volume.id),
+        alignment ? direct_io_refusal(*alignment) : alignment.status().message());
   }
   return loop;
 }
@@ -357,13 +359,12 @@ Status ImageNode::thaw_leftover_freezes(std::string_view volume_id) {
 
 Status ImageNode::check_direct_io_possible(std::string_view volume_id,
                                            std::string_view name) const {
-  auto allowed = file_allows_direct_io(files_.image(volume_id));
-  if (!allowed) return allowed.status();
-  if (*allowed) return Status::ok();
+  auto alignment = direct_io_alignment(files_.image(volume_id));
+  if (!alignment) return alignment.status();
+  if (*alignment != 0 && *alignment <= kLoopSectorBytes) return Status::ok();
   return error(Code::kInvalidArgument,
-               "volume \"{}\": {}=true is not possible: the filesystem holding \"{}\" cannot do "
-               "direct I/O",
-               name, kParameterDirectIo, files_.dir());
+               "volume \"{}\": {}=true is not possible for image \"{}\": {}", name,
+               kParameterDirectIo, files_.image(volume_id), direct_io_refusal(*alignment));
 }
 
 Status ImageNode::set_direct_io(const VolumeRecord& volume, bool on) {
@@ -380,14 +381,15 @@ Status ImageNode::set_direct_io(const VolumeRecord& volume, bool on) {
       // All or nothing: the devices switched already go back.
       for (size_t j = 0; j < i; ++j)
         (void)set_loop_direct_io((*loops)[j].path, (*loops)[j].direct_io);
-      auto allowed = file_allows_direct_io(files_.image(volume.id));
-      if (switched.code() == Code::kInvalidArgument && allowed && *allowed) {
-        // The image can do direct I/O, but not through a device attached buffered with a
-        // smaller block size than the disk's (4K-sector disks): a fresh attach can.
-        switched = Status(switched.code(),
-                          fmt::format("{}; it can take effect when the volume is next staged: "
-                                      "disconnect it (NodeUnstageVolume), modify it, connect it",
-                                      switched.message()));
+      if (switched.code() == Code::kInvalidArgument) {
+        // Say why: reconnecting does not help when the image's filesystem wants coarser
+        // alignment than the device's sectors.
+        auto alignment = direct_io_alignment(files_.image(volume.id));
+        if (alignment && (*alignment == 0 || *alignment > kLoopSectorBytes)) {
+          switched =
+              error(Code::kInvalidArgument, "the kernel refuses direct I/O for image \"{}\": {}",
+                    files_.image(volume.id), direct_io_refusal(*alignment));
+        }
       }
       return switched.with_context(fmt::format("volume \"{}\": {}={}", volume.name,
                                                kParameterDirectIo, on ? "true" : "false"));

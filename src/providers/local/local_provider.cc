@@ -89,8 +89,12 @@ Status LocalProvider::validate_mutable(const CreateVolumeSpec& spec) const {
   return check_mutable_parameters(initial_mutable_parameters(spec), may_be_image, spec.name);
 }
 
+Status LocalProvider::check_mutable(const VolumeRecord& volume, const StringMap& parameters) const {
+  return check_mutable_parameters(parameters, is_image_volume(volume), volume.name);
+}
+
 Status LocalProvider::modify_volume(const VolumeRecord& volume, const StringMap& changes) {
-  ROSETCTL_RETURN_IF_ERROR(check_mutable_parameters(changes, is_image_volume(volume), volume.name));
+  ROSETCTL_RETURN_IF_ERROR(check_mutable(volume, changes));
   DirectIo direct_io = direct_io_setting(changes);
   if (direct_io == DirectIo::kDefault) return Status::ok();
   return image_node_.set_direct_io(volume, direct_io == DirectIo::kOn);

@@ -33,6 +33,7 @@ class LocalProvider final : public Provider {
 
   Status validate_create(const CreateVolumeSpec& spec) const override;
   Status validate_mutable(const CreateVolumeSpec& spec) const override;
+  Status check_mutable(const VolumeRecord& volume, const StringMap& parameters) const override;
   Status modify_volume(const VolumeRecord& volume, const StringMap& changes) override;
   Expected<ProvisionedVolume> create_volume(const CreateVolumeSpec& spec) override;
   Status delete_volume(const VolumeRecord& volume) override;

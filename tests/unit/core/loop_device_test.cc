@@ -224,7 +224,9 @@ TEST_CASE("set_loop_direct_io switches an attached device both ways", "[loop_dev
   auto allowed = file_allows_direct_io(image);
   REQUIRE(allowed);
   Status on = set_loop_direct_io(loop->path(), true);
-  if (*allowed && on) {
+  if (*allowed) {
+    // What file_allows_direct_io promises, the kernel must grant.
+    REQUIRE(on);
     CHECK(backed_by(image).at(0).direct_io);
   } else {
     CHECK(on.code() == Code::kInvalidArgument);  // a filesystem without O_DIRECT: says so
@@ -233,6 +235,18 @@ TEST_CASE("set_loop_direct_io switches an attached device both ways", "[loop_dev
   CHECK_FALSE(backed_by(image).at(0).direct_io);
   REQUIRE(set_loop_direct_io(loop->path(), false));  // idempotent
   CHECK(file_allows_direct_io(dir.path() + "/missing.img").status().code() == Code::kNotFound);
+}
+
+TEST_CASE("direct_io_alignment says what direct I/O on a file needs", "[loop_device]") {
+  ScratchDir dir;
+  std::string image = dir.file("align.img", 1 << 20);
+  auto alignment = rosetctl::direct_io_alignment(image);
+  REQUIRE(alignment);
+  // A power of two, or 0 where the filesystem cannot do direct I/O at all.
+  CHECK((*alignment & (*alignment - 1)) == 0);
+  CHECK(*file_allows_direct_io(image) == (*alignment != 0 && *alignment <= 512));
+  CHECK(rosetctl::direct_io_refusal(4096).find("4096-byte aligned") != std::string::npos);
+  CHECK(rosetctl::direct_io_refusal(0).find("cannot do direct I/O") != std::string::npos);
 }
 
 TEST_CASE("two attaches of one file get two devices; both are found by their file",
