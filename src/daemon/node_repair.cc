@@ -12,15 +12,15 @@ bool is_dead_mount(const std::string& path) {
   return probe_path(path) == PathHealth::kDisconnected;
 }
 
-Status repair_dead_staging(ServiceContext& context, Provider& provider, std::string_view volume_id,
-                           const std::string& staging_path) {
-  if (!is_dead_mount(staging_path)) return Status::ok();
+Expected<bool> repair_dead_staging(ServiceContext& context, Provider& provider,
+                                   std::string_view volume_id, const std::string& staging_path) {
+  if (!is_dead_mount(staging_path)) return false;
   spdlog::warn("volume \"{}\": staging \"{}\" does not answer (dead mount); repairing it",
                volume_id, staging_path);
   ROSETCTL_RETURN_IF_ERROR(provider.revive_staging(volume_id, staging_path)
                                .with_context(fmt::format("volume \"{}\"", volume_id)));
   auto record = context.store.find_volume(volume_id);
-  if (!record || !record->has_value()) return Status::ok();
+  if (!record || !record->has_value()) return true;
   auto publications = context.store.node_publications_of_staging(volume_id, staging_path);
   if (!publications) return publications.status();
   for (const NodePublication& publication : *publications) {
@@ -37,7 +37,7 @@ Status repair_dead_staging(ServiceContext& context, Provider& provider, std::str
     }
     spdlog::info("volume \"{}\": bound \"{}\" again", volume_id, publication.target_path);
   }
-  return Status::ok();
+  return true;
 }
 
 }  // namespace rosetctl

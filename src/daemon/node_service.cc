@@ -126,7 +126,7 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
                    "volume \"{}\" is already staged at \"{}\" with a different capability",
                    request.volume_id(), *staging);
     }
-    return repair_dead_staging(context_, **provider, request.volume_id(), *staging);
+    return repair_dead_staging(context_, **provider, request.volume_id(), *staging).status();
   }
 
   auto created = ensure_directory(*staging, "staging_target_path");
@@ -252,19 +252,25 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                  request.volume_id(), *staging);
   }
 
-  ROSETCTL_RETURN_IF_ERROR(
-      repair_dead_staging(context_, **provider, request.volume_id(), *staging));
+  auto repaired = repair_dead_staging(context_, **provider, request.volume_id(), *staging);
+  if (!repaired) return repaired.status();
+  bool mounts_changed = *repaired;
   // A target still bound to a dead mount (its staging was revived without this host's
   // record of the volume) is bound again below.
   if (table->find_by_target(*target) != nullptr && is_dead_mount(*target)) {
     ROSETCTL_RETURN_IF_ERROR(unmount_all(*target));
+    mounts_changed = true;
   }
-  table = MountTable::read();
-  if (!table) return table.status();
-  staging_mount = table->find_by_target(*staging);
-  if (staging_mount == nullptr) {
-    return error(Code::kFailedPrecondition, "volume \"{}\" is no longer staged at \"{}\"",
-                 request.volume_id(), *staging);
+  // Reading the mount table costs more as mounts accumulate (a node with a hundred pods):
+  // read it again only when the repairs above changed it.
+  if (mounts_changed) {
+    table = MountTable::read();
+    if (!table) return table.status();
+    staging_mount = table->find_by_target(*staging);
+    if (staging_mount == nullptr) {
+      return error(Code::kFailedPrecondition, "volume \"{}\" is no longer staged at \"{}\"",
+                   request.volume_id(), *staging);
+    }
   }
 
   auto existing = context_.store.find_node_publication(*target);

@@ -69,6 +69,8 @@ class Capturer {
            const StatCache& cache)
       : store_(store), root_fd_(root_fd), shown_root_(shown_root), cache_(cache) {}
 
+  // The content recorded by the previous commit, when the file is as it was then.
+  bool reuse_cached(WalkedEntry& walked, FileResult& result) const;
   Status capture(WalkedEntry& walked, FileResult& result, ContentBuffer& buffer);
 
  private:
@@ -112,15 +114,21 @@ Expected<StoredContent> Capturer::store_content(int fd, int64_t size, const std:
   return stored;
 }
 
+bool Capturer::reuse_cached(WalkedEntry& walked, FileResult& result) const {
+  const CachedFile* cached = cache_.find(walked.entry.path);
+  if (cached == nullptr || !(cached->version == walked.version) ||
+      !store_.has_blob(cached->content)) {
+    return false;
+  }
+  walked.entry.content = cached->content;
+  result.reused = true;
+  result.cache = *cached;
+  return true;
+}
+
 Status Capturer::capture(WalkedEntry& walked, FileResult& result, ContentBuffer& buffer) {
   TreeEntry& entry = walked.entry;
-  const CachedFile* cached = cache_.find(entry.path);
-  if (cached != nullptr && cached->version == walked.version && store_.has_blob(cached->content)) {
-    entry.content = cached->content;
-    result.reused = true;
-    result.cache = *cached;
-    return Status::ok();
-  }
+  if (reuse_cached(walked, result)) return Status::ok();
   std::string shown = shown_root_ + "/" + entry.path;
   for (int attempt = 0; attempt < kMaxCaptureAttempts; ++attempt) {
     int64_t started = unix_now_ns();
@@ -203,9 +211,19 @@ Expected<CommitOutcome> commit_directory(const CommitStore& store, const CommitR
   StatCache previous = StatCache::load(store.stat_cache_path(request.volume_id));
   Capturer capturer(store, root.get(), request.directory, previous);
   std::vector<FileResult> results(walked->size());
+  // Unchanged files first, on this thread: a re-commit of an unchanged volume then starts no
+  // workers at all.
+  std::vector<std::size_t> to_read;
+  for (std::size_t i : files) {
+    if (capturer.reuse_cached((*walked)[i], results[i])) {
+      progress.advance(1, (*walked)[i].entry.size);
+    } else {
+      to_read.push_back(i);
+    }
+  }
   std::vector<ContentBuffer> buffers(std::max(request.workers, 1));
-  Status captured = parallel_for(files.size(), request.workers, [&](std::size_t n, int worker) {
-    std::size_t i = files[n];
+  Status captured = parallel_for(to_read.size(), request.workers, [&](std::size_t n, int worker) {
+    std::size_t i = to_read[n];
     ROSETCTL_RETURN_IF_ERROR(capturer.capture((*walked)[i], results[i], buffers[worker]));
     progress.advance(1, (*walked)[i].entry.size);
     return Status::ok();
