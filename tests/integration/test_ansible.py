@@ -474,6 +474,52 @@ def test_snapshot_flow_commit_restore_connect_compare(ansible, cli, workdir, mou
     assert cli.ok_json("snapshot", "list") == [], "expected the snapshot task with state absent to delete it"
 
 
+MODIFY_FLOW = """\
+- hosts: storage_consumers
+  roles: [storage]
+  tasks:
+    - name: create
+      storage: {name: fast, size: 16Mi, parameters: {type: image}, mutable_parameters: {directIO: false}}
+    - name: same again
+      storage: {name: fast, parameters: {type: image}, mutable_parameters: {directIO: false}}
+    - name: switch
+      storage: {name: fast, parameters: {type: image}, mutable_parameters: {directIO: true}}
+    - name: fixed at creation
+      storage: {name: fast, parameters: {type: image}, mutable_parameters: {type: dir}}
+      ignore_errors: true
+"""
+
+
+def test_mutable_parameters_create_then_modify_with_check_mode_and_diff(ansible, cli):
+    playbook = ansible.playbook_file("modify.yml", MODIFY_FLOW)
+    run = ansible.run(playbook)
+    assert run.task("create")["changed"], run.task("create")
+    assert run.task("create")["volume"]["mutable_parameters"] == {"directIO": "false"}, run.task("create")
+    assert not run.task("same again")["changed"], "expected an unchanged mutable parameter to change nothing"
+    assert run.task("switch")["changed"], run.task("switch")
+    assert cli.volume("fast")["mutable_parameters"] == {"directIO": "true"}, "expected the volume modified"
+    refused = run.task("fixed at creation")
+    assert refused.get("failed") and "type" in refused["msg"], refused
+    assert cli.volume("fast")["mutable_parameters"] == {"directIO": "true"}
+
+    # Check mode predicts the change with a diff and leaves the volume as it is.
+    back = ansible.playbook_file("back.yml", """\
+- hosts: storage_consumers
+  roles: [storage]
+  tasks:
+    - {name: back, storage: {name: fast, parameters: {type: image}, mutable_parameters: {directIO: false}}}
+""")
+    checked = ansible.run(back, "--check", "--diff")
+    checked.assert_ok()
+    diff = checked.task("back")["diff"]
+    diff = diff[0] if isinstance(diff, list) else diff
+    assert checked.task("back")["changed"] and diff["before"]["mutable_parameters"] == {"directIO": "true"} and (
+        diff["after"]["mutable_parameters"] == {"directIO": "false"}), checked.task("back")
+    assert cli.volume("fast")["mutable_parameters"] == {"directIO": "true"}, "expected check mode to change nothing"
+    ansible.run(back).assert_ok()
+    assert cli.volume("fast")["mutable_parameters"] == {"directIO": "false"}
+
+
 ROSET_FLOW = """\
 - hosts: storage_consumers
   roles: [storage]

@@ -106,6 +106,17 @@ options:
         provider knows C(type) (C(dir) or C(image)); the roset provider
         C(mountId), C(basePath), C(subPath) and C(deletePolicy) (C(rosetctl) README).
     type: dict
+  mutable_parameters:
+    description:
+      - Parameters that can change after creation (CSI ControllerModifyVolume), with
+        C(resource=volume) and C(state=present). The local provider has C(directIO)
+        (C(true) or C(false)) for image and block volumes (C(rosetctl) README, Mutable
+        parameters).
+      - On an existing volume, the keys given that differ from what it has are changed
+        (C(rosetctl volume modify)), live where it is connected; keys not given are left alone.
+        A new volume is created, then modified the same way (should that fail, the volume
+        exists with the defaults and the next run sets them).
+    type: dict
   target:
     description:
       - Absolute mount path for C(state=connected), C(state=disconnected) and C(state=stats).
@@ -347,6 +358,7 @@ ARGUMENT_SPEC = dict(
     size=dict(type='raw'),
     provider=dict(type='str'),
     parameters=dict(type='dict'),
+    mutable_parameters=dict(type='dict'),
     target=dict(type='path'),
     read_only=dict(type='bool', default=False),
     from_snapshot=dict(type='str'),
@@ -537,15 +549,36 @@ class Rosetctl(object):
         args = ['volume', 'create', name]
         if size is not None:
             args += ['--size', str(size)]
-        for key in sorted(parameters):
-            args += ['--param', '%s=%s' % (key, parameters[key])]
+        args += param_args(parameters)
         if from_snapshot:
             args += ['--from-snapshot', from_snapshot]
         return self.run(args)
 
+    def modify(self, volume_id, changes):
+        return self.run(['volume', 'modify', volume_id] + param_args(changes))
+
     # Snapshots: commit VOL [--name N] -m MSG, list (a JSON array), restore ID --name N, delete ID.
     def snapshots(self):
         return self.run(['snapshot', 'list']) or []
+
+
+def param_args(parameters):
+    """--param KEY=VALUE for each entry, in key order (rosetctl's way to pass parameters)."""
+    args = []
+    for key in sorted(parameters):
+        args += ['--param', '%s=%s' % (key, parameters[key])]
+    return args
+
+
+def checked_parameters(option, parameters):
+    """The option's dict with string values; keys that cannot travel as KEY=VALUE fail the task."""
+    parameters = parameters or {}
+    for key in parameters:
+        if not key or '=' in key:
+            raise TaskFailed('%s key %r must be non-empty and contain no "="' % (option, key))
+    # YAML turns true into a boolean: rosetctl's values are strings ("true", not "True").
+    return {key: str(value).lower() if isinstance(value, bool) else str(value)
+            for key, value in parameters.items()}
 
 
 def volume_view(volume):
@@ -657,10 +690,8 @@ class Storage(object):
 
     def volume_present(self, name):
         wanted = size_to_bytes(self.params['size'])
-        parameters = self.params['parameters'] or {}
-        for key in parameters:
-            if not key or '=' in key:
-                raise TaskFailed('parameters key %r must be non-empty and contain no "="' % key)
+        parameters = checked_parameters('parameters', self.params['parameters'])
+        mutable = checked_parameters('mutable_parameters', self.params['mutable_parameters'])
         from_snapshot = self.params['from_snapshot']
         if from_snapshot:
             refuse_option_like(from_snapshot, 'from_snapshot')
@@ -671,22 +702,45 @@ class Storage(object):
                 raise TaskFailed(size_mismatch_message(name, current, wanted), **volume_view(before))
             if not self.check_mode:
                 # The size is settled above: at least what was asked (a volume grown later by
-                # state=extended stays "present"). Creating the name again without a size makes
-                # rosetctl, the one place that decides compatibility, check the parameters: it
-                # answers with the existing volume, or exit 4 when they differ.
-                self.cli.create(name, None, parameters, from_snapshot)
-            return self.done(False, 'volume "%s" exists' % name, **volume_view(before))
+                # state=extended stays "present"). Creating the name again with the size it has
+                # (image volumes need one) makes rosetctl, the one place that decides
+                # compatibility, check the parameters: it answers with the existing volume, or
+                # exit 4 when they differ.
+                self.cli.create(name, current or None, parameters, from_snapshot)
+            return self.volume_modified(name, before, mutable)
         diff_before = volume_diff_state(name, None)
         if self.check_mode:
             after = {'name': name, 'state': 'present', 'size': format_size(wanted), 'connected_at': []}
             return self.done(True, 'would create volume "%s"' % name, diff_before, after,
                              name=name, size=format_size(wanted), capacity_bytes=wanted)
         created = self.cli.create(name, wanted, parameters, from_snapshot)
+        if mutable:
+            # Set by a modify rather than passed as creation parameters, which every later
+            # run's create of the name would then have to repeat to count as the same volume.
+            created = self.cli.modify(created['id'], mutable)
         result = volume_view(created)
         if from_snapshot:
             result['snapshot_id'] = from_snapshot
         return self.done(True, 'created volume "%s" (%s)' % (name, created.get('id')), diff_before,
                          volume_diff_state(name, created), **result)
+
+    def volume_modified(self, name, before, mutable):
+        """state=present of an existing volume: the mutable parameters given that differ change."""
+        current = before.get('mutable_parameters') or {}
+        changes = {key: value for key, value in mutable.items() if current.get(key) != value}
+        if not changes:
+            return self.done(False, 'volume "%s" exists' % name, **volume_view(before))
+        diff_before = dict(volume_diff_state(name, before), mutable_parameters=current)
+        diff_after = dict(diff_before, mutable_parameters=dict(current, **changes))
+        listed = ', '.join('%s=%s' % (key, changes[key]) for key in sorted(changes))
+        if self.check_mode:
+            return self.done(True, 'would set %s on volume "%s"' % (listed, name), diff_before,
+                             diff_after, **volume_view(before))
+        after = self.cli.modify(before['id'], changes)
+        return self.done(True, 'set %s on volume "%s"' % (listed, name), diff_before,
+                         dict(volume_diff_state(name, after),
+                              mutable_parameters=after.get('mutable_parameters') or {}),
+                         **volume_view(after))
 
     def volume_absent(self, name):
         before = self.show(name)
