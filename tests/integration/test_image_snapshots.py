@@ -348,8 +348,13 @@ def test_a_restore_killed_before_its_image_is_named_leaves_nothing(cli, workdir)
                       env={**cli.env, "ROSETCTL_CRASH_AT": "image-filled"})
     assert crashed.rc == -9, f"expected the restore to die by SIGKILL: {crashed.describe()}"
     images = sorted(p.name for p in (cli.state_dir / "images").iterdir())
-    assert len(images) == 1, f"expected only the source's image (the copy was anonymous): {images}"
+    assert [name for name in images if name.endswith(".img")] == [f"{cli.volume('src')['id']}.img"], (
+        f"expected only the source's image (the copy was anonymous): {images}")
     assert [v["name"] for v in cli.volumes()] == ["src"]
+    # Its room stays reserved only until the next capacity check finds nobody holding it.
+    cli.create("next", "--size", "16Mi", "--block")
+    left = sorted(p.name for p in (cli.state_dir / "images").iterdir() if p.name.endswith(".reserved"))
+    assert left == [], f"expected the dead restore's reservation dropped: {left}"
 
 
 # ---------------------------------------------------------------- reflinks

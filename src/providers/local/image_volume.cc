@@ -20,6 +20,7 @@ namespace {
 
 constexpr int64_t kBlockBytes = 4096;
 constexpr std::string_view kImageSuffix = ".img";
+constexpr std::string_view kReservationSuffix = ".reserved";
 
 int64_t round_up(int64_t bytes) {
   return (bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
@@ -165,10 +166,44 @@ Status ImageFiles::create(std::string_view volume_id, int64_t bytes) const {
   return sync_directory(dir_);
 }
 
+std::string ImageFiles::reservation(std::string_view volume_id) const {
+  return fmt::format("{}/{}{}", dir_, volume_id, kReservationSuffix);
+}
+
+Expected<UniqueFd> ImageFiles::reserve(std::string_view volume_id, int64_t bytes) const {
+  // Locked before it has a name, so nobody can take it for the leftover of a dead create.
+  UniqueFd fd(::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  std::string path = reservation(volume_id);
+  std::string anonymous = fmt::format("/proc/self/fd/{}", fd.get());
+  if (!fd.valid() || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 ||
+      ::ftruncate(fd.get(), bytes) != 0 ||
+      ::linkat(AT_FDCWD, anonymous.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+    return errno_status(errno, fmt::format("cannot reserve room for image \"{}\"", path));
+  }
+  return fd;
+}
+
 Status ImageFiles::create_filled(std::string_view volume_id, int64_t bytes, bool filesystem_follows,
                                  const std::function<Status(int fd)>& fill) const {
   ROSETCTL_RETURN_IF_ERROR(ensure_dir());
-  ROSETCTL_RETURN_IF_ERROR(check_room(bytes, fmt::format("a {} image", format_size(bytes))));
+  UniqueFd reserved;
+  if (!overcommit_) {
+    // The fill may take long: the allocation lock covers only the check and the reservation.
+    auto allocating = lock_allocations();
+    if (!allocating) return allocating.status();
+    ROSETCTL_RETURN_IF_ERROR(check_room(bytes, fmt::format("a {} image", format_size(bytes))));
+    auto made = reserve(volume_id, bytes);
+    if (!made) return made.status();
+    reserved = std::move(*made);
+  }
+  // Gone once the image is named (which then holds the promise) or the create failed.
+  struct Unreserve {
+    std::string path;
+    bool held;
+    ~Unreserve() {
+      if (held) ::unlink(path.c_str());
+    }
+  } unreserve{reservation(volume_id), reserved.valid()};
   std::string path = image(volume_id);
   UniqueFd fd(::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
   if (!fd.valid()) {
@@ -257,12 +292,32 @@ Expected<std::vector<std::string>> ImageFiles::volume_ids() const {
 }
 
 Expected<int64_t> ImageFiles::unallocated_bytes() const {
-  auto ids = volume_ids();
-  if (!ids) return ids.status();
+  DIR* dir = ::opendir(dir_.c_str());
+  if (dir == nullptr) {
+    if (errno == ENOENT) return int64_t{0};  // no image volume yet
+    return errno_status(errno, fmt::format("cannot read the image directory \"{}\"", dir_));
+  }
+  std::vector<std::string> images, reservations;
+  while (dirent* entry = ::readdir(dir)) {
+    std::string path = fmt::format("{}/{}", dir_, entry->d_name);
+    if (!volume_of_image(path).empty()) images.push_back(std::move(path));
+    if (std::string_view(entry->d_name).ends_with(kReservationSuffix))
+      reservations.push_back(std::move(path));
+  }
+  ::closedir(dir);
+  for (const std::string& path : reservations) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd.valid() && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+      // Its create died (a kill -9 mid-restore): the promise went with it.
+      ::unlink(path.c_str());
+      continue;
+    }
+    images.push_back(path);
+  }
   int64_t total = 0;
-  for (const std::string& id : *ids) {
+  for (const std::string& path : images) {
     struct stat st;
-    if (::lstat(image(id).c_str(), &st) != 0) continue;  // deleted meanwhile
+    if (::lstat(path.c_str(), &st) != 0) continue;  // deleted meanwhile
     total += std::max<int64_t>(0, st.st_size - static_cast<int64_t>(st.st_blocks) * 512);
   }
   return total;

@@ -79,6 +79,8 @@ class ImageFiles {
   // A new image of `bytes` whose first bytes `fill(fd)` writes (a restore or a clone), under the
   // same capacity policy. It is filled as an anonymous file (O_TMPFILE) and named only once it
   // is complete and durable, so a crash never leaves a half-written image, nor a temporary file.
+  // Its room is reserved before the fill starts (a sparse <id>.reserved of `bytes`, counted as
+  // promised and locked while this runs), so concurrent creates cannot promise it again.
   // With `filesystem_follows`, the grow marker is set too: the filesystem inside is grown to
   // the image's size at its first stage (a no-op when it fills the image already).
   Status create_filled(std::string_view volume_id, int64_t bytes, bool filesystem_follows,
@@ -102,8 +104,13 @@ class ImageFiles {
   // processes (serve and a CLI run share the directory): an exclusive flock on the directory,
   // held while the returned descriptor is open.
   Expected<UniqueFd> lock_allocations() const;
-  // Sum over images of (apparent size - allocated bytes).
+  // Sum over images and live reservations of (apparent size - allocated bytes). Removes the
+  // reservations of creates that died (their lock is gone).
   Expected<int64_t> unallocated_bytes() const;
+  std::string reservation(std::string_view volume_id) const;
+  // Under lock_allocations(): a locked, sparse reservation file of `bytes`. Dropping the
+  // descriptor does not remove it; the caller unlinks it.
+  Expected<UniqueFd> reserve(std::string_view volume_id, int64_t bytes) const;
 
   std::string dir_;
   bool overcommit_;

@@ -7,9 +7,12 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -269,4 +272,36 @@ TEST_CASE("ImageFiles names a filled image only once it is complete", "[image]")
   CHECK(entries == 2);  // local-r's image and marker: no temporary file
   CHECK(files.create_filled("local-r", kMiB, false, [](int) { return Status::ok(); }).code() ==
         Code::kAlreadyExists);
+}
+
+TEST_CASE("a filling image's room is reserved for the whole fill", "[image]") {
+  ScratchDir dir;
+  ImageFiles strict(dir.images(), false);
+  auto before = strict.available_bytes();
+  REQUIRE(before);
+  // Large enough to stand out from whatever else writes to this filesystem meanwhile.
+  const int64_t size = std::min<int64_t>(2048 * kMiB, *before / 2);
+  const int64_t slack = size / 4;
+  std::optional<int64_t> during;
+  REQUIRE(strict.create_filled("local-f", size, false, [&](int) {
+    auto available = strict.available_bytes();
+    if (available) during = *available;
+    // A create that would need the reserved room is refused meanwhile.
+    Status second = strict.create("local-x", *before - size / 2);
+    return second.code() == Code::kResourceExhausted
+               ? Status::ok()
+               : Status(Code::kInternal, "second create not refused");
+  }));
+  REQUIRE(during);
+  CHECK(*during <= *before - size + slack);
+  CHECK_FALSE(exists(dir.images() + "/local-f.reserved"));  // the image holds the promise now
+  CHECK(exists(strict.image("local-f")));
+
+  // A reservation left by a create that died (nobody holds its lock) is dropped.
+  std::string stale = dir.images() + "/local-dead.reserved";
+  std::ofstream(stale).close();
+  REQUIRE(::truncate(stale.c_str(), size) == 0);
+  auto after = strict.available_bytes();
+  REQUIRE(after);
+  CHECK_FALSE(exists(stale));
 }
