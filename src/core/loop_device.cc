@@ -271,11 +271,20 @@ Expected<uint32_t> direct_io_alignment(const std::string& file) {
     return errno_status(errno, fmt::format("cannot inspect \"{}\"", file));
   }
   if ((st.stx_mask & STATX_DIOALIGN) != 0) return st.stx_dio_offset_align;
-  // An older kernel, or a filesystem that does not say: try it.
+  // An older kernel, or a filesystem that does not say: try it, and take the logical block
+  // size of the disk underneath (what the kernel then asks of a loop device), 512 where there
+  // is none to read (tmpfs, overlay).
   UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));
-  if (fd.valid()) return kLoopSectorBytes;
-  if (errno == EINVAL) return 0u;
-  return errno_status(errno, fmt::format("cannot open \"{}\"", file));
+  if (!fd.valid()) {
+    if (errno == EINVAL) return 0u;
+    return errno_status(errno, fmt::format("cannot open \"{}\"", file));
+  }
+  std::string disk = fmt::format("/sys/dev/block/{}:{}", st.stx_dev_major, st.stx_dev_minor);
+  for (const char* queue : {"/queue/logical_block_size", "/../queue/logical_block_size"}) {
+    std::string text = read_attribute(disk + queue);  // a partition's queue is its disk's
+    if (!text.empty()) return static_cast<uint32_t>(std::strtoul(text.c_str(), nullptr, 10));
+  }
+  return kLoopSectorBytes;
 }
 
 Expected<bool> file_allows_direct_io(const std::string& file) {

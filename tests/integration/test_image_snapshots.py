@@ -414,6 +414,14 @@ def test_xfs_volume_on_a_reflink_filesystem_is_committed_and_restored_by_reflink
     assert "4096-byte aligned direct I/O" in connected.stderr, connected.describe()
     assert checksums(target) == expected, "expected the source to reconnect after a reflink snapshot"
     assert [loop_dio(loop) for loop in loop_devices_of(image_of(cli, cli.volume("x")))] == ["0"]
+    again = cli.run("volume", "modify", "x", "--param", "directIO=true")
+    assert again.rc == 0, f"expected asking again for what is recorded to change nothing: {again.describe()}"
+    assert cli.volume("x")["mutable_parameters"] == {"directIO": "true"}, "expected the setting kept"
+    cli.ok("volume", "modify", "x", "--param", "directIO=false")
     refused = cli.run("volume", "modify", "x", "--param", "directIO=true")
     assert refused.rc == EXIT_USAGE and "4096-byte aligned direct I/O" in refused.stderr, refused.describe()
-    assert cli.volume("x")["mutable_parameters"] == {"directIO": "true"}, "expected the setting kept"
+    assert cli.volume("x")["mutable_parameters"] == {"directIO": "false"}, "expected the refused change not recorded"
+    # A restore shares extents with the snapshot from the start: directIO=true is recorded anyway.
+    restored = cli.ok_json("--capacity-overcommit", "volume", "create", "x4", "--from-snapshot",
+                           snapshot["commit"], "--param", "directIO=true")
+    assert restored["mutable_parameters"] == {"directIO": "true"}, restored

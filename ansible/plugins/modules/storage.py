@@ -711,6 +711,8 @@ class Storage(object):
         diff_before = volume_diff_state(name, None)
         if self.check_mode:
             after = {'name': name, 'state': 'present', 'size': format_size(wanted), 'connected_at': []}
+            if mutable:
+                after['mutable_parameters'] = mutable
             return self.done(True, 'would create volume "%s"' % name, diff_before, after,
                              name=name, size=format_size(wanted), capacity_bytes=wanted)
         created = self.cli.create(name, wanted, parameters, from_snapshot)

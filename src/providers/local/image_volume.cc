@@ -200,9 +200,11 @@ Status ImageFiles::create_filled(std::string_view volume_id, int64_t bytes, bool
   struct Unreserve {
     std::string path;
     bool held;
-    ~Unreserve() {
+    void now() {
       if (held) ::unlink(path.c_str());
+      held = false;
     }
+    ~Unreserve() { now(); }
   } unreserve{reservation(volume_id), reserved.valid()};
   std::string path = image(volume_id);
   UniqueFd fd(::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
@@ -220,6 +222,7 @@ Status ImageFiles::create_filled(std::string_view volume_id, int64_t bytes, bool
   if (::linkat(AT_FDCWD, anonymous.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0) {
     return errno_status(errno, fmt::format("cannot create image \"{}\"", path));
   }
+  unreserve.now();  // the image promises its unwritten part itself from here on
   // The volume is recorded only after this returns, so a crash from here on leaves an image no
   // record names (reported by reconcile), never a recorded volume without its marker.
   Status finished = filesystem_follows ? mark_grow_pending(volume_id) : sync_directory(dir_);
@@ -307,8 +310,12 @@ Expected<int64_t> ImageFiles::unallocated_bytes() const {
   ::closedir(dir);
   for (const std::string& path : reservations) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (fd.valid() && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
-      // Its create died (a kill -9 mid-restore): the promise went with it.
+    struct stat opened, named;
+    if (fd.valid() && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0 &&
+        ::fstat(fd.get(), &opened) == 0 && ::lstat(path.c_str(), &named) == 0 &&
+        opened.st_ino == named.st_ino) {
+      // Its create died (a kill -9 mid-restore): the promise went with it. (The inode check:
+      // only the file we found unlocked, never one that took its name since.)
       ::unlink(path.c_str());
       continue;
     }

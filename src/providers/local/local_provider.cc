@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "core/log.h"
+#include "core/loop_device.h"
 #include "core/mount_ops.h"
 #include "core/random_id.h"
 #include "core/remove_tree.h"
@@ -97,7 +99,15 @@ Status LocalProvider::modify_volume(const VolumeRecord& volume, const StringMap&
   ROSETCTL_RETURN_IF_ERROR(check_mutable(volume, changes));
   DirectIo direct_io = direct_io_setting(changes);
   if (direct_io == DirectIo::kDefault) return Status::ok();
-  return image_node_.set_direct_io(volume, direct_io == DirectIo::kOn);
+  Status applied = image_node_.set_direct_io(volume, direct_io == DirectIo::kOn);
+  if (!applied && applied.code() == Code::kInvalidArgument &&
+      direct_io == direct_io_setting(volume.mutable_parameters)) {
+    // Asked again for what is recorded already (a CO's retry): nothing changes, so nothing
+    // fails; the kernel still declines it for now, as the stage that ran buffered has logged.
+    spdlog::warn("{}; it stays recorded", applied.message());
+    return Status::ok();
+  }
+  return applied;
 }
 
 Expected<ProvisionedVolume> LocalProvider::create_volume(const CreateVolumeSpec& spec) {
@@ -129,10 +139,23 @@ Status LocalProvider::set_image_mutable_parameters(ProvisionedVolume& volume,
                                                    const CreateVolumeSpec& spec) {
   volume.mutable_parameters = initial_mutable_parameters(spec);
   if (direct_io_setting(volume.mutable_parameters) != DirectIo::kOn) return Status::ok();
-  // Promise direct I/O only where the images' filesystem can do it.
+  // Promise direct I/O only where the images' filesystem can do it. A copy (restore, clone)
+  // that shares extents with its source may ask for coarser alignment only because of that
+  // sharing, as its source may already: refusing it would fail every restore a StorageClass
+  // with directIO=true asks for. It is recorded and runs buffered while the kernel says no.
   Status possible = image_node_.check_direct_io_possible(volume.id, spec.name);
-  if (!possible) (void)images_.remove(volume.id);
-  return possible;
+  if (possible || spec.source.kind == VolumeSource::Kind::kNone) {
+    if (!possible) (void)images_.remove(volume.id);
+    return possible;
+  }
+  auto alignment = direct_io_alignment(images_.image(volume.id));
+  if (alignment && *alignment == 0) {
+    (void)images_.remove(volume.id);
+    return possible;  // this filesystem can never do it
+  }
+  spdlog::warn("{}; {}=true is recorded and applies where the kernel allows it", possible.message(),
+               kParameterDirectIo);
+  return Status::ok();
 }
 
 std::string LocalProvider::incompatibility(const VolumeRecord& existing,

@@ -90,7 +90,8 @@ class LocalProvider final : public Provider {
   Expected<ProvisionedVolume> create_from_source(std::string volume_id,
                                                  const CreateVolumeSpec& spec);
   // Records the new image volume's mutable parameters; with directIO=true, removes the image and
-  // fails where its filesystem cannot do direct I/O.
+  // fails where its filesystem cannot do direct I/O through a loop device (for a restore or
+  // clone: only where it never can).
   Status set_image_mutable_parameters(ProvisionedVolume& volume, const CreateVolumeSpec& spec);
   Status restore_image_snapshot(std::string_view volume_id, const CreateVolumeSpec& spec,
                                 int64_t bytes, bool filesystem_follows);

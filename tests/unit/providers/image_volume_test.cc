@@ -294,6 +294,14 @@ TEST_CASE("a filling image's room is reserved for the whole fill", "[image]") {
   }));
   REQUIRE(during);
   CHECK(*during <= *before - size + slack);
+
+  // A fill that fails leaves neither an image nor its reservation.
+  Status failed = strict.create_filled("local-g", 8 * kMiB, false, [](int) {
+    return Status(Code::kDataLoss, "the source is damaged");
+  });
+  CHECK(failed.code() == Code::kDataLoss);
+  CHECK_FALSE(exists(dir.images() + "/local-g.reserved"));
+  CHECK_FALSE(exists(strict.image("local-g")));
   CHECK_FALSE(exists(dir.images() + "/local-f.reserved"));  // the image holds the promise now
   CHECK(exists(strict.image("local-f")));
 
