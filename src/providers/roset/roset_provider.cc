@@ -2,13 +2,13 @@
 #include "providers/roset/roset_provider.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <limits>
 
 #include "core/commit_store/open_beneath.h"
+#include "core/commit_store/sha256.h"
 #include "core/random_id.h"
 #include "core/unique_fd.h"
 #include "core/validate.h"
@@ -27,13 +27,7 @@ std::string value_of(const StringMap& map, const std::string& key) {
 }
 
 std::string digest_hex(std::string_view data, size_t chars) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string out;
-  for (unsigned int i = 0; i < length && out.size() < chars; ++i)
-    out += fmt::format("{:02x}", digest[i]);
-  return out.substr(0, chars);
+  return sha256_hex(data).substr(0, chars);
 }
 
 // "/a/b" → {"a", "b"}; INVALID_ARGUMENT for relative paths, "." or ".." and empty segments

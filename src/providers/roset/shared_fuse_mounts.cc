@@ -2,7 +2,6 @@
 #include "providers/roset/shared_fuse_mounts.h"
 
 #include <dirent.h>
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -10,6 +9,7 @@
 
 #include <algorithm>
 
+#include "core/commit_store/sha256.h"
 #include "core/mount_ops.h"
 #include "core/mountinfo.h"
 #include "core/run_program.h"
@@ -21,16 +21,6 @@ namespace rosetctl {
 namespace {
 
 constexpr auto kLockPatience = std::chrono::seconds(150);
-
-std::string sha256_hex(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i)
-    out += fmt::format("{:02x}", digest[i]);
-  return out;
-}
 
 Status make_dir(const std::string& path, mode_t mode) {
   if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
