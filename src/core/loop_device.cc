@@ -290,7 +290,7 @@ Expected<uint32_t> direct_io_alignment(const std::string& file) {
 Expected<bool> file_allows_direct_io(const std::string& file) {
   auto alignment = direct_io_alignment(file);
   if (!alignment) return alignment.status();
-  return *alignment != 0 && *alignment <= kLoopSectorBytes;
+  return loop_direct_io_fits(*alignment);
 }
 
 std::string direct_io_refusal(uint32_t alignment) {

@@ -100,8 +100,13 @@ inline constexpr uint32_t kLoopSectorBytes = 512;
 // without STATX_DIOALIGN: 512 when the file opens with O_DIRECT.
 Expected<uint32_t> direct_io_alignment(const std::string& file);
 
-// Whether a loop device (kLoopSectorBytes sectors) can do direct I/O on `file` now: the kernel
-// refuses it when the file needs a coarser alignment than the device's sectors.
+// Whether a loop device (kLoopSectorBytes sectors) can do direct I/O on a file that needs
+// `alignment`: the kernel refuses it when the file needs a coarser one than the device's sectors.
+constexpr bool loop_direct_io_fits(uint32_t alignment) {
+  return alignment != 0 && alignment <= kLoopSectorBytes;
+}
+
+// loop_direct_io_fits for `file` now.
 Expected<bool> file_allows_direct_io(const std::string& file);
 
 // Why a loop device cannot do direct I/O on a file needing `alignment` (see above), for errors.

@@ -4,13 +4,14 @@
 // resident in a `serve` that never hashed (bench/README.md).
 #include "core/commit_store/sha256.h"
 
-#include <dlfcn.h>
 #include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+
+#include "core/shared_library.h"
 
 namespace rosetctl {
 namespace {
@@ -33,34 +34,27 @@ struct Crypto {
   decltype(&::EVP_sha256) sha256;
 };
 
-template <typename Function>
-void bind(void* library, const char* symbol, Function* slot) {
-  *slot = reinterpret_cast<Function>(::dlsym(library, symbol));
-  if (*slot == nullptr) {
-    std::fprintf(stderr, "rosetctl: fatal: %s lacks %s; it is too old\n", kSoname, symbol);
-    std::abort();
-  }
+[[noreturn]] void cannot_load(const std::string& why) {
+  std::fprintf(stderr, "rosetctl: fatal: %s\n", why.c_str());
+  std::abort();
 }
 
-// Loaded once per process, never closed. Without it no content address can be computed, so
-// its absence is fatal, with the package to install.
+// Loaded once per process. Without it no content address can be computed, so its absence is
+// fatal, with the package to install.
 const Crypto& crypto() {
   static Crypto loaded;
   static std::once_flag once;
   std::call_once(once, [] {
-    void* library = ::dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) {
-      const char* why = ::dlerror();
-      std::fprintf(stderr, "rosetctl: fatal: cannot load %s (%s); install the libssl3 package\n",
-                   kSoname, why != nullptr ? why : "unknown error");
-      std::abort();
-    }
-    bind(library, "EVP_MD_CTX_new", &loaded.md_ctx_new);
-    bind(library, "EVP_MD_CTX_free", &loaded.md_ctx_free);
-    bind(library, "EVP_DigestInit_ex", &loaded.digest_init);
-    bind(library, "EVP_DigestUpdate", &loaded.digest_update);
-    bind(library, "EVP_DigestFinal_ex", &loaded.digest_final);
-    bind(library, "EVP_sha256", &loaded.sha256);
+    auto library = open_shared_library(kSoname, "to hash snapshot data", "libssl3");
+    if (!library) cannot_load(library.status().message());
+    bool complete = bind_symbol(*library, "EVP_MD_CTX_new", &loaded.md_ctx_new) &&
+                    bind_symbol(*library, "EVP_MD_CTX_free", &loaded.md_ctx_free) &&
+                    bind_symbol(*library, "EVP_DigestInit_ex", &loaded.digest_init) &&
+                    bind_symbol(*library, "EVP_DigestUpdate", &loaded.digest_update) &&
+                    bind_symbol(*library, "EVP_DigestFinal_ex", &loaded.digest_final) &&
+                    bind_symbol(*library, "EVP_sha256", &loaded.sha256);
+    if (!complete)
+      cannot_load(fmt::format("{} lacks a function rosetctl needs; it is too old", kSoname));
   });
   return loaded;
 }
@@ -68,14 +62,15 @@ const Crypto& crypto() {
 }  // namespace
 
 struct Sha256::Context {
+  const Crypto& api = crypto();
   EVP_MD_CTX* ctx = nullptr;
-  ~Context() { crypto().md_ctx_free(ctx); }
+  ~Context() { api.md_ctx_free(ctx); }
 };
 
 Sha256::Sha256() : context_(std::make_unique<Context>()) {
-  const Crypto& c = crypto();
-  context_->ctx = c.md_ctx_new();
-  if (context_->ctx == nullptr || c.digest_init(context_->ctx, c.sha256(), nullptr) != 1) {
+  const Crypto& api = context_->api;
+  context_->ctx = api.md_ctx_new();
+  if (context_->ctx == nullptr || api.digest_init(context_->ctx, api.sha256(), nullptr) != 1) {
     openssl_failed("EVP_DigestInit_ex");
   }
 }
@@ -85,7 +80,8 @@ Sha256::Sha256(Sha256&&) noexcept = default;
 Sha256& Sha256::operator=(Sha256&&) noexcept = default;
 
 void Sha256::update(const void* data, std::size_t size) {
-  if (crypto().digest_update(context_->ctx, data, size) != 1) openssl_failed("EVP_DigestUpdate");
+  if (context_->api.digest_update(context_->ctx, data, size) != 1)
+    openssl_failed("EVP_DigestUpdate");
 }
 
 void Sha256::update_zeros(uint64_t count) {
@@ -100,7 +96,7 @@ void Sha256::update_zeros(uint64_t count) {
 std::string Sha256::finish_hex() {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  if (crypto().digest_final(context_->ctx, digest, &length) != 1) {
+  if (context_->api.digest_final(context_->ctx, digest, &length) != 1) {
     openssl_failed("EVP_DigestFinal_ex");
   }
   static constexpr char kDigits[] = "0123456789abcdef";

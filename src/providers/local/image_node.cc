@@ -357,14 +357,20 @@ Status ImageNode::thaw_leftover_freezes(std::string_view volume_id) {
 
 // ---------------------------------------------------------------- direct I/O
 
-Status ImageNode::check_direct_io_possible(std::string_view volume_id,
-                                           std::string_view name) const {
+Status ImageNode::check_direct_io_possible(std::string_view volume_id, std::string_view name,
+                                           bool shared_extents) const {
   auto alignment = direct_io_alignment(files_.image(volume_id));
   if (!alignment) return alignment.status();
-  if (*alignment != 0 && *alignment <= kLoopSectorBytes) return Status::ok();
-  return error(Code::kInvalidArgument,
-               "volume \"{}\": {}=true is not possible for image \"{}\": {}", name,
-               kParameterDirectIo, files_.image(volume_id), direct_io_refusal(*alignment));
+  if (loop_direct_io_fits(*alignment)) return Status::ok();
+  std::string why =
+      fmt::format("volume \"{}\": {}=true is not possible for image \"{}\": {}", name,
+                  kParameterDirectIo, files_.image(volume_id), direct_io_refusal(*alignment));
+  if (shared_extents && *alignment != 0) {
+    spdlog::warn("{}; {}=true is recorded and applies where the kernel allows it", why,
+                 kParameterDirectIo);
+    return Status::ok();
+  }
+  return error(Code::kInvalidArgument, "{}", why);
 }
 
 Status ImageNode::set_direct_io(const VolumeRecord& volume, bool on) {
@@ -385,7 +391,7 @@ Status ImageNode::set_direct_io(const VolumeRecord& volume, bool on) {
         // Say why: reconnecting does not help when the image's filesystem wants coarser
         // alignment than the device's sectors.
         auto alignment = direct_io_alignment(files_.image(volume.id));
-        if (alignment && (*alignment == 0 || *alignment > kLoopSectorBytes)) {
+        if (alignment && !loop_direct_io_fits(*alignment)) {
           switched =
               error(Code::kInvalidArgument, "the kernel refuses direct I/O for image \"{}\": {}",
                     files_.image(volume.id), direct_io_refusal(*alignment));

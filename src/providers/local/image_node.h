@@ -45,8 +45,12 @@ class ImageNode {
   // cannot, or with nothing attached on an image that cannot do direct I/O, is INVALID_ARGUMENT
   // and changes nothing.
   Status set_direct_io(const VolumeRecord& volume, bool on);
-  // INVALID_ARGUMENT when the image's filesystem cannot do direct I/O. `name`: the volume's.
-  Status check_direct_io_possible(std::string_view volume_id, std::string_view name) const;
+  // INVALID_ARGUMENT when a loop device cannot do direct I/O on the image. `name`: the volume's.
+  // With `shared_extents` (a restore or clone, whose image may share extents with its source),
+  // only a filesystem that can never do direct I/O is refused; a coarser alignment, which the
+  // sharing alone may cause, is logged and accepted (stages then run buffered).
+  Status check_direct_io_possible(std::string_view volume_id, std::string_view name,
+                                  bool shared_extents = false) const;
 
   // Detaches every loop device of the volume's image that no mount and no mounted staging of
   // the volume uses (leftovers of an interrupted stage). Returns the devices detached.

@@ -170,7 +170,13 @@ std::string ImageFiles::reservation(std::string_view volume_id) const {
   return fmt::format("{}/{}{}", dir_, volume_id, kReservationSuffix);
 }
 
-Expected<UniqueFd> ImageFiles::reserve(std::string_view volume_id, int64_t bytes) const {
+void ImageFiles::Reservation::drop() {
+  if (fd_.valid()) ::unlink(path_.c_str());
+  fd_.reset();
+}
+
+Expected<ImageFiles::Reservation> ImageFiles::reserve(std::string_view volume_id,
+                                                      int64_t bytes) const {
   // Locked before it has a name, so nobody can take it for the leftover of a dead create.
   UniqueFd fd(::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
   std::string path = reservation(volume_id);
@@ -180,13 +186,14 @@ Expected<UniqueFd> ImageFiles::reserve(std::string_view volume_id, int64_t bytes
       ::linkat(AT_FDCWD, anonymous.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0) {
     return errno_status(errno, fmt::format("cannot reserve room for image \"{}\"", path));
   }
-  return fd;
+  return Reservation(std::move(fd), std::move(path));
 }
 
 Status ImageFiles::create_filled(std::string_view volume_id, int64_t bytes, bool filesystem_follows,
                                  const std::function<Status(int fd)>& fill) const {
   ROSETCTL_RETURN_IF_ERROR(ensure_dir());
-  UniqueFd reserved;
+  // Dropped once the image is named (which then holds the promise) or the create failed.
+  Reservation reserved;
   if (!overcommit_) {
     // The fill may take long: the allocation lock covers only the check and the reservation.
     auto allocating = lock_allocations();
@@ -196,16 +203,6 @@ Status ImageFiles::create_filled(std::string_view volume_id, int64_t bytes, bool
     if (!made) return made.status();
     reserved = std::move(*made);
   }
-  // Gone once the image is named (which then holds the promise) or the create failed.
-  struct Unreserve {
-    std::string path;
-    bool held;
-    void now() {
-      if (held) ::unlink(path.c_str());
-      held = false;
-    }
-    ~Unreserve() { now(); }
-  } unreserve{reservation(volume_id), reserved.valid()};
   std::string path = image(volume_id);
   UniqueFd fd(::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
   if (!fd.valid()) {
@@ -222,7 +219,7 @@ Status ImageFiles::create_filled(std::string_view volume_id, int64_t bytes, bool
   if (::linkat(AT_FDCWD, anonymous.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0) {
     return errno_status(errno, fmt::format("cannot create image \"{}\"", path));
   }
-  unreserve.now();  // the image promises its unwritten part itself from here on
+  reserved.drop();  // the image promises its unwritten part itself from here on
   // The volume is recorded only after this returns, so a crash from here on leaves an image no
   // record names (reported by reconcile), never a recorded volume without its marker.
   Status finished = filesystem_follows ? mark_grow_pending(volume_id) : sync_directory(dir_);
@@ -279,35 +276,39 @@ Status ImageFiles::clear_grow_pending(std::string_view volume_id) const {
   return Status::ok();
 }
 
-Expected<std::vector<std::string>> ImageFiles::volume_ids() const {
-  std::vector<std::string> ids;
+Expected<std::vector<std::string>> ImageFiles::entries() const {
+  std::vector<std::string> names;
   DIR* dir = ::opendir(dir_.c_str());
   if (dir == nullptr) {
-    if (errno == ENOENT) return ids;  // no image volume yet
+    if (errno == ENOENT) return names;  // no image volume yet
     return errno_status(errno, fmt::format("cannot read the image directory \"{}\"", dir_));
   }
-  while (dirent* entry = ::readdir(dir)) {
-    std::string id = volume_of_image(fmt::format("{}/{}", dir_, entry->d_name));
+  while (dirent* entry = ::readdir(dir))
+    names.emplace_back(entry->d_name);
+  ::closedir(dir);
+  return names;
+}
+
+Expected<std::vector<std::string>> ImageFiles::volume_ids() const {
+  auto names = entries();
+  if (!names) return names.status();
+  std::vector<std::string> ids;
+  for (const std::string& name : *names) {
+    std::string id = volume_of_image(fmt::format("{}/{}", dir_, name));
     if (!id.empty()) ids.push_back(std::move(id));
   }
-  ::closedir(dir);
   return ids;
 }
 
 Expected<int64_t> ImageFiles::unallocated_bytes() const {
-  DIR* dir = ::opendir(dir_.c_str());
-  if (dir == nullptr) {
-    if (errno == ENOENT) return int64_t{0};  // no image volume yet
-    return errno_status(errno, fmt::format("cannot read the image directory \"{}\"", dir_));
-  }
+  auto names = entries();
+  if (!names) return names.status();
   std::vector<std::string> images, reservations;
-  while (dirent* entry = ::readdir(dir)) {
-    std::string path = fmt::format("{}/{}", dir_, entry->d_name);
+  for (const std::string& name : *names) {
+    std::string path = fmt::format("{}/{}", dir_, name);
     if (!volume_of_image(path).empty()) images.push_back(std::move(path));
-    if (std::string_view(entry->d_name).ends_with(kReservationSuffix))
-      reservations.push_back(std::move(path));
+    if (name.ends_with(kReservationSuffix)) reservations.push_back(std::move(path));
   }
-  ::closedir(dir);
   for (const std::string& path : reservations) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     struct stat opened, named;

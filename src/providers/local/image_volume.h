@@ -107,10 +107,27 @@ class ImageFiles {
   // Sum over images and live reservations of (apparent size - allocated bytes). Removes the
   // reservations of creates that died (their lock is gone).
   Expected<int64_t> unallocated_bytes() const;
+  // The names in the directory (ENOENT: none yet).
+  Expected<std::vector<std::string>> entries() const;
+
+  // A locked, sparse <id>.reserved of the bytes an image will take, removed by drop() or the
+  // destructor. The lock tells a live reservation from one whose process died.
+  class Reservation {
+   public:
+    Reservation() = default;
+    Reservation(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+    Reservation(Reservation&&) noexcept = default;
+    Reservation& operator=(Reservation&&) noexcept = default;
+    ~Reservation() { drop(); }
+    void drop();
+
+   private:
+    UniqueFd fd_;
+    std::string path_;
+  };
   std::string reservation(std::string_view volume_id) const;
-  // Under lock_allocations(): a locked, sparse reservation file of `bytes`. Dropping the
-  // descriptor does not remove it; the caller unlinks it.
-  Expected<UniqueFd> reserve(std::string_view volume_id, int64_t bytes) const;
+  // Under lock_allocations().
+  Expected<Reservation> reserve(std::string_view volume_id, int64_t bytes) const;
 
   std::string dir_;
   bool overcommit_;

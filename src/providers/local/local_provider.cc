@@ -10,7 +10,6 @@
 #include <cerrno>
 
 #include "core/log.h"
-#include "core/loop_device.h"
 #include "core/mount_ops.h"
 #include "core/random_id.h"
 #include "core/remove_tree.h"
@@ -140,22 +139,12 @@ Status LocalProvider::set_image_mutable_parameters(ProvisionedVolume& volume,
   volume.mutable_parameters = initial_mutable_parameters(spec);
   if (direct_io_setting(volume.mutable_parameters) != DirectIo::kOn) return Status::ok();
   // Promise direct I/O only where the images' filesystem can do it. A copy (restore, clone)
-  // that shares extents with its source may ask for coarser alignment only because of that
-  // sharing, as its source may already: refusing it would fail every restore a StorageClass
-  // with directIO=true asks for. It is recorded and runs buffered while the kernel says no.
-  Status possible = image_node_.check_direct_io_possible(volume.id, spec.name);
-  if (possible || spec.source.kind == VolumeSource::Kind::kNone) {
-    if (!possible) (void)images_.remove(volume.id);
-    return possible;
-  }
-  auto alignment = direct_io_alignment(images_.image(volume.id));
-  if (alignment && *alignment == 0) {
-    (void)images_.remove(volume.id);
-    return possible;  // this filesystem can never do it
-  }
-  spdlog::warn("{}; {}=true is recorded and applies where the kernel allows it", possible.message(),
-               kParameterDirectIo);
-  return Status::ok();
+  // may ask for coarser alignment only because it shares extents with its source: refusing it
+  // would fail every restore a StorageClass with directIO=true asks for.
+  bool copy = spec.source.kind != VolumeSource::Kind::kNone;
+  Status possible = image_node_.check_direct_io_possible(volume.id, spec.name, copy);
+  if (!possible) (void)images_.remove(volume.id);
+  return possible;
 }
 
 std::string LocalProvider::incompatibility(const VolumeRecord& existing,

@@ -1,8 +1,8 @@
 #include "providers/roset/curl_library.h"
 
-#include <dlfcn.h>
-
 #include <mutex>
+
+#include "core/shared_library.h"
 
 namespace rosetctl {
 namespace {
@@ -10,32 +10,22 @@ namespace {
 // The soname Debian's libcurl4 (OpenSSL flavour) provides, the one the headers describe.
 constexpr const char* kSoname = "libcurl.so.4";
 
-template <typename Function>
-bool bind(void* library, const char* symbol, Function* slot) {
-  *slot = reinterpret_cast<Function>(::dlsym(library, symbol));
-  return *slot != nullptr;
-}
-
 Expected<const CurlLibrary*> load() {
   static CurlLibrary curl;
   // Never closed: the handles and the global state live until the process ends.
-  void* library = ::dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    const char* why = ::dlerror();
-    return error(Code::kUnavailable,
-                 "cannot load {} for the Roset API ({}); install the libcurl4 package", kSoname,
-                 why != nullptr ? why : "unknown error");
-  }
-  bool complete = bind(library, "curl_global_init", &curl.global_init) &&
-                  bind(library, "curl_easy_init", &curl.easy_init) &&
-                  bind(library, "curl_easy_cleanup", &curl.easy_cleanup) &&
-                  bind(library, "curl_easy_reset", &curl.easy_reset) &&
-                  bind(library, "curl_easy_setopt", &curl.easy_setopt) &&
-                  bind(library, "curl_easy_perform", &curl.easy_perform) &&
-                  bind(library, "curl_easy_getinfo", &curl.easy_getinfo) &&
-                  bind(library, "curl_easy_strerror", &curl.easy_strerror) &&
-                  bind(library, "curl_slist_append", &curl.slist_append) &&
-                  bind(library, "curl_slist_free_all", &curl.slist_free_all);
+  auto opened = open_shared_library(kSoname, "for the Roset API", "libcurl4");
+  if (!opened) return opened.status();
+  void* library = *opened;
+  bool complete = bind_symbol(library, "curl_global_init", &curl.global_init) &&
+                  bind_symbol(library, "curl_easy_init", &curl.easy_init) &&
+                  bind_symbol(library, "curl_easy_cleanup", &curl.easy_cleanup) &&
+                  bind_symbol(library, "curl_easy_reset", &curl.easy_reset) &&
+                  bind_symbol(library, "curl_easy_setopt", &curl.easy_setopt) &&
+                  bind_symbol(library, "curl_easy_perform", &curl.easy_perform) &&
+                  bind_symbol(library, "curl_easy_getinfo", &curl.easy_getinfo) &&
+                  bind_symbol(library, "curl_easy_strerror", &curl.easy_strerror) &&
+                  bind_symbol(library, "curl_slist_append", &curl.slist_append) &&
+                  bind_symbol(library, "curl_slist_free_all", &curl.slist_free_all);
   if (!complete) {
     return error(Code::kUnavailable, "{} lacks a function rosetctl needs; it is too old", kSoname);
   }
