@@ -9,9 +9,11 @@
 #include <atomic>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "core/clock.h"
 #include "core/commit_store/open_beneath.h"
+#include "core/commit_store/sha256.h"
 #include "core/commit_store/stat_cache.h"
 #include "core/commit_store/tree_walk.h"
 #include "core/parallel_for.h"
@@ -19,9 +21,10 @@
 namespace rosetctl {
 namespace {
 
-// A cached version is trusted only if its ctime is this much older than the moment the file
-// was read: a write landing in the same timestamp tick as the previous one would otherwise go
-// unnoticed by the next commit (git calls these entries "racily clean").
+// A cached version is trusted only if its ctime is this much older than the moment the walk
+// began (its xattrs are read by the walk, its content after it): a change landing in the same
+// timestamp tick as the previous one would otherwise go unnoticed by the next commit (git calls
+// these entries "racily clean").
 constexpr int64_t kRacyWindowNs = 100'000'000;
 
 struct FileResult {
@@ -65,9 +68,16 @@ Status wait_for_writeout(const CommitStore& store, const std::vector<std::string
 
 class Capturer {
  public:
+  // `walk_started`: when the walk that produced the entries began. `blobs_assured`: every
+  // blob the cache names is known to be stored (its anchor commit exists).
   Capturer(const CommitStore& store, int root_fd, const std::string& shown_root,
-           const StatCache& cache)
-      : store_(store), root_fd_(root_fd), shown_root_(shown_root), cache_(cache) {}
+           const StatCache& cache, int64_t walk_started, bool blobs_assured)
+      : store_(store),
+        root_fd_(root_fd),
+        shown_root_(shown_root),
+        cache_(cache),
+        walk_started_(walk_started),
+        blobs_assured_(blobs_assured) {}
 
   // The content recorded by the previous commit, when the file is as it was then.
   bool reuse_cached(WalkedEntry& walked, FileResult& result) const;
@@ -81,6 +91,8 @@ class Capturer {
   int root_fd_;
   const std::string& shown_root_;
   const StatCache& cache_;
+  int64_t walk_started_;
+  bool blobs_assured_;
   std::atomic<bool> reflink_works_{true};  // until the first FICLONE says otherwise
 };
 
@@ -117,7 +129,7 @@ Expected<StoredContent> Capturer::store_content(int fd, int64_t size, const std:
 bool Capturer::reuse_cached(WalkedEntry& walked, FileResult& result) const {
   const CachedFile* cached = cache_.find(walked.entry.path);
   if (cached == nullptr || !(cached->version == walked.version) ||
-      !store_.has_blob(cached->content)) {
+      (!blobs_assured_ && !store_.has_blob(cached->content))) {
     return false;
   }
   walked.entry.content = cached->content;
@@ -131,7 +143,6 @@ Status Capturer::capture(WalkedEntry& walked, FileResult& result, ContentBuffer&
   if (reuse_cached(walked, result)) return Status::ok();
   std::string shown = shown_root_ + "/" + entry.path;
   for (int attempt = 0; attempt < kMaxCaptureAttempts; ++attempt) {
-    int64_t started = unix_now_ns();
     UniqueFd fd(open_beneath(root_fd_, entry.path, O_RDONLY));
     struct stat before, after;
     if (!fd.valid() || ::fstat(fd.get(), &before) != 0 || !S_ISREG(before.st_mode)) {
@@ -161,8 +172,8 @@ Status Capturer::capture(WalkedEntry& walked, FileResult& result, ContentBuffer&
     entry.uid = before.st_uid;
     entry.gid = before.st_gid;
     result.added = stored->added;
-    if (version.ctime_ns + kRacyWindowNs < started)
-      result.cache = CachedFile{version, entry.content};
+    if (version.ctime_ns + kRacyWindowNs < walk_started_)
+      result.cache = CachedFile{version, entry.content, entry.xattrs};
     return Status::ok();
   }
   return error(Code::kAborted,
@@ -196,7 +207,15 @@ Expected<CommitOutcome> commit_directory(const CommitStore& store, const CommitR
   UniqueFd root(::open(request.directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!root.valid())
     return errno_status(errno, fmt::format("cannot open \"{}\"", request.directory));
-  auto walked = walk_tree(root.get(), request.directory);
+  // The tree and commit objects need SHA-256: its library loads while the walk runs.
+  std::jthread hashing_ready = load_sha256_in_background();
+  StatCache previous = StatCache::load(store.stat_cache_path(request.volume_id));
+  int64_t walk_started = unix_now_ns();
+  auto walked = walk_tree(
+      root.get(), request.directory, [&](const std::string& path, const FileVersion& version) {
+        const CachedFile* cached = previous.find(path);
+        return cached != nullptr && cached->version == version ? &cached->xattrs : nullptr;
+      });
   if (!walked) return walked.status();
 
   std::vector<std::size_t> files;
@@ -208,8 +227,8 @@ Expected<CommitOutcome> commit_directory(const CommitStore& store, const CommitR
   }
   Progress progress(request.progress);
   progress.start(fmt::format("committing {}", request.volume_name), files.size(), bytes_total);
-  StatCache previous = StatCache::load(store.stat_cache_path(request.volume_id));
-  Capturer capturer(store, root.get(), request.directory, previous);
+  bool blobs_assured = !previous.anchor().empty() && store.has_commit(previous.anchor());
+  Capturer capturer(store, root.get(), request.directory, previous, walk_started, blobs_assured);
   std::vector<FileResult> results(walked->size());
   // Unchanged files first, on this thread: a re-commit of an unchanged volume then starts no
   // workers at all.
@@ -254,6 +273,7 @@ Expected<CommitOutcome> commit_directory(const CommitStore& store, const CommitR
   auto id = store.put_commit(outcome.commit);
   if (!id) return id.status();
   outcome.id = *id;
+  next.set_anchor(*id);
   // Only a cache: failing to save it makes the next commit slower, not wrong.
   (void)next.save(store.stat_cache_path(request.volume_id));
   return outcome;

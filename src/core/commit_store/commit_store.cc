@@ -287,6 +287,11 @@ Expected<std::string> CommitStore::put_commit(const CommitObject& commit) const 
   return id;
 }
 
+bool CommitStore::has_commit(std::string_view id) const {
+  return is_digest_hex(id) &&
+         ::faccessat(commits_fd_.get(), std::string(id).c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 Expected<CommitObject> CommitStore::read_commit(std::string_view id) const {
   if (!is_digest_hex(id)) return error(Code::kInvalidArgument, "\"{}\" is not a commit id", id);
   auto text = read_verified(commits_fd_.get(), std::string(id), id, "commit");

@@ -73,6 +73,7 @@ class CommitStore {
   // Durable when it returns (the file and its directory are fsynced); returns the commit id.
   Expected<std::string> put_commit(const CommitObject& commit) const;
   Expected<CommitObject> read_commit(std::string_view id) const;
+  bool has_commit(std::string_view id) const;
   Expected<std::vector<std::string>> commit_ids() const;
   Status remove_commit(std::string_view id) const;
 

@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -41,6 +42,8 @@ struct Crypto {
 
 // Loaded once per process. Without it no content address can be computed, so its absence is
 // fatal, with the package to install.
+std::atomic<bool> crypto_loaded{false};
+
 const Crypto& crypto() {
   static Crypto loaded;
   static std::once_flag once;
@@ -55,6 +58,7 @@ const Crypto& crypto() {
                     bind_symbol(*library, "EVP_sha256", &loaded.sha256);
     if (!complete)
       cannot_load(fmt::format("{} lacks a function rosetctl needs; it is too old", kSoname));
+    crypto_loaded = true;
   });
   return loaded;
 }
@@ -113,6 +117,13 @@ std::string sha256_hex(std::string_view data) {
   Sha256 hash;
   hash.update(data);
   return hash.finish_hex();
+}
+
+std::jthread load_sha256_in_background() {
+  static std::atomic<bool> requested{false};
+  if (crypto_loaded || requested.exchange(true)) return {};
+  // A first digest also initialises OpenSSL's default provider, the other half of the cost.
+  return std::jthread([] { (void)sha256_hex(""); });
 }
 
 bool is_digest_hex(std::string_view text) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace rosetctl {
 
@@ -31,6 +32,11 @@ class Sha256 {
 };
 
 std::string sha256_hex(std::string_view data);
+
+// Loads OpenSSL (about 6 ms of page faults and provider set-up here) on a new thread, unless a
+// hash was taken or the load requested already, so that a later first hash need not wait for
+// it. The returned thread (maybe empty) joins when destroyed.
+std::jthread load_sha256_in_background();
 
 // 64 lowercase hex digits: the shape of every object name and commit id.
 bool is_digest_hex(std::string_view text);

@@ -81,8 +81,8 @@ Expected<std::vector<std::string>> directory_names(int dir_fd, const std::string
 
 class Walker {
  public:
-  Walker(dev_t root_device, std::string shown_root)
-      : root_device_(root_device), shown_root_(std::move(shown_root)) {}
+  Walker(dev_t root_device, std::string shown_root, const KnownXattrs& known)
+      : root_device_(root_device), shown_root_(std::move(shown_root)), known_(known) {}
 
   Status visit_directory(int dir_fd, const std::string& relative);
   std::vector<WalkedEntry> take() { return std::move(entries_); }
@@ -95,6 +95,7 @@ class Walker {
 
   dev_t root_device_;
   std::string shown_root_;
+  const KnownXattrs& known_;
   std::vector<WalkedEntry> entries_;
 };
 
@@ -142,9 +143,15 @@ Status Walker::visit_child(int dir_fd, const std::string& parent, const std::str
     if (!target) return target.status().code() == Code::kNotFound ? Status::ok() : target.status();
     walked.entry.target = std::move(*target);
   }
-  auto xattrs = read_xattrs(dir_fd, name, shown(relative));
-  if (!xattrs) return xattrs.status().code() == Code::kNotFound ? Status::ok() : xattrs.status();
-  walked.entry.xattrs = std::move(*xattrs);
+  const std::vector<Xattr>* known = nullptr;
+  if (walked.entry.type == EntryType::kRegular && known_) known = known_(relative, walked.version);
+  if (known != nullptr) {
+    walked.entry.xattrs = *known;
+  } else {
+    auto xattrs = read_xattrs(dir_fd, name, shown(relative));
+    if (!xattrs) return xattrs.status().code() == Code::kNotFound ? Status::ok() : xattrs.status();
+    walked.entry.xattrs = std::move(*xattrs);
+  }
   entries_.push_back(std::move(walked));
   return Status::ok();
 }
@@ -161,6 +168,9 @@ Status Walker::visit_directory(int dir_fd, const std::string& relative) {
   entries_.push_back(std::move(self));
   auto names = directory_names(dir_fd, shown(relative));
   if (!names) return names.status();
+  // Room for the children at once (keeping the vector's doubling): moving entries is not free.
+  if (std::size_t needed = entries_.size() + names->size(); needed > entries_.capacity())
+    entries_.reserve(std::max(needed, 2 * entries_.capacity()));
   for (const std::string& name : *names) {
     ROSETCTL_RETURN_IF_ERROR(visit_child(dir_fd, relative, name));
   }
@@ -231,12 +241,13 @@ Expected<std::vector<Xattr>> read_xattrs(int dir_fd, const std::string& name,
   return xattrs;
 }
 
-Expected<std::vector<WalkedEntry>> walk_tree(int root_fd, const std::string& shown_root) {
+Expected<std::vector<WalkedEntry>> walk_tree(int root_fd, const std::string& shown_root,
+                                             const KnownXattrs& known) {
   struct stat st;
   if (::fstat(root_fd, &st) != 0) {
     return errno_status(errno, fmt::format("cannot inspect \"{}\"", shown_root));
   }
-  Walker walker(st.st_dev, shown_root);
+  Walker walker(st.st_dev, shown_root, known);
   ROSETCTL_RETURN_IF_ERROR(walker.visit_directory(root_fd, ""));
   std::vector<WalkedEntry> entries = walker.take();
   std::sort(entries.begin(), entries.end(),

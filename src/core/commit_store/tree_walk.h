@@ -3,6 +3,7 @@
 // descends into another filesystem mounted inside the tree.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,17 @@ struct WalkedEntry {
   FileVersion version;  // regular files: the version seen by the walk
 };
 
+// The xattrs of the regular file at `path` (relative to the walked root) when it still is
+// exactly `version`, or null to read them from the file.
+using KnownXattrs =
+    std::function<const std::vector<Xattr>*(const std::string& path, const FileVersion& version)>;
+
 // Every entry below (and including) the directory open at `root_fd`, sorted like a Tree, with
 // second and later names of a hard-linked file turned into kHardlink entries. Entries that
-// vanish during the walk are left out. `shown_root` names the tree in errors.
-Expected<std::vector<WalkedEntry>> walk_tree(int root_fd, const std::string& shown_root);
+// vanish during the walk are left out. `shown_root` names the tree in errors. `known` spares
+// reading the xattrs of files that did not change since they were last read.
+Expected<std::vector<WalkedEntry>> walk_tree(int root_fd, const std::string& shown_root,
+                                             const KnownXattrs& known = {});
 
 // The xattrs of `name` in the directory open at `dir_fd` (the directory itself when `name` is
 // empty), sorted by name, without following a symlink.

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/commit_store/sha256.h"
+#include "core/commit_store/store_gc.h"
 #include "unit/core/commit_store/sample_volume.h"
 
 using namespace rosetctl;
@@ -109,9 +110,46 @@ TEST_CASE("a cached hash whose blob was collected is not reused", "[commit_store
   Fixture f;
   write_file(f.volume + "/data", "payload");
   set_mtime(f.volume + "/data", 1'600'000'000, 0);
+  ::usleep(150'000);  // past the racy window, so the cache holds the file
   CommitOutcome first = f.commit(f.volume, "local-1");
-  REQUIRE(f.store->remove_blob(sha256_hex("payload")).is_ok());
+  // The snapshot is deleted and collected: its commit (the cache's anchor) and blob are gone.
+  REQUIRE(f.store->remove_commit(first.id).is_ok());
+  {
+    auto lock = f.store->lock_exclusive(std::chrono::seconds(1));
+    REQUIRE(lock.has_value());
+    auto report = collect_garbage(*f.store, *lock);
+    REQUIRE(report.has_value());
+    REQUIRE(report->blobs_removed == 1);
+  }
+  REQUIRE_FALSE(f.store->has_blob(sha256_hex("payload")));
   CommitOutcome again = f.commit(f.volume, "local-1", first.id);
   CHECK(again.reused_files == 0);
   CHECK(f.store->has_blob(sha256_hex("payload")));
+}
+
+TEST_CASE("a re-commit sees an xattr change on a file whose content and mtime did not change",
+          "[commit_store]") {
+  Fixture f;
+  for (const char* name : {"kept", "tagged"}) {
+    write_file(f.volume + "/" + name, name);
+    set_mtime(f.volume + "/" + name, 1'600'000'000, 0);
+  }
+  ::usleep(150'000);
+  CommitOutcome first = f.commit(f.volume, "local-1");
+  // setxattr moves the ctime only: content, size and mtime stay as they were.
+  REQUIRE(::setxattr((f.volume + "/tagged").c_str(), "user.epoch", "7", 1, 0) == 0);
+  CommitOutcome again = f.commit(f.volume, "local-1", first.id);
+  CHECK(again.reused_files == 1);
+  auto tree = f.store->read_tree(again.commit.tree);
+  REQUIRE(tree.has_value());
+  for (const TreeEntry& entry : tree->entries) {
+    if (entry.path == "tagged") CHECK(entry.xattrs == std::vector<Xattr>{{"user.epoch", "7"}});
+    if (entry.path == "kept") CHECK(entry.xattrs.empty());
+  }
+  // And the xattr, now cached with the file's new version, stays in later commits.
+  ::usleep(150'000);
+  CommitOutcome third = f.commit(f.volume, "local-1", again.id);
+  CommitOutcome fourth = f.commit(f.volume, "local-1", third.id);
+  CHECK(fourth.reused_files == 2);
+  CHECK(fourth.commit.tree == again.commit.tree);
 }
