@@ -2,6 +2,7 @@
 // CO would, and reports throughput, latency percentiles and the server's memory.
 //
 //   csi_load --endpoint unix:///path/csi.sock --serve-pid PID --work-dir DIR
+//            [--seconds N] [--existing N] [--only create-delete|publish-fanout|scale|floor]
 //
 // Scenarios (all run in order; see bench/README.md for the targets):
 //   1. create-delete: 8 clients, each CreateVolume + DeleteVolume of unique names, for N seconds
@@ -35,6 +36,7 @@ struct Options {
   double seconds = 10;
   int targets = 100;
   int existing = 10000;
+  std::string only;  // one scenario by name; all when empty
 };
 
 struct Memory {
@@ -130,6 +132,30 @@ void create_delete(const std::shared_ptr<grpc::Channel>& channel, const Options&
       "ms)\n",
       options.clients, pairs.load(), elapsed, pairs / elapsed, percentile(all, 0.5),
       percentile(all, 0.99));
+}
+
+// The transport's floor: the same clients calling GetPluginInfo, which does no work in serve.
+void probe_floor(const std::shared_ptr<grpc::Channel>& channel, const Options& options) {
+  std::atomic<long> calls = 0;
+  auto deadline = Clock::now() + std::chrono::duration<double>(options.seconds);
+  std::vector<std::thread> clients;
+  auto start = Clock::now();
+  for (int c = 0; c < options.clients; ++c) {
+    clients.emplace_back([&] {
+      auto stub = csi::v1::Identity::NewStub(channel);
+      while (Clock::now() < deadline) {
+        csi::v1::GetPluginInfoResponse response;
+        grpc::ClientContext context;
+        check(stub->GetPluginInfo(&context, {}, &response), "GetPluginInfo");
+        ++calls;
+      }
+    });
+  }
+  for (auto& client : clients)
+    client.join();
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf("floor           %d clients: %ld GetPluginInfo calls in %.1f s = %.0f calls/s\n",
+              options.clients, calls.load(), elapsed, calls / elapsed);
 }
 
 void publish_fanout(const std::shared_ptr<grpc::Channel>& channel, const Options& options) {
@@ -271,6 +297,8 @@ int main(int argc, char** argv) {
       options.seconds = std::stod(value);
     else if (flag == "--existing")
       options.existing = std::stoi(value);
+    else if (flag == "--only")
+      options.only = value;
     else {
       std::fprintf(stderr, "csi_load: unknown flag %s\n", flag.c_str());
       return 2;
@@ -283,9 +311,11 @@ int main(int argc, char** argv) {
   }
   auto channel = grpc::CreateChannel(options.endpoint, grpc::InsecureChannelCredentials());
   print_memory("idle", options.serve_pid);
-  create_delete(channel, options);
-  publish_fanout(channel, options);
-  scale(channel, options);
+  auto wanted = [&](std::string_view name) { return options.only.empty() || options.only == name; };
+  if (wanted("create-delete")) create_delete(channel, options);
+  if (wanted("publish-fanout")) publish_fanout(channel, options);
+  if (wanted("scale")) scale(channel, options);
+  if (options.only == "floor") probe_floor(channel, options);  // only when asked
   print_memory("after the runs", options.serve_pid);
   // What serve keeps once the load is over (it trims its heap when idle).
   std::this_thread::sleep_for(std::chrono::seconds(3));
