@@ -73,7 +73,7 @@ Expected<std::vector<csi::v1::Snapshot>> list_all_snapshots(CsiClient& client,
 Status run_commit(const GlobalOptions& globals, const CommitOptions& options) {
   auto session = Session::open(globals);
   if (!session) return session.status();
-  auto volume = resolve_volume((*session)->client(), options.volume);
+  auto volume = resolve_volume(**session, options.volume);
   if (!volume) return volume.status();
   csi::v1::CreateSnapshotRequest request;
   request.set_source_volume_id(volume->volume.volume_id());
@@ -100,7 +100,7 @@ Status run_commit(const GlobalOptions& globals, const CommitOptions& options) {
 // (by name or id).
 Expected<std::string> volume_filter(Session& session, const std::string& volume) {
   if (volume.empty()) return std::string();
-  auto live = resolve_volume(session.client(), volume);
+  auto live = resolve_volume(session, volume);
   if (live) return live->volume.volume_id();
   if (live.status().code() != Code::kNotFound) return live.status();
   auto records = session.store().list_snapshots("", 0);
@@ -187,7 +187,7 @@ Status run_restore(const GlobalOptions& globals, const SnapshotOptions& options)
   csi::v1::CreateVolumeResponse response;
   ROSETCTL_RETURN_IF_ERROR((*session)->client().controller(
       &csi::v1::Controller::Stub::CreateVolume, request, &response, CsiClient::kDataCallDeadline));
-  auto info = resolve_volume((*session)->client(), response.volume().volume_id());
+  auto info = resolve_volume(**session, response.volume().volume_id());
   if (!info) return info.status();
   auto described = describe_volume((*session)->store(), *info);
   if (!described) return described.status();

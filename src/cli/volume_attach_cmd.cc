@@ -90,7 +90,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   auto session = Session::open(globals);
   if (!session) return session.status();
   CsiClient& client = (*session)->client();
-  auto info = resolve_volume(client, options.volume);
+  auto info = resolve_volume(**session, options.volume);
   if (!info) return info.status();
   const std::string& id = info->volume.volume_id();
   std::string name = volume_name(info->volume);
@@ -182,7 +182,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   rollback.commit();
 
   const std::string& path = *target;
-  auto refreshed = resolve_volume(client, id);
+  auto refreshed = resolve_volume(**session, id);
   auto out = describe_volume((*session)->store(), refreshed ? *refreshed : *info);
   if (!out) return out.status();
   (*out)["path"] = path;
@@ -197,7 +197,7 @@ Status run_disconnect(const GlobalOptions& globals, const AttachOptions& options
   if (!session) return session.status();
   CsiClient& client = (*session)->client();
   StateStore& store = (*session)->store();
-  auto info = resolve_volume(client, options.volume);
+  auto info = resolve_volume(**session, options.volume);
   if (!info) return info.status();
   const std::string& id = info->volume.volume_id();
   std::string name = volume_name(info->volume);
@@ -269,7 +269,7 @@ Status run_stats(const GlobalOptions& globals, const AttachOptions& options) {
   if (!state_exists(globals)) return no_state(globals, options.volume);
   auto session = Session::open(globals);
   if (!session) return session.status();
-  auto info = resolve_volume((*session)->client(), options.volume);
+  auto info = resolve_volume(**session, options.volume);
   if (!info) return info.status();
   const std::string& id = info->volume.volume_id();
   std::string path = options.target;

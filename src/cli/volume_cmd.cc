@@ -73,7 +73,7 @@ Expected<bool> set_content_source(Session& session, const CreateOptions& options
     return is_block_snapshot(*snapshot);
   }
   if (!options.from_volume.empty()) {
-    auto volume = resolve_volume(session.client(), options.from_volume);
+    auto volume = resolve_volume(session, options.from_volume);
     if (!volume) return volume.status();
     request->mutable_volume_content_source()->mutable_volume()->set_volume_id(
         volume->volume.volume_id());
@@ -150,7 +150,7 @@ Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
       &csi::v1::Controller::Stub::CreateVolume, request, &response,
       request.has_volume_content_source() ? CsiClient::kDataCallDeadline
                                           : CsiClient::kCallDeadline));
-  auto info = resolve_volume((*session)->client(), response.volume().volume_id());
+  auto info = resolve_volume(**session, response.volume().volume_id());
   if (!info) return info.status();
   return print_volume(**session, globals.output, *info);
 }
@@ -188,7 +188,7 @@ Status run_show(const GlobalOptions& globals, const VolumeOptions& options) {
   if (!state_exists(globals)) return no_state(globals, options.volume);
   auto session = Session::open(globals);
   if (!session) return session.status();
-  auto info = resolve_volume((*session)->client(), options.volume);
+  auto info = resolve_volume(**session, options.volume);
   if (!info) return info.status();
   return print_volume(**session, globals.output, *info);
 }
@@ -198,7 +198,7 @@ Status run_expand(const GlobalOptions& globals, const VolumeOptions& options) {
   if (!bytes) return bytes.status();
   auto session = Session::open(globals);
   if (!session) return session.status();
-  auto info = resolve_volume((*session)->client(), options.volume);
+  auto info = resolve_volume(**session, options.volume);
   if (!info) return info.status();
   if (*bytes < info->volume.capacity_bytes()) {
     return error(Code::kOutOfRange, "volume \"{}\" is already {}; volumes never shrink",
@@ -215,7 +215,7 @@ Status run_expand(const GlobalOptions& globals, const VolumeOptions& options) {
   auto expansion = expand_on_this_node(**session, *info, response.capacity_bytes(),
                                        response.node_expansion_required());
   if (!expansion) return expansion.status();
-  auto updated = resolve_volume((*session)->client(), info->volume.volume_id());
+  auto updated = resolve_volume(**session, info->volume.volume_id());
   if (!updated) return updated.status();
   auto out = describe_volume((*session)->store(), *updated);
   if (!out) return out.status();
@@ -234,7 +234,7 @@ Status run_modify(const GlobalOptions& globals, const VolumeOptions& options) {
       parse_parameters(options.parameters, request.mutable_mutable_parameters()));
   auto session = Session::open(globals);
   if (!session) return session.status();
-  auto info = resolve_volume((*session)->client(), options.volume);
+  auto info = resolve_volume(**session, options.volume);
   if (!info) return info.status();
   request.set_volume_id(info->volume.volume_id());
   csi::v1::ControllerModifyVolumeResponse response;
@@ -246,7 +246,7 @@ Status run_modify(const GlobalOptions& globals, const VolumeOptions& options) {
 Status run_delete(const GlobalOptions& globals, const VolumeOptions& options) {
   auto session = Session::open(globals);
   if (!session) return session.status();
-  auto info = resolve_volume((*session)->client(), options.volume);
+  auto info = resolve_volume(**session, options.volume);
   if (!info) {
     // Deleting what is not there is done already: the same answer CSI's DeleteVolume gives.
     if (info.status().code() != Code::kNotFound) return info.status();
@@ -271,7 +271,7 @@ Status run_delete(const GlobalOptions& globals, const VolumeOptions& options) {
 Status run_map(const GlobalOptions& globals, const VolumeOptions& options, bool map) {
   auto session = Session::open(globals);
   if (!session) return session.status();
-  auto info = resolve_volume((*session)->client(), options.volume);
+  auto info = resolve_volume(**session, options.volume);
   if (!info) return info.status();
   std::string node = options.node.empty() ? (*session)->node_id() : options.node;
   nlohmann::json out = {

@@ -61,21 +61,17 @@ Expected<std::vector<VolumeInfo>> list_all_volumes(CsiClient& client) {
   return out;
 }
 
-Expected<VolumeInfo> resolve_volume(CsiClient& client, std::string_view name_or_id) {
+Expected<VolumeInfo> resolve_volume(Session& session, std::string_view name_or_id) {
   ROSETCTL_RETURN_IF_ERROR(validate_name(name_or_id, "volume name or id"));
+  auto named = session.store().find_volume_by_name(name_or_id);
+  if (!named) return named.status();
   csi::v1::ControllerGetVolumeRequest request;
-  request.set_volume_id(std::string(name_or_id));
+  request.set_volume_id(*named ? (*named)->id : std::string(name_or_id));
   csi::v1::ControllerGetVolumeResponse response;
-  Status status =
-      client.controller(&csi::v1::Controller::Stub::ControllerGetVolume, request, &response);
+  Status status = session.client().controller(&csi::v1::Controller::Stub::ControllerGetVolume,
+                                              request, &response);
   if (status.is_ok()) return info_of(response.volume(), response.status());
   if (status.code() != Code::kNotFound) return status;
-
-  auto all = list_all_volumes(client);
-  if (!all) return all.status();
-  for (VolumeInfo& info : *all) {
-    if (volume_name(info.volume) == name_or_id) return std::move(info);
-  }
   return error(Code::kNotFound, "no volume is named \"{}\" or has that id", name_or_id);
 }
 
