@@ -20,6 +20,7 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
   plugin_options.node_id = options.node_id;
   plugin_options.capacity_overcommit = options.capacity_overcommit;
   plugin_options.roset = roset_config(options);
+  plugin_options.one_command = true;
   if (!options.driver_name.empty()) plugin_options.driver_name = options.driver_name;
 
   std::map<std::string, std::string> secrets;

@@ -41,6 +41,10 @@ Expected<sqlite::Connection*> GroupCommit::writer_connection() {
   if (!connection_) {
     auto opened = sqlite::Connection::open(path_);
     if (!opened) return opened.status();
+    if (wal_autocheckpoint_pages_ > 0) {
+      ROSETCTL_RETURN_IF_ERROR(
+          opened->exec(fmt::format("PRAGMA wal_autocheckpoint={}", wal_autocheckpoint_pages_)));
+    }
     connection_.emplace(std::move(*opened));
   }
   return &*connection_;

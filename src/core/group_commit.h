@@ -19,7 +19,10 @@ class GroupCommit {
  public:
   using Body = std::function<Status(sqlite::Connection&)>;
 
-  explicit GroupCommit(std::string database_path) : path_(std::move(database_path)) {}
+  // `wal_autocheckpoint_pages`: SQLite's wal_autocheckpoint for the writing connection; 0
+  // keeps SQLite's default (1,000 pages).
+  explicit GroupCommit(std::string database_path, int wal_autocheckpoint_pages = 0)
+      : path_(std::move(database_path)), wal_autocheckpoint_pages_(wal_autocheckpoint_pages) {}
 
   // Runs `body` inside a transaction, possibly together with other threads' bodies. Returns
   // `body`'s own status once the transaction committed (or the commit's error). A body that
@@ -38,6 +41,7 @@ class GroupCommit {
   Expected<sqlite::Connection*> writer_connection();
 
   const std::string path_;
+  const int wal_autocheckpoint_pages_;
 
   std::mutex mutex_;
   std::condition_variable batch_done_;

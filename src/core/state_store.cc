@@ -432,7 +432,8 @@ Status StateStore::write(Body&& body) {
   return group_commit_.run(GroupCommit::Body(std::forward<Body>(body)));
 }
 
-Expected<std::unique_ptr<StateStore>> StateStore::open(const std::string& state_dir) {
+Expected<std::unique_ptr<StateStore>> StateStore::open(const std::string& state_dir,
+                                                       Lifetime lifetime) {
   if (state_dir.empty()) {
     return error(Code::kInvalidArgument, "state directory is empty; pass --state-dir");
   }
@@ -442,7 +443,9 @@ Expected<std::unique_ptr<StateStore>> StateStore::open(const std::string& state_
   Expected<sqlite::Connection> connection = sqlite::Connection::open(path);
   if (!connection) return connection.status();
   ROSETCTL_RETURN_IF_ERROR(migrate(*connection, path));
-  std::unique_ptr<StateStore> store(new StateStore(path));
+  constexpr int kOneCommandWalPages = 100;
+  std::unique_ptr<StateStore> store(
+      new StateStore(path, lifetime == Lifetime::kOneCommand ? kOneCommandWalPages : 0));
   store->give_back(std::move(*connection));
   return store;
 }

@@ -105,9 +105,16 @@ class StateStore {
   // The schema version this binary creates and understands (the last migration's number).
   static constexpr int kSchemaVersion = 6;
 
+  // Who opens the store. The first connection of a process reads SQLite's whole WAL to
+  // rebuild its index (2.3 ms of CPU at 2.9 MB here). `serve` pays that once and keeps
+  // SQLite's checkpoint every 1,000 pages (4 MiB); a process that runs one command pays it at
+  // every start, so its writes checkpoint as soon as the WAL passes 100 pages (400 KiB).
+  enum class Lifetime { kLongRunning, kOneCommand };
+
   // Creates state_dir (0700, parents too) and state.db (0600) when missing, then migrates the
   // schema up to kSchemaVersion. A database from a newer rosetctl is FAILED_PRECONDITION.
-  static Expected<std::unique_ptr<StateStore>> open(const std::string& state_dir);
+  static Expected<std::unique_ptr<StateStore>> open(const std::string& state_dir,
+                                                    Lifetime lifetime = Lifetime::kLongRunning);
 
   const std::string& path() const { return path_; }
 
@@ -167,7 +174,8 @@ class StateStore {
  private:
   class Lease;
 
-  explicit StateStore(const std::string& path) : path_(path), group_commit_(path) {}
+  StateStore(const std::string& path, int wal_autocheckpoint_pages)
+      : path_(path), group_commit_(path, wal_autocheckpoint_pages) {}
 
   // Lends out an idle connection, opening a new one when none is free.
   Expected<Lease> borrow();

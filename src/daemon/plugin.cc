@@ -60,7 +60,9 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
   layout.root = resolved;
 
   std::unique_ptr<Plugin> plugin(new Plugin());
-  auto store = StateStore::open(layout.root);
+  auto store =
+      StateStore::open(layout.root, options.one_command ? StateStore::Lifetime::kOneCommand
+                                                        : StateStore::Lifetime::kLongRunning);
   if (!store) return store.status();
   plugin->store_ = std::move(*store);
   options.roset.node_role = options.role != PluginRole::kController;

@@ -31,6 +31,8 @@ struct PluginOptions {
   // Long operations (snapshot commits, restores) report here: the CLI's progress bar on a
   // terminal. Null under `serve` and in JSON mode. Owned by whoever built these options.
   ProgressSink* progress = nullptr;
+  // A CLI run: the plugin lives for one command (StateStore::Lifetime).
+  bool one_command = false;
   RosetConfig roset;  // the roset provider's settings
 };
 

@@ -40,10 +40,10 @@ struct Crypto {
   std::abort();
 }
 
+std::atomic<bool> crypto_loaded{false};  // set once crypto() has succeeded
+
 // Loaded once per process. Without it no content address can be computed, so its absence is
 // fatal, with the package to install.
-std::atomic<bool> crypto_loaded{false};
-
 const Crypto& crypto() {
   static Crypto loaded;
   static std::once_flag once;

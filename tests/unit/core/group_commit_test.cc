@@ -94,3 +94,23 @@ TEST_CASE("a failing write is rolled back alone while its batch commits", "[grou
   CHECK(successes == 200);
   CHECK(db.count() == 201);
 }
+
+TEST_CASE("a writer with a small auto-checkpoint keeps the WAL short and loses nothing",
+          "[group_commit]") {
+  // 100 transactions of about one page each, with SQLite's default and with 10 pages.
+  auto wal_bytes = [](TempDatabase& db, int autocheckpoint_pages) {
+    rosetctl::GroupCommit group(db.path, autocheckpoint_pages);
+    for (int i = 0; i < 100; ++i) {
+      std::string key = std::to_string(i) + std::string(3000, 'k');
+      REQUIRE(group.run([&](rosetctl::sqlite::Connection& c) { return insert(c, key); }).is_ok());
+    }
+    return std::filesystem::file_size(db.path + "-wal");
+  };
+  TempDatabase default_db, short_db;
+  auto long_wal = wal_bytes(default_db, 0);
+  auto short_wal = wal_bytes(short_db, 10);
+  CHECK(short_wal < 25 * 4096);
+  CHECK(long_wal > 4 * short_wal);
+  CHECK(default_db.count() == 100);
+  CHECK(short_db.count() == 100);
+}
