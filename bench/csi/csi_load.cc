@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -103,27 +104,34 @@ void remove(csi::v1::Controller::Stub& stub, const std::string& id) {
   check(stub.DeleteVolume(&context, request, &response), "DeleteVolume");
 }
 
-void create_delete(const std::shared_ptr<grpc::Channel>& channel, const Options& options) {
-  std::atomic<long> pairs = 0;
-  std::vector<std::vector<double>> latencies(options.clients);
+// Runs `iteration(client, i)` in a closed loop on options.clients threads until
+// options.seconds have passed; returns the seconds it took.
+double closed_loop(const Options& options, const std::function<void(int, long)>& iteration) {
   auto deadline = Clock::now() + std::chrono::duration<double>(options.seconds);
   std::vector<std::thread> clients;
   auto start = Clock::now();
   for (int c = 0; c < options.clients; ++c) {
     clients.emplace_back([&, c] {
-      auto stub = csi::v1::Controller::NewStub(channel);
-      for (long i = 0; Clock::now() < deadline; ++i) {
-        auto begin = Clock::now();
-        std::string id = create(*stub, fmt::format("bench-{}-{}", c, i));
-        remove(*stub, id);
-        latencies[c].push_back(Millis(Clock::now() - begin).count());
-        ++pairs;
-      }
+      for (long i = 0; Clock::now() < deadline; ++i)
+        iteration(c, i);
     });
   }
   for (auto& client : clients)
     client.join();
-  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void create_delete(const std::shared_ptr<grpc::Channel>& channel, const Options& options) {
+  std::atomic<long> pairs = 0;
+  std::vector<std::vector<double>> latencies(options.clients);
+  auto stub = csi::v1::Controller::NewStub(channel);  // gRPC stubs are thread-safe
+  double elapsed = closed_loop(options, [&](int c, long i) {
+    auto begin = Clock::now();
+    std::string id = create(*stub, fmt::format("bench-{}-{}", c, i));
+    remove(*stub, id);
+    latencies[c].push_back(Millis(Clock::now() - begin).count());
+    ++pairs;
+  });
   std::vector<double> all;
   for (auto& l : latencies)
     all.insert(all.end(), l.begin(), l.end());
@@ -137,23 +145,13 @@ void create_delete(const std::shared_ptr<grpc::Channel>& channel, const Options&
 // The transport's floor: the same clients calling GetPluginInfo, which does no work in serve.
 void probe_floor(const std::shared_ptr<grpc::Channel>& channel, const Options& options) {
   std::atomic<long> calls = 0;
-  auto deadline = Clock::now() + std::chrono::duration<double>(options.seconds);
-  std::vector<std::thread> clients;
-  auto start = Clock::now();
-  for (int c = 0; c < options.clients; ++c) {
-    clients.emplace_back([&] {
-      auto stub = csi::v1::Identity::NewStub(channel);
-      while (Clock::now() < deadline) {
-        csi::v1::GetPluginInfoResponse response;
-        grpc::ClientContext context;
-        check(stub->GetPluginInfo(&context, {}, &response), "GetPluginInfo");
-        ++calls;
-      }
-    });
-  }
-  for (auto& client : clients)
-    client.join();
-  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  auto stub = csi::v1::Identity::NewStub(channel);
+  double elapsed = closed_loop(options, [&](int, long) {
+    csi::v1::GetPluginInfoResponse response;
+    grpc::ClientContext context;
+    check(stub->GetPluginInfo(&context, {}, &response), "GetPluginInfo");
+    ++calls;
+  });
   std::printf("floor           %d clients: %ld GetPluginInfo calls in %.1f s = %.0f calls/s\n",
               options.clients, calls.load(), elapsed, calls / elapsed);
 }

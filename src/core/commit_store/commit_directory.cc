@@ -127,9 +127,8 @@ Expected<StoredContent> Capturer::store_content(int fd, int64_t size, const std:
 }
 
 bool Capturer::reuse_cached(WalkedEntry& walked, FileResult& result) const {
-  const CachedFile* cached = cache_.find(walked.entry.path);
-  if (cached == nullptr || !(cached->version == walked.version) ||
-      (!blobs_assured_ && !store_.has_blob(cached->content))) {
+  const CachedFile* cached = cache_.find_unchanged(walked.entry.path, walked.version);
+  if (cached == nullptr || (!blobs_assured_ && !store_.has_blob(cached->content))) {
     return false;
   }
   walked.entry.content = cached->content;
@@ -211,11 +210,11 @@ Expected<CommitOutcome> commit_directory(const CommitStore& store, const CommitR
   std::jthread hashing_ready = load_sha256_in_background();
   StatCache previous = StatCache::load(store.stat_cache_path(request.volume_id));
   int64_t walk_started = unix_now_ns();
-  auto walked = walk_tree(
-      root.get(), request.directory, [&](const std::string& path, const FileVersion& version) {
-        const CachedFile* cached = previous.find(path);
-        return cached != nullptr && cached->version == version ? &cached->xattrs : nullptr;
-      });
+  auto walked = walk_tree(root.get(), request.directory,
+                          [&](const std::string& path, const FileVersion& version) {
+                            const CachedFile* cached = previous.find_unchanged(path, version);
+                            return cached != nullptr ? &cached->xattrs : nullptr;
+                          });
   if (!walked) return walked.status();
 
   std::vector<std::size_t> files;

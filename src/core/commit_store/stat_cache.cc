@@ -92,6 +92,12 @@ const CachedFile* StatCache::find(const std::string& path) const {
   return it == files_.end() ? nullptr : &it->second;
 }
 
+const CachedFile* StatCache::find_unchanged(const std::string& path,
+                                            const FileVersion& version) const {
+  const CachedFile* cached = find(path);
+  return cached != nullptr && cached->version == version ? cached : nullptr;
+}
+
 Status StatCache::save(const std::string& path) const {
   std::string text =
       fmt::format("{} {}\n", kHeader, anchor_.empty() ? kNoAnchor : std::string_view(anchor_));

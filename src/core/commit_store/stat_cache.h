@@ -31,6 +31,8 @@ class StatCache {
   static StatCache load(const std::string& path);
 
   const CachedFile* find(const std::string& path) const;
+  // The entry for `path` only if the file is still exactly at the cached `version`.
+  const CachedFile* find_unchanged(const std::string& path, const FileVersion& version) const;
   void add(const std::string& path, const CachedFile& file) { files_[path] = file; }
   std::size_t size() const { return files_.size(); }
 
