@@ -3,6 +3,8 @@
 #pragma once
 
 #include <google/protobuf/message.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/server_callback.h>
 #include <grpcpp/support/status.h>
 
 #include <chrono>
@@ -10,6 +12,7 @@
 
 #include "core/status.h"
 #include "daemon/grpc_status.h"
+#include "daemon/handler_pool.h"
 
 namespace rosetctl {
 
@@ -28,6 +31,29 @@ grpc::Status run_logged(std::string_view method, const google::protobuf::Message
   if (!status.is_ok()) response->Clear();
   log_call_end(method, request, *response, status, std::chrono::steady_clock::now() - start);
   return to_grpc(status);
+}
+
+// Answers a call of gRPC's callback API: `handler` runs on `pool` (it may block), and the call
+// finishes with its status. `handler` must own or point at what it uses: this returns first.
+template <typename Handler>
+grpc::ServerUnaryReactor* answer(HandlerPool& pool, grpc::CallbackServerContext* call,
+                                 std::string_view method, const google::protobuf::Message* request,
+                                 google::protobuf::Message* response, Handler handler) {
+  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
+  pool.run([=, handler = std::move(handler)]() mutable {
+    reactor->Finish(run_logged(method, *request, response, handler));
+  });
+  return reactor;
+}
+
+// The same for a handler that never blocks (it only reads options): run on gRPC's thread.
+template <typename Handler>
+grpc::ServerUnaryReactor* answer_now(grpc::CallbackServerContext* call, std::string_view method,
+                                     const google::protobuf::Message* request,
+                                     google::protobuf::Message* response, Handler&& handler) {
+  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
+  reactor->Finish(run_logged(method, *request, response, std::forward<Handler>(handler)));
+  return reactor;
 }
 
 }  // namespace rosetctl

@@ -563,54 +563,59 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
 
 // ---------------------------------------------------------------- gRPC entry points
 
-grpc::Status ControllerService::CreateVolume(Request*, const csi::v1::CreateVolumeRequest* request,
-                                             csi::v1::CreateVolumeResponse* response) {
-  return run_logged("CreateVolume", *request, response,
-                    [&] { return create_volume(*request, response); });
+grpc::ServerUnaryReactor* ControllerService::CreateVolume(
+    Request* call, const csi::v1::CreateVolumeRequest* request,
+    csi::v1::CreateVolumeResponse* response) {
+  return answer(handlers_, call, "CreateVolume", request, response,
+                [=, this] { return create_volume(*request, response); });
 }
 
-grpc::Status ControllerService::DeleteVolume(Request*, const csi::v1::DeleteVolumeRequest* request,
-                                             csi::v1::DeleteVolumeResponse* response) {
-  return run_logged("DeleteVolume", *request, response, [&] { return delete_volume(*request); });
+grpc::ServerUnaryReactor* ControllerService::DeleteVolume(
+    Request* call, const csi::v1::DeleteVolumeRequest* request,
+    csi::v1::DeleteVolumeResponse* response) {
+  return answer(handlers_, call, "DeleteVolume", request, response,
+                [=, this] { return delete_volume(*request); });
 }
 
-grpc::Status ControllerService::ControllerPublishVolume(
-    Request*, const csi::v1::ControllerPublishVolumeRequest* request,
+grpc::ServerUnaryReactor* ControllerService::ControllerPublishVolume(
+    Request* call, const csi::v1::ControllerPublishVolumeRequest* request,
     csi::v1::ControllerPublishVolumeResponse* response) {
-  return run_logged("ControllerPublishVolume", *request, response,
-                    [&] { return publish_volume(*request, response); });
+  return answer(handlers_, call, "ControllerPublishVolume", request, response,
+                [=, this] { return publish_volume(*request, response); });
 }
 
-grpc::Status ControllerService::ControllerUnpublishVolume(
-    Request*, const csi::v1::ControllerUnpublishVolumeRequest* request,
+grpc::ServerUnaryReactor* ControllerService::ControllerUnpublishVolume(
+    Request* call, const csi::v1::ControllerUnpublishVolumeRequest* request,
     csi::v1::ControllerUnpublishVolumeResponse* response) {
-  return run_logged("ControllerUnpublishVolume", *request, response,
-                    [&] { return unpublish_volume(*request); });
+  return answer(handlers_, call, "ControllerUnpublishVolume", request, response,
+                [=, this] { return unpublish_volume(*request); });
 }
 
-grpc::Status ControllerService::ValidateVolumeCapabilities(
-    Request*, const csi::v1::ValidateVolumeCapabilitiesRequest* request,
+grpc::ServerUnaryReactor* ControllerService::ValidateVolumeCapabilities(
+    Request* call, const csi::v1::ValidateVolumeCapabilitiesRequest* request,
     csi::v1::ValidateVolumeCapabilitiesResponse* response) {
-  return run_logged("ValidateVolumeCapabilities", *request, response,
-                    [&] { return validate_capabilities(*request, response); });
+  return answer(handlers_, call, "ValidateVolumeCapabilities", request, response,
+                [=, this] { return validate_capabilities(*request, response); });
 }
 
-grpc::Status ControllerService::ListVolumes(Request*, const csi::v1::ListVolumesRequest* request,
-                                            csi::v1::ListVolumesResponse* response) {
-  return run_logged("ListVolumes", *request, response,
-                    [&] { return list_volumes(*request, response); });
+grpc::ServerUnaryReactor* ControllerService::ListVolumes(Request* call,
+                                                         const csi::v1::ListVolumesRequest* request,
+                                                         csi::v1::ListVolumesResponse* response) {
+  return answer(handlers_, call, "ListVolumes", request, response,
+                [=, this] { return list_volumes(*request, response); });
 }
 
-grpc::Status ControllerService::GetCapacity(Request*, const csi::v1::GetCapacityRequest* request,
-                                            csi::v1::GetCapacityResponse* response) {
-  return run_logged("GetCapacity", *request, response,
-                    [&] { return get_capacity(*request, response); });
+grpc::ServerUnaryReactor* ControllerService::GetCapacity(Request* call,
+                                                         const csi::v1::GetCapacityRequest* request,
+                                                         csi::v1::GetCapacityResponse* response) {
+  return answer(handlers_, call, "GetCapacity", request, response,
+                [=, this] { return get_capacity(*request, response); });
 }
 
-grpc::Status ControllerService::ControllerGetCapabilities(
-    Request*, const csi::v1::ControllerGetCapabilitiesRequest* request,
+grpc::ServerUnaryReactor* ControllerService::ControllerGetCapabilities(
+    Request* call, const csi::v1::ControllerGetCapabilitiesRequest* request,
     csi::v1::ControllerGetCapabilitiesResponse* response) {
-  return run_logged("ControllerGetCapabilities", *request, response, [&] {
+  return answer_now(call, "ControllerGetCapabilities", request, response, [&] {
     using Rpc = csi::v1::ControllerServiceCapability::RPC;
     for (auto type : {Rpc::CREATE_DELETE_VOLUME, Rpc::PUBLISH_UNPUBLISH_VOLUME, Rpc::LIST_VOLUMES,
                       Rpc::GET_CAPACITY, Rpc::PUBLISH_READONLY, Rpc::EXPAND_VOLUME,
@@ -623,46 +628,46 @@ grpc::Status ControllerService::ControllerGetCapabilities(
   });
 }
 
-grpc::Status ControllerService::ControllerGetVolume(
-    Request*, const csi::v1::ControllerGetVolumeRequest* request,
+grpc::ServerUnaryReactor* ControllerService::ControllerGetVolume(
+    Request* call, const csi::v1::ControllerGetVolumeRequest* request,
     csi::v1::ControllerGetVolumeResponse* response) {
-  return run_logged("ControllerGetVolume", *request, response,
-                    [&] { return get_volume(*request, response); });
+  return answer(handlers_, call, "ControllerGetVolume", request, response,
+                [=, this] { return get_volume(*request, response); });
 }
 
-grpc::Status ControllerService::ControllerExpandVolume(
-    Request*, const csi::v1::ControllerExpandVolumeRequest* request,
+grpc::ServerUnaryReactor* ControllerService::ControllerExpandVolume(
+    Request* call, const csi::v1::ControllerExpandVolumeRequest* request,
     csi::v1::ControllerExpandVolumeResponse* response) {
-  return run_logged("ControllerExpandVolume", *request, response,
-                    [&] { return expand_volume(*request, response); });
+  return answer(handlers_, call, "ControllerExpandVolume", request, response,
+                [=, this] { return expand_volume(*request, response); });
 }
 
-grpc::Status ControllerService::CreateSnapshot(Request*,
-                                               const csi::v1::CreateSnapshotRequest* request,
-                                               csi::v1::CreateSnapshotResponse* response) {
-  return run_logged("CreateSnapshot", *request, response,
-                    [&] { return create_snapshot(*request, response); });
+grpc::ServerUnaryReactor* ControllerService::CreateSnapshot(
+    Request* call, const csi::v1::CreateSnapshotRequest* request,
+    csi::v1::CreateSnapshotResponse* response) {
+  return answer(handlers_, call, "CreateSnapshot", request, response,
+                [=, this] { return create_snapshot(*request, response); });
 }
 
-grpc::Status ControllerService::DeleteSnapshot(Request*,
-                                               const csi::v1::DeleteSnapshotRequest* request,
-                                               csi::v1::DeleteSnapshotResponse* response) {
-  return run_logged("DeleteSnapshot", *request, response,
-                    [&] { return delete_snapshot(*request); });
+grpc::ServerUnaryReactor* ControllerService::DeleteSnapshot(
+    Request* call, const csi::v1::DeleteSnapshotRequest* request,
+    csi::v1::DeleteSnapshotResponse* response) {
+  return answer(handlers_, call, "DeleteSnapshot", request, response,
+                [=, this] { return delete_snapshot(*request); });
 }
 
-grpc::Status ControllerService::ListSnapshots(Request*,
-                                              const csi::v1::ListSnapshotsRequest* request,
-                                              csi::v1::ListSnapshotsResponse* response) {
-  return run_logged("ListSnapshots", *request, response,
-                    [&] { return list_snapshots(*request, response); });
+grpc::ServerUnaryReactor* ControllerService::ListSnapshots(
+    Request* call, const csi::v1::ListSnapshotsRequest* request,
+    csi::v1::ListSnapshotsResponse* response) {
+  return answer(handlers_, call, "ListSnapshots", request, response,
+                [=, this] { return list_snapshots(*request, response); });
 }
 
-grpc::Status ControllerService::ControllerModifyVolume(
-    Request*, const csi::v1::ControllerModifyVolumeRequest* request,
+grpc::ServerUnaryReactor* ControllerService::ControllerModifyVolume(
+    Request* call, const csi::v1::ControllerModifyVolumeRequest* request,
     csi::v1::ControllerModifyVolumeResponse* response) {
-  return run_logged("ControllerModifyVolume", *request, response,
-                    [&] { return modify_volume(*request); });
+  return answer(handlers_, call, "ControllerModifyVolume", request, response,
+                [=, this] { return modify_volume(*request); });
 }
 
 }  // namespace rosetctl

@@ -6,44 +6,52 @@
 
 #include "csi.grpc.pb.h"
 #include "daemon/background_work.h"
+#include "daemon/handler_pool.h"
 #include "daemon/service_context.h"
 
 namespace rosetctl {
 
-class ControllerService final : public csi::v1::Controller::Service {
+class ControllerService final : public csi::v1::Controller::CallbackService {
  public:
-  explicit ControllerService(ServiceContext& context) : context_(context) {}
+  ControllerService(ServiceContext& context, HandlerPool& handlers)
+      : context_(context), handlers_(handlers) {}
 
-  using Request = grpc::ServerContext;
-  grpc::Status CreateVolume(Request*, const csi::v1::CreateVolumeRequest*,
-                            csi::v1::CreateVolumeResponse*) override;
-  grpc::Status DeleteVolume(Request*, const csi::v1::DeleteVolumeRequest*,
-                            csi::v1::DeleteVolumeResponse*) override;
-  grpc::Status ControllerPublishVolume(Request*, const csi::v1::ControllerPublishVolumeRequest*,
-                                       csi::v1::ControllerPublishVolumeResponse*) override;
-  grpc::Status ControllerUnpublishVolume(Request*, const csi::v1::ControllerUnpublishVolumeRequest*,
-                                         csi::v1::ControllerUnpublishVolumeResponse*) override;
-  grpc::Status ValidateVolumeCapabilities(Request*,
-                                          const csi::v1::ValidateVolumeCapabilitiesRequest*,
-                                          csi::v1::ValidateVolumeCapabilitiesResponse*) override;
-  grpc::Status ListVolumes(Request*, const csi::v1::ListVolumesRequest*,
-                           csi::v1::ListVolumesResponse*) override;
-  grpc::Status GetCapacity(Request*, const csi::v1::GetCapacityRequest*,
-                           csi::v1::GetCapacityResponse*) override;
-  grpc::Status ControllerGetCapabilities(Request*, const csi::v1::ControllerGetCapabilitiesRequest*,
-                                         csi::v1::ControllerGetCapabilitiesResponse*) override;
-  grpc::Status ControllerGetVolume(Request*, const csi::v1::ControllerGetVolumeRequest*,
-                                   csi::v1::ControllerGetVolumeResponse*) override;
-  grpc::Status ControllerExpandVolume(Request*, const csi::v1::ControllerExpandVolumeRequest*,
-                                      csi::v1::ControllerExpandVolumeResponse*) override;
-  grpc::Status CreateSnapshot(Request*, const csi::v1::CreateSnapshotRequest*,
-                              csi::v1::CreateSnapshotResponse*) override;
-  grpc::Status DeleteSnapshot(Request*, const csi::v1::DeleteSnapshotRequest*,
-                              csi::v1::DeleteSnapshotResponse*) override;
-  grpc::Status ListSnapshots(Request*, const csi::v1::ListSnapshotsRequest*,
-                             csi::v1::ListSnapshotsResponse*) override;
-  grpc::Status ControllerModifyVolume(Request*, const csi::v1::ControllerModifyVolumeRequest*,
-                                      csi::v1::ControllerModifyVolumeResponse*) override;
+  using Request = grpc::CallbackServerContext;
+  grpc::ServerUnaryReactor* CreateVolume(Request*, const csi::v1::CreateVolumeRequest*,
+                                         csi::v1::CreateVolumeResponse*) override;
+  grpc::ServerUnaryReactor* DeleteVolume(Request*, const csi::v1::DeleteVolumeRequest*,
+                                         csi::v1::DeleteVolumeResponse*) override;
+  grpc::ServerUnaryReactor* ControllerPublishVolume(
+      Request*, const csi::v1::ControllerPublishVolumeRequest*,
+      csi::v1::ControllerPublishVolumeResponse*) override;
+  grpc::ServerUnaryReactor* ControllerUnpublishVolume(
+      Request*, const csi::v1::ControllerUnpublishVolumeRequest*,
+      csi::v1::ControllerUnpublishVolumeResponse*) override;
+  grpc::ServerUnaryReactor* ValidateVolumeCapabilities(
+      Request*, const csi::v1::ValidateVolumeCapabilitiesRequest*,
+      csi::v1::ValidateVolumeCapabilitiesResponse*) override;
+  grpc::ServerUnaryReactor* ListVolumes(Request*, const csi::v1::ListVolumesRequest*,
+                                        csi::v1::ListVolumesResponse*) override;
+  grpc::ServerUnaryReactor* GetCapacity(Request*, const csi::v1::GetCapacityRequest*,
+                                        csi::v1::GetCapacityResponse*) override;
+  grpc::ServerUnaryReactor* ControllerGetCapabilities(
+      Request*, const csi::v1::ControllerGetCapabilitiesRequest*,
+      csi::v1::ControllerGetCapabilitiesResponse*) override;
+  grpc::ServerUnaryReactor* ControllerGetVolume(Request*,
+                                                const csi::v1::ControllerGetVolumeRequest*,
+                                                csi::v1::ControllerGetVolumeResponse*) override;
+  grpc::ServerUnaryReactor* ControllerExpandVolume(
+      Request*, const csi::v1::ControllerExpandVolumeRequest*,
+      csi::v1::ControllerExpandVolumeResponse*) override;
+  grpc::ServerUnaryReactor* CreateSnapshot(Request*, const csi::v1::CreateSnapshotRequest*,
+                                           csi::v1::CreateSnapshotResponse*) override;
+  grpc::ServerUnaryReactor* DeleteSnapshot(Request*, const csi::v1::DeleteSnapshotRequest*,
+                                           csi::v1::DeleteSnapshotResponse*) override;
+  grpc::ServerUnaryReactor* ListSnapshots(Request*, const csi::v1::ListSnapshotsRequest*,
+                                          csi::v1::ListSnapshotsResponse*) override;
+  grpc::ServerUnaryReactor* ControllerModifyVolume(
+      Request*, const csi::v1::ControllerModifyVolumeRequest*,
+      csi::v1::ControllerModifyVolumeResponse*) override;
 
  private:
   Status create_volume(const csi::v1::CreateVolumeRequest& request,
@@ -79,6 +87,7 @@ class ControllerService final : public csi::v1::Controller::Service {
   StagingLocker staging_locker() const;
 
   ServiceContext& context_;
+  HandlerPool& handlers_;
   BackgroundWork background_;  // last: destroyed (joined) first, while the context still lives
 };
 

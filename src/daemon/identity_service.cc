@@ -8,10 +8,10 @@
 
 namespace rosetctl {
 
-grpc::Status IdentityService::GetPluginInfo(grpc::ServerContext*,
-                                            const csi::v1::GetPluginInfoRequest* request,
-                                            csi::v1::GetPluginInfoResponse* response) {
-  return run_logged("GetPluginInfo", *request, response, [&] {
+grpc::ServerUnaryReactor* IdentityService::GetPluginInfo(
+    grpc::CallbackServerContext* call, const csi::v1::GetPluginInfoRequest* request,
+    csi::v1::GetPluginInfoResponse* response) {
+  return answer_now(call, "GetPluginInfo", request, response, [&] {
     response->set_name(context_.options.driver_name);
     response->set_vendor_version(kVersion);
     auto& manifest = *response->mutable_manifest();
@@ -23,10 +23,10 @@ grpc::Status IdentityService::GetPluginInfo(grpc::ServerContext*,
   });
 }
 
-grpc::Status IdentityService::GetPluginCapabilities(
-    grpc::ServerContext*, const csi::v1::GetPluginCapabilitiesRequest* request,
+grpc::ServerUnaryReactor* IdentityService::GetPluginCapabilities(
+    grpc::CallbackServerContext* call, const csi::v1::GetPluginCapabilitiesRequest* request,
     csi::v1::GetPluginCapabilitiesResponse* response) {
-  return run_logged("GetPluginCapabilities", *request, response, [&] {
+  return answer_now(call, "GetPluginCapabilities", request, response, [&] {
     using Service = csi::v1::PluginCapability::Service;
     if (context_.options.role != PluginRole::kNode) {
       response->add_capabilities()->mutable_service()->set_type(Service::CONTROLLER_SERVICE);
@@ -40,9 +40,10 @@ grpc::Status IdentityService::GetPluginCapabilities(
   });
 }
 
-grpc::Status IdentityService::Probe(grpc::ServerContext*, const csi::v1::ProbeRequest* request,
-                                    csi::v1::ProbeResponse* response) {
-  return run_logged("Probe", *request, response, [&]() -> Status {
+grpc::ServerUnaryReactor* IdentityService::Probe(grpc::CallbackServerContext* call,
+                                                 const csi::v1::ProbeRequest* request,
+                                                 csi::v1::ProbeResponse* response) {
+  return answer(handlers_, call, "Probe", request, response, [=, this]() -> Status {
     if (auto count = context_.store.count_volumes(); !count) {
       return error(Code::kFailedPrecondition, "state store is not usable: {}",
                    count.status().message());

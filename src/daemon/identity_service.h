@@ -2,24 +2,29 @@
 #pragma once
 
 #include "csi.grpc.pb.h"
+#include "daemon/handler_pool.h"
 #include "daemon/service_context.h"
 
 namespace rosetctl {
 
-class IdentityService final : public csi::v1::Identity::Service {
+class IdentityService final : public csi::v1::Identity::CallbackService {
  public:
-  explicit IdentityService(ServiceContext& context) : context_(context) {}
+  IdentityService(ServiceContext& context, HandlerPool& handlers)
+      : context_(context), handlers_(handlers) {}
 
-  grpc::Status GetPluginInfo(grpc::ServerContext*, const csi::v1::GetPluginInfoRequest* request,
-                             csi::v1::GetPluginInfoResponse* response) override;
-  grpc::Status GetPluginCapabilities(grpc::ServerContext*,
-                                     const csi::v1::GetPluginCapabilitiesRequest* request,
-                                     csi::v1::GetPluginCapabilitiesResponse* response) override;
-  grpc::Status Probe(grpc::ServerContext*, const csi::v1::ProbeRequest* request,
-                     csi::v1::ProbeResponse* response) override;
+  grpc::ServerUnaryReactor* GetPluginInfo(grpc::CallbackServerContext*,
+                                          const csi::v1::GetPluginInfoRequest* request,
+                                          csi::v1::GetPluginInfoResponse* response) override;
+  grpc::ServerUnaryReactor* GetPluginCapabilities(
+      grpc::CallbackServerContext*, const csi::v1::GetPluginCapabilitiesRequest* request,
+      csi::v1::GetPluginCapabilitiesResponse* response) override;
+  grpc::ServerUnaryReactor* Probe(grpc::CallbackServerContext*,
+                                  const csi::v1::ProbeRequest* request,
+                                  csi::v1::ProbeResponse* response) override;
 
  private:
   ServiceContext& context_;
+  HandlerPool& handlers_;
 };
 
 }  // namespace rosetctl

@@ -463,50 +463,52 @@ Status NodeService::expand_volume(const csi::v1::NodeExpandVolumeRequest& reques
 
 // ---------------------------------------------------------------- gRPC entry points
 
-grpc::Status NodeService::NodeStageVolume(Request*, const csi::v1::NodeStageVolumeRequest* request,
-                                          csi::v1::NodeStageVolumeResponse* response) {
-  return run_logged("NodeStageVolume", *request, response, [&] { return stage_volume(*request); });
+grpc::ServerUnaryReactor* NodeService::NodeStageVolume(
+    Request* call, const csi::v1::NodeStageVolumeRequest* request,
+    csi::v1::NodeStageVolumeResponse* response) {
+  return answer(handlers_, call, "NodeStageVolume", request, response,
+                [=, this] { return stage_volume(*request); });
 }
 
-grpc::Status NodeService::NodeUnstageVolume(Request*,
-                                            const csi::v1::NodeUnstageVolumeRequest* request,
-                                            csi::v1::NodeUnstageVolumeResponse* response) {
-  return run_logged("NodeUnstageVolume", *request, response,
-                    [&] { return unstage_volume(*request); });
+grpc::ServerUnaryReactor* NodeService::NodeUnstageVolume(
+    Request* call, const csi::v1::NodeUnstageVolumeRequest* request,
+    csi::v1::NodeUnstageVolumeResponse* response) {
+  return answer(handlers_, call, "NodeUnstageVolume", request, response,
+                [=, this] { return unstage_volume(*request); });
 }
 
-grpc::Status NodeService::NodePublishVolume(Request*,
-                                            const csi::v1::NodePublishVolumeRequest* request,
-                                            csi::v1::NodePublishVolumeResponse* response) {
-  return run_logged("NodePublishVolume", *request, response,
-                    [&] { return publish_volume(*request); });
+grpc::ServerUnaryReactor* NodeService::NodePublishVolume(
+    Request* call, const csi::v1::NodePublishVolumeRequest* request,
+    csi::v1::NodePublishVolumeResponse* response) {
+  return answer(handlers_, call, "NodePublishVolume", request, response,
+                [=, this] { return publish_volume(*request); });
 }
 
-grpc::Status NodeService::NodeUnpublishVolume(Request*,
-                                              const csi::v1::NodeUnpublishVolumeRequest* request,
-                                              csi::v1::NodeUnpublishVolumeResponse* response) {
-  return run_logged("NodeUnpublishVolume", *request, response,
-                    [&] { return unpublish_volume(*request); });
+grpc::ServerUnaryReactor* NodeService::NodeUnpublishVolume(
+    Request* call, const csi::v1::NodeUnpublishVolumeRequest* request,
+    csi::v1::NodeUnpublishVolumeResponse* response) {
+  return answer(handlers_, call, "NodeUnpublishVolume", request, response,
+                [=, this] { return unpublish_volume(*request); });
 }
 
-grpc::Status NodeService::NodeGetVolumeStats(Request*,
-                                             const csi::v1::NodeGetVolumeStatsRequest* request,
-                                             csi::v1::NodeGetVolumeStatsResponse* response) {
-  return run_logged("NodeGetVolumeStats", *request, response,
-                    [&] { return volume_stats(*request, response); });
+grpc::ServerUnaryReactor* NodeService::NodeGetVolumeStats(
+    Request* call, const csi::v1::NodeGetVolumeStatsRequest* request,
+    csi::v1::NodeGetVolumeStatsResponse* response) {
+  return answer(handlers_, call, "NodeGetVolumeStats", request, response,
+                [=, this] { return volume_stats(*request, response); });
 }
 
-grpc::Status NodeService::NodeExpandVolume(Request*,
-                                           const csi::v1::NodeExpandVolumeRequest* request,
-                                           csi::v1::NodeExpandVolumeResponse* response) {
-  return run_logged("NodeExpandVolume", *request, response,
-                    [&] { return expand_volume(*request, response); });
+grpc::ServerUnaryReactor* NodeService::NodeExpandVolume(
+    Request* call, const csi::v1::NodeExpandVolumeRequest* request,
+    csi::v1::NodeExpandVolumeResponse* response) {
+  return answer(handlers_, call, "NodeExpandVolume", request, response,
+                [=, this] { return expand_volume(*request, response); });
 }
 
-grpc::Status NodeService::NodeGetCapabilities(Request*,
-                                              const csi::v1::NodeGetCapabilitiesRequest* request,
-                                              csi::v1::NodeGetCapabilitiesResponse* response) {
-  return run_logged("NodeGetCapabilities", *request, response, [&] {
+grpc::ServerUnaryReactor* NodeService::NodeGetCapabilities(
+    Request* call, const csi::v1::NodeGetCapabilitiesRequest* request,
+    csi::v1::NodeGetCapabilitiesResponse* response) {
+  return answer_now(call, "NodeGetCapabilities", request, response, [&] {
     using Rpc = csi::v1::NodeServiceCapability::RPC;
     for (auto type : {Rpc::STAGE_UNSTAGE_VOLUME, Rpc::GET_VOLUME_STATS, Rpc::VOLUME_CONDITION,
                       Rpc::EXPAND_VOLUME}) {
@@ -516,9 +518,10 @@ grpc::Status NodeService::NodeGetCapabilities(Request*,
   });
 }
 
-grpc::Status NodeService::NodeGetInfo(Request*, const csi::v1::NodeGetInfoRequest* request,
-                                      csi::v1::NodeGetInfoResponse* response) {
-  return run_logged("NodeGetInfo", *request, response, [&] {
+grpc::ServerUnaryReactor* NodeService::NodeGetInfo(Request* call,
+                                                   const csi::v1::NodeGetInfoRequest* request,
+                                                   csi::v1::NodeGetInfoResponse* response) {
+  return answer_now(call, "NodeGetInfo", request, response, [&] {
     response->set_node_id(context_.options.node_id);
     response->set_max_volumes_per_node(context_.options.max_volumes_per_node);
     (*response->mutable_accessible_topology()->mutable_segments())[kTopologyNodeKey] =

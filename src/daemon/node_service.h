@@ -2,31 +2,35 @@
 #pragma once
 
 #include "csi.grpc.pb.h"
+#include "daemon/handler_pool.h"
 #include "daemon/service_context.h"
 
 namespace rosetctl {
 
-class NodeService final : public csi::v1::Node::Service {
+class NodeService final : public csi::v1::Node::CallbackService {
  public:
-  explicit NodeService(ServiceContext& context) : context_(context) {}
+  NodeService(ServiceContext& context, HandlerPool& handlers)
+      : context_(context), handlers_(handlers) {}
 
-  using Request = grpc::ServerContext;
-  grpc::Status NodeStageVolume(Request*, const csi::v1::NodeStageVolumeRequest*,
-                               csi::v1::NodeStageVolumeResponse*) override;
-  grpc::Status NodeUnstageVolume(Request*, const csi::v1::NodeUnstageVolumeRequest*,
-                                 csi::v1::NodeUnstageVolumeResponse*) override;
-  grpc::Status NodePublishVolume(Request*, const csi::v1::NodePublishVolumeRequest*,
-                                 csi::v1::NodePublishVolumeResponse*) override;
-  grpc::Status NodeUnpublishVolume(Request*, const csi::v1::NodeUnpublishVolumeRequest*,
-                                   csi::v1::NodeUnpublishVolumeResponse*) override;
-  grpc::Status NodeGetVolumeStats(Request*, const csi::v1::NodeGetVolumeStatsRequest*,
-                                  csi::v1::NodeGetVolumeStatsResponse*) override;
-  grpc::Status NodeExpandVolume(Request*, const csi::v1::NodeExpandVolumeRequest*,
-                                csi::v1::NodeExpandVolumeResponse*) override;
-  grpc::Status NodeGetCapabilities(Request*, const csi::v1::NodeGetCapabilitiesRequest*,
-                                   csi::v1::NodeGetCapabilitiesResponse*) override;
-  grpc::Status NodeGetInfo(Request*, const csi::v1::NodeGetInfoRequest*,
-                           csi::v1::NodeGetInfoResponse*) override;
+  using Request = grpc::CallbackServerContext;
+  grpc::ServerUnaryReactor* NodeStageVolume(Request*, const csi::v1::NodeStageVolumeRequest*,
+                                            csi::v1::NodeStageVolumeResponse*) override;
+  grpc::ServerUnaryReactor* NodeUnstageVolume(Request*, const csi::v1::NodeUnstageVolumeRequest*,
+                                              csi::v1::NodeUnstageVolumeResponse*) override;
+  grpc::ServerUnaryReactor* NodePublishVolume(Request*, const csi::v1::NodePublishVolumeRequest*,
+                                              csi::v1::NodePublishVolumeResponse*) override;
+  grpc::ServerUnaryReactor* NodeUnpublishVolume(Request*,
+                                                const csi::v1::NodeUnpublishVolumeRequest*,
+                                                csi::v1::NodeUnpublishVolumeResponse*) override;
+  grpc::ServerUnaryReactor* NodeGetVolumeStats(Request*, const csi::v1::NodeGetVolumeStatsRequest*,
+                                               csi::v1::NodeGetVolumeStatsResponse*) override;
+  grpc::ServerUnaryReactor* NodeExpandVolume(Request*, const csi::v1::NodeExpandVolumeRequest*,
+                                             csi::v1::NodeExpandVolumeResponse*) override;
+  grpc::ServerUnaryReactor* NodeGetCapabilities(Request*,
+                                                const csi::v1::NodeGetCapabilitiesRequest*,
+                                                csi::v1::NodeGetCapabilitiesResponse*) override;
+  grpc::ServerUnaryReactor* NodeGetInfo(Request*, const csi::v1::NodeGetInfoRequest*,
+                                        csi::v1::NodeGetInfoResponse*) override;
 
  private:
   Status stage_volume(const csi::v1::NodeStageVolumeRequest& request);
@@ -39,6 +43,7 @@ class NodeService final : public csi::v1::Node::Service {
                        csi::v1::NodeExpandVolumeResponse* response);
 
   ServiceContext& context_;
+  HandlerPool& handlers_;
 };
 
 }  // namespace rosetctl

@@ -75,9 +75,10 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
 
   plugin->context_.reset(new ServiceContext{std::move(options), layout, *plugin->store_,
                                             *plugin->providers_, std::move(*locks)});
-  plugin->identity_ = std::make_unique<IdentityService>(*plugin->context_);
-  plugin->controller_ = std::make_unique<ControllerService>(*plugin->context_);
-  plugin->node_ = std::make_unique<NodeService>(*plugin->context_);
+  plugin->handlers_ = std::make_unique<HandlerPool>();
+  plugin->identity_ = std::make_unique<IdentityService>(*plugin->context_, *plugin->handlers_);
+  plugin->controller_ = std::make_unique<ControllerService>(*plugin->context_, *plugin->handlers_);
+  plugin->node_ = std::make_unique<NodeService>(*plugin->context_, *plugin->handlers_);
   return plugin;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "daemon/controller_service.h"
+#include "daemon/handler_pool.h"
 #include "daemon/identity_service.h"
 #include "daemon/node_service.h"
 #include "daemon/service_context.h"
@@ -48,6 +49,9 @@ class Plugin {
   std::unique_ptr<IdentityService> identity_;
   std::unique_ptr<ControllerService> controller_;
   std::unique_ptr<NodeService> node_;
+  // After the services, before the server: destroyed once the server has stopped (no new
+  // work) and before the services its handlers use.
+  std::unique_ptr<HandlerPool> handlers_;
   std::unique_ptr<grpc::Server> server_;
 };
 
