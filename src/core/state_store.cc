@@ -17,8 +17,11 @@ namespace {
 
 using StringMap = std::map<std::string, std::string>;
 
-// Idle connections kept for reuse; a burst beyond this opens extra ones that are closed after.
-constexpr size_t kMaxIdleConnections = 2;
+// Idle connections kept for good. A burst keeps up to kMaxPooledConnections for reuse (opening
+// one and compiling its statements costs more than a read), and close_idle_connections() closes
+// the extra ones once the burst is over: each holds its page cache and compiled statements.
+constexpr size_t kKeptConnections = 2;
+constexpr size_t kMaxPooledConnections = 16;
 
 struct Migration {
   int version;
@@ -400,7 +403,8 @@ Expected<StateStore::Lease> StateStore::borrow() {
   {
     std::lock_guard lock(pool_mutex_);
     if (!idle_connections_.empty()) {
-      sqlite::Connection connection = std::move(idle_connections_.back());
+      // The most recently used: the ones left at the front are those a burst no longer needs.
+      sqlite::Connection connection = std::move(idle_connections_.back().connection);
       idle_connections_.pop_back();
       return Lease(this, std::move(connection));
     }
@@ -415,8 +419,19 @@ void StateStore::give_back(sqlite::Connection connection) {
   // A connection stuck in a transaction (a failed ROLLBACK) would hold the write lock: drop it.
   if (connection.in_transaction()) return;
   std::lock_guard lock(pool_mutex_);
-  if (idle_connections_.size() < kMaxIdleConnections) {
-    idle_connections_.push_back(std::move(connection));
+  if (idle_connections_.size() < kMaxPooledConnections) {
+    idle_connections_.push_back({std::move(connection), std::chrono::steady_clock::now()});
+  }
+}
+
+void StateStore::close_idle_connections(std::chrono::steady_clock::duration idle_for) {
+  std::vector<sqlite::Connection> closing;  // closed after the lock is released
+  std::lock_guard lock(pool_mutex_);
+  auto now = std::chrono::steady_clock::now();
+  while (idle_connections_.size() > kKeptConnections &&
+         now - idle_connections_.front().since >= idle_for) {
+    closing.push_back(std::move(idle_connections_.front().connection));
+    idle_connections_.erase(idle_connections_.begin());
   }
 }
 

@@ -2,6 +2,7 @@
 // node publications and snapshots as typed records, with versioned schema migrations.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -118,6 +119,10 @@ class StateStore {
 
   const std::string& path() const { return path_; }
 
+  // Closes pooled read connections beyond the few always kept that have been idle for
+  // `idle_for`: `serve` calls it between bursts of calls.
+  void close_idle_connections(std::chrono::steady_clock::duration idle_for);
+
   // Volumes. insert_volume is ALREADY_EXISTS when the id or the name is taken.
   Status insert_volume(const VolumeRecord& volume);
   Expected<std::optional<VolumeRecord>> find_volume(std::string_view id);
@@ -192,7 +197,11 @@ class StateStore {
   const std::string path_;
 
   std::mutex pool_mutex_;
-  std::vector<sqlite::Connection> idle_connections_;  // guarded by pool_mutex_
+  struct IdleConnection {
+    sqlite::Connection connection;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::vector<IdleConnection> idle_connections_;  // guarded by pool_mutex_; oldest first
 
   // Every write of this process goes through here: one fsync per burst of writes. Other
   // processes meet us at SQLite's write lock.
