@@ -23,9 +23,9 @@ class HandlerPool {
  public:
   using Clock = std::chrono::steady_clock;
   struct Limits {
-    std::size_t busy_threads = 16;            // threads running calls at once, normally
-    std::size_t kept_idle = 8;                // idle threads kept for good
-    std::chrono::milliseconds linger{2000};   // how long other idle threads stay
+    std::size_t busy_threads = 8;             // threads running calls at once, normally
+    std::size_t kept_idle = 2;                // idle threads kept for good
+    std::chrono::milliseconds linger{500};    // how long other idle threads stay
     std::chrono::milliseconds max_wait{200};  // then a waiting call gets a thread of its own
   };
 
