@@ -10,6 +10,7 @@
 //   3. scale: CreateVolume latency with 0 vs 10,000 existing volumes; list all in pages of 100
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +19,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +59,22 @@ Memory memory_of(int pid) {
     if (key == "VmRSS:" && status >> value >> unit) memory.rss_kb = value;
   }
   return memory;
+}
+
+// CPU time `pid` has used (all threads, user + system), from /proc/PID/stat: a scenario's cost
+// in serve apart from the load client's, which shares the machine.
+double cpu_seconds_of(int pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  // Fields after the command name, which is in parentheses and may contain spaces.
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; fields >> field && i <= 15; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 void print_memory(const char* when, int pid) {
@@ -125,6 +144,7 @@ void create_delete(const std::shared_ptr<grpc::Channel>& channel, const Options&
   std::atomic<long> pairs = 0;
   std::vector<std::vector<double>> latencies(options.clients);
   auto stub = csi::v1::Controller::NewStub(channel);  // gRPC stubs are thread-safe
+  double cpu_before = cpu_seconds_of(options.serve_pid);
   double elapsed = closed_loop(options, [&](int c, long i) {
     auto begin = Clock::now();
     std::string id = create(*stub, fmt::format("bench-{}-{}", c, i));
@@ -132,14 +152,15 @@ void create_delete(const std::shared_ptr<grpc::Channel>& channel, const Options&
     latencies[c].push_back(Millis(Clock::now() - begin).count());
     ++pairs;
   });
+  double cpu = cpu_seconds_of(options.serve_pid) - cpu_before;
   std::vector<double> all;
   for (auto& l : latencies)
     all.insert(all.end(), l.begin(), l.end());
   std::printf(
       "create-delete   %d clients: %ld pairs in %.1f s = %.0f pairs/s (pair p50 %.2f ms, p99 %.2f "
-      "ms)\n",
+      "ms; serve CPU %.0f us/pair)\n",
       options.clients, pairs.load(), elapsed, pairs / elapsed, percentile(all, 0.5),
-      percentile(all, 0.99));
+      percentile(all, 0.99), cpu / static_cast<double>(pairs.load()) * 1e6);
 }
 
 // The transport's floor: the same clients calling GetPluginInfo, which does no work in serve.
@@ -187,6 +208,7 @@ void publish_fanout(const std::shared_ptr<grpc::Channel>& channel, const Options
 
   std::vector<double> latencies(options.targets);
   std::vector<std::thread> calls;
+  double cpu_before = cpu_seconds_of(options.serve_pid);
   auto start = Clock::now();
   for (int t = 0; t < options.targets; ++t) {
     calls.emplace_back([&, t] {
@@ -205,8 +227,11 @@ void publish_fanout(const std::shared_ptr<grpc::Channel>& channel, const Options
   for (auto& call : calls)
     call.join();
   double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("publish-fanout  %d targets: %.3f s total (per call p50 %.2f ms, p99 %.2f ms)\n",
-              options.targets, elapsed, percentile(latencies, 0.5), percentile(latencies, 0.99));
+  double cpu = cpu_seconds_of(options.serve_pid) - cpu_before;
+  std::printf(
+      "publish-fanout  %d targets: %.3f s total (per call p50 %.2f ms, p99 %.2f ms; serve CPU "
+      "%.0f ms)\n",
+      options.targets, elapsed, percentile(latencies, 0.5), percentile(latencies, 0.99), cpu * 1e3);
 
   for (int t = 0; t < options.targets; ++t) {
     csi::v1::NodeUnpublishVolumeRequest request;

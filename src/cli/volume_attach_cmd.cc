@@ -116,10 +116,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   auto existing = (*session)->store().find_node_publication(*target);
   if (!existing) return existing.status();
   if (!existing->has_value() || (*existing)->volume_id != id) {
-    auto mounts = MountTable::read();
-    if (!mounts) return mounts.status();
-    ROSETCTL_RETURN_IF_ERROR(block ? check_block_target(*mounts, *target)
-                                   : check_publish_target(*mounts, *target));
+    ROSETCTL_RETURN_IF_ERROR(block ? check_block_target(*target) : check_publish_target(*target));
   }
   std::string staging = fmt::format("{}/{}", (*session)->layout().staging_dir(), id);
   const std::string& node = (*session)->node_id();

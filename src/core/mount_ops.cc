@@ -14,7 +14,7 @@
 #include <string_view>
 #include <utility>
 
-#include "core/mountinfo.h"
+#include "core/mount_lookup.h"
 
 namespace rosetctl {
 namespace {
@@ -204,18 +204,19 @@ Status unmount(const std::string& target) {
 
 Status unmount_all(const std::string& target) {
   std::string point = table_path(target);
-  int before = -1;
+  std::optional<int> unmounted;  // the mount the last round took away
   while (true) {
-    auto table = MountTable::read();
-    if (!table) return table.status();
-    int stacked = table->count_at(point);
-    if (stacked == 0) return Status::ok();
-    // Each unmount must take one away; if not (mount propagation?), stop rather than spin.
-    if (before >= 0 && stacked >= before) {
-      return error(Code::kInternal, "unmount of \"{}\" did not take effect: {} mounts remain there",
-                   target, stacked);
+    auto top = find_mount(point);
+    if (!top) return top.status();
+    if (!top->has_value()) return Status::ok();
+    // Each unmount must take the top one away; if not (mount propagation?), stop rather than
+    // spin.
+    if (unmounted == (*top)->mount_id) {
+      return error(Code::kInternal,
+                   "unmount of \"{}\" did not take effect: mount {} is still there", target,
+                   *unmounted);
     }
-    before = stacked;
+    unmounted = (*top)->mount_id;
     ROSETCTL_RETURN_IF_ERROR(unmount(target));
   }
 }

@@ -10,9 +10,22 @@
 #include <climits>
 #include <cstdlib>
 
+#include "core/mount_lookup.h"
 #include "core/validate.h"
 
 namespace rosetctl {
+namespace {
+
+Status check_nothing_mounted(const std::string& target) {
+  auto mounted = find_mount(target);
+  if (!mounted) return mounted.status();
+  if (mounted->has_value()) {
+    return error(Code::kAlreadyExists, "target_path \"{}\" already has another mount", target);
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Expected<std::string> canonical_mount_path(std::string_view path, std::string_view field) {
   auto normal = normalize_absolute_path(path, field);
@@ -60,10 +73,8 @@ Expected<std::string> checked_mount_path(const StateLayout& layout, std::string_
   return canonical;
 }
 
-Status check_publish_target(const MountTable& mounts, const std::string& target) {
-  if (mounts.find_by_target(target) != nullptr) {
-    return error(Code::kAlreadyExists, "target_path \"{}\" already has another mount", target);
-  }
+Status check_publish_target(const std::string& target) {
+  ROSETCTL_RETURN_IF_ERROR(check_nothing_mounted(target));
   struct stat st;
   if (::stat(target.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status::ok();
@@ -85,10 +96,8 @@ Status check_publish_target(const MountTable& mounts, const std::string& target)
   return Status::ok();
 }
 
-Status check_block_target(const MountTable& mounts, const std::string& target) {
-  if (mounts.find_by_target(target) != nullptr) {
-    return error(Code::kAlreadyExists, "target_path \"{}\" already has another mount", target);
-  }
+Status check_block_target(const std::string& target) {
+  ROSETCTL_RETURN_IF_ERROR(check_nothing_mounted(target));
   struct stat st;
   if (::lstat(target.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status::ok();

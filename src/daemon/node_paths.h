@@ -5,7 +5,6 @@
 #include <string>
 #include <string_view>
 
-#include "core/mountinfo.h"
 #include "core/state_layout.h"
 #include "core/status.h"
 
@@ -26,11 +25,11 @@ Expected<std::string> checked_mount_path(const StateLayout& layout, std::string_
 // created), or an empty directory that is not a mount point. Another mount there is
 // ALREADY_EXISTS, a file INVALID_ARGUMENT, a non-empty directory FAILED_PRECONDITION (mounting
 // over it would hide its contents).
-Status check_publish_target(const MountTable& mounts, const std::string& target);
+Status check_publish_target(const std::string& target);
 
 // Whether a block volume can be published at `target` (canonical): missing (a file will be
 // created for the device to be bound onto), or an empty regular file that is not a mount point.
-Status check_block_target(const MountTable& mounts, const std::string& target);
+Status check_block_target(const std::string& target);
 
 // Makes sure `path` is a regular file (created empty, 0600). Returns true when this call created
 // it, false when it was already there.

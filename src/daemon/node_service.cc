@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "core/loop_device.h"
+#include "core/mount_lookup.h"
 #include "core/mount_ops.h"
-#include "core/mountinfo.h"
 #include "core/validate.h"
 #include "daemon/call_log.h"
 #include "daemon/convert.h"
@@ -112,10 +112,10 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
 
   auto record = context_.store.find_staging(request.volume_id(), *staging);
   if (!record) return record.status();
-  auto table = MountTable::read();
-  if (!table) return table.status();
+  auto mounted = find_mount(*staging);
+  if (!mounted) return mounted.status();
   std::string key = capability_key(*capability);
-  if (table->find_by_target(*staging) != nullptr) {
+  if (mounted->has_value()) {
     if (!record->has_value()) {
       return error(Code::kAlreadyExists,
                    "staging_target_path \"{}\" already has a mount that is not volume \"{}\"",
@@ -164,11 +164,10 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
 
   auto record = context_.store.find_staging(request.volume_id(), *staging);
   if (!record) return record.status();
-  auto table = MountTable::read();
-  if (!table) return table.status();
-  bool mounted = table->find_by_target(*staging) != nullptr;
+  auto mounted = find_mount(*staging);
+  if (!mounted) return mounted.status();
   if (!record->has_value()) {
-    if (mounted) {
+    if (mounted->has_value()) {
       return error(
           Code::kFailedPrecondition,
           "\"{}\" is mounted but rosetctl did not stage volume \"{}\" there; not touching it",
@@ -182,7 +181,9 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
   auto publications = context_.store.node_publications_of_staging(request.volume_id(), *staging);
   if (!publications) return publications.status();
   for (const NodePublication& publication : *publications) {
-    if (table->find_by_target(publication.target_path) != nullptr) {
+    auto published = find_mount(publication.target_path);
+    if (!published) return published.status();
+    if (published->has_value()) {
       return error(Code::kFailedPrecondition,
                    "volume \"{}\" is still published at \"{}\"; unpublish it first",
                    request.volume_id(), publication.target_path);
@@ -241,12 +242,11 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
   ROSETCTL_RETURN_IF_ERROR(check_access_type(context_, request.volume_id(), *capability));
 
-  auto table = MountTable::read();
-  if (!table) return table.status();
   auto staged = context_.store.find_staging(request.volume_id(), *staging);
   if (!staged) return staged.status();
-  const MountEntry* staging_mount = table->find_by_target(*staging);
-  if (!staged->has_value() || staging_mount == nullptr) {
+  auto staging_mount = find_mount(*staging);
+  if (!staging_mount) return staging_mount.status();
+  if (!staged->has_value() || !staging_mount->has_value()) {
     return error(Code::kFailedPrecondition,
                  "volume \"{}\" is not staged at \"{}\"; call NodeStageVolume first",
                  request.volume_id(), *staging);
@@ -254,23 +254,21 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
 
   auto repaired = repair_dead_staging(context_, **provider, request.volume_id(), *staging);
   if (!repaired) return repaired.status();
-  bool mounts_changed = *repaired;
-  // A target still bound to a dead mount (its staging was revived without this host's
-  // record of the volume) is bound again below.
-  if (table->find_by_target(*target) != nullptr && is_dead_mount(*target)) {
-    ROSETCTL_RETURN_IF_ERROR(unmount_all(*target));
-    mounts_changed = true;
-  }
-  // Reading the mount table costs more as mounts accumulate (a node with a hundred pods):
-  // read it again only when the repairs above changed it.
-  if (mounts_changed) {
-    table = MountTable::read();
-    if (!table) return table.status();
-    staging_mount = table->find_by_target(*staging);
-    if (staging_mount == nullptr) {
+  if (*repaired) {  // mounted anew
+    staging_mount = find_mount(*staging);
+    if (!staging_mount) return staging_mount.status();
+    if (!staging_mount->has_value()) {
       return error(Code::kFailedPrecondition, "volume \"{}\" is no longer staged at \"{}\"",
                    request.volume_id(), *staging);
     }
+  }
+  auto target_mount = find_mount(*target);
+  if (!target_mount) return target_mount.status();
+  // A target still bound to a dead mount (its staging was revived without this host's
+  // record of the volume) is bound again below.
+  if (target_mount->has_value() && is_dead_mount(*target)) {
+    ROSETCTL_RETURN_IF_ERROR(unmount_all(*target));
+    target_mount->reset();
   }
 
   auto existing = context_.store.find_node_publication(*target);
@@ -279,10 +277,11 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   // A block volume's target is a file bound to a device node inside the staging mount, so it
   // shows the staging's filesystem with another root.
   bool block = capability->access_type == AccessType::kBlock;
-  if (const MountEntry* target_mount = table->find_by_target(*target)) {
-    bool same = block ? target_mount->major == staging_mount->major &&
-                            target_mount->minor == staging_mount->minor
-                      : same_source(*target_mount, *staging_mount);
+  if (target_mount->has_value()) {
+    const MountEntry& bound = **target_mount;
+    const MountEntry& staged_at = **staging_mount;
+    bool same = block ? bound.major == staged_at.major && bound.minor == staged_at.minor
+                      : same_source(bound, staged_at);
     bool ours = existing->has_value() && (*existing)->volume_id == request.volume_id() && same;
     if (!ours) {
       return error(Code::kAlreadyExists, "target_path \"{}\" already has another mount", *target);
@@ -300,8 +299,7 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                  (*existing)->volume_id);
   }
 
-  ROSETCTL_RETURN_IF_ERROR(block ? check_block_target(*table, *target)
-                                 : check_publish_target(*table, *target));
+  ROSETCTL_RETURN_IF_ERROR(block ? check_block_target(*target) : check_publish_target(*target));
   auto created =
       block ? ensure_file(*target, "target_path") : ensure_directory(*target, "target_path");
   if (!created) return created.status();
@@ -337,11 +335,10 @@ Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& 
 
   auto record = context_.store.find_node_publication(*target);
   if (!record) return record.status();
-  auto table = MountTable::read();
-  if (!table) return table.status();
-  bool mounted = table->find_by_target(*target) != nullptr;
+  auto mounted = find_mount(*target);
+  if (!mounted) return mounted.status();
   if (!record->has_value() || (*record)->volume_id != request.volume_id()) {
-    if (mounted) {
+    if (mounted->has_value()) {
       return error(Code::kFailedPrecondition,
                    "\"{}\" is mounted but is not a publication of volume \"{}\"; not touching it",
                    *target, request.volume_id());
@@ -353,7 +350,7 @@ Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& 
 
   auto provider = context_.providers.for_volume(request.volume_id());
   if (!provider) return provider.status();
-  if (mounted)
+  if (mounted->has_value())
     ROSETCTL_RETURN_IF_ERROR((*provider)->unpublish_volume(request.volume_id(), *target));
   if ((*record)->created_target) ROSETCTL_RETURN_IF_ERROR(remove_target(*target));
   return context_.store.delete_node_publication(*target);
@@ -397,9 +394,9 @@ Status NodeService::volume_stats(const csi::v1::NodeGetVolumeStatsRequest& reque
     condition->set_message(fmt::format("\"{}\" is not accessible: {}", *path, std::strerror(err)));
     return Status::ok();
   }
-  auto table = MountTable::read();
-  if (!table) return table.status();
-  if (table->find_by_target(*path) == nullptr) {
+  auto mounted = find_mount(*path);
+  if (!mounted) return mounted.status();
+  if (!mounted->has_value()) {
     // Usage of the directory underneath would describe the wrong filesystem.
     condition->set_abnormal(true);
     condition->set_message(fmt::format("\"{}\" is no longer mounted", *path));

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/mount_lookup.h"
 #include "core/mountinfo.h"
 
 using rosetctl::Code;
@@ -324,4 +325,67 @@ TEST_CASE("mount_ops: MountGuard unmounts unless released", "[mount_ops][root]")
     }
     CHECK(read_table().count_at(target) == 1);
   }
+}
+
+namespace {
+
+// find_mount must give what the table gives, field by field.
+void check_matches_table(const std::string& path) {
+  auto found = rosetctl::find_mount(path);
+  INFO(path << ": " << found.status().message());
+  REQUIRE(found.has_value());
+  MountTable table = read_table();
+  const MountEntry* listed = table.find_by_target(path);
+  REQUIRE(found->has_value() == (listed != nullptr));
+  if (listed == nullptr) return;
+  const MountEntry& entry = **found;
+  CHECK(entry.mount_id == listed->mount_id);
+  CHECK(entry.parent_id == listed->parent_id);
+  CHECK(entry.major == listed->major);
+  CHECK(entry.minor == listed->minor);
+  CHECK(entry.root == listed->root);
+  CHECK(entry.mount_point == listed->mount_point);
+  CHECK(entry.fs_type == listed->fs_type);
+  CHECK(entry.mount_options == listed->mount_options);
+  CHECK(entry.source.empty());  // documented as never filled, whichever way it was found
+  CHECK(entry.super_options.empty());
+}
+
+}  // namespace
+
+TEST_CASE("mount_lookup: find_mount answers as the mount table does", "[mount_lookup][root]") {
+  if (!have_root()) return;
+  ScratchDir scratch;
+  std::string staging = scratch.make_staging("staging");
+  REQUIRE(::mkdir((staging + "/sub dir").c_str(), 0755) == 0);
+  std::string plain = scratch.make_dir("plain");
+  std::string flagged = scratch.make_dir("with flags");
+  std::string subtree = scratch.make_dir("subtree");
+  std::string stacked = scratch.make_dir("stacked");
+  require_ok(rosetctl::bind_mount(staging, plain, MountOptions{}));
+  auto flags = rosetctl::parse_mount_flags({"ro", "noexec", "nosuid", "nodev", "noatime"});
+  REQUIRE(flags.has_value());
+  require_ok(rosetctl::bind_mount(staging, flagged, *flags));
+  require_ok(rosetctl::bind_mount(staging + "/sub dir", subtree, MountOptions{}));
+  require_ok(rosetctl::bind_mount(staging, stacked, MountOptions{}));
+  require_ok(rosetctl::bind_mount(staging + "/sub dir", stacked, MountOptions{.read_only = true}));
+
+  for (const std::string& path : {staging, plain, flagged, subtree, stacked})
+    check_matches_table(path);
+  CHECK((*rosetctl::find_mount(flagged))->read_only());
+  CHECK((*rosetctl::find_mount(stacked))->root.ends_with("/sub dir"));  // the topmost one
+
+  // Not mount points: a plain directory, one inside a mount, a missing path, a trailing slash.
+  std::string unmounted = scratch.make_dir("unmounted");
+  for (const std::string& path : {unmounted, plain + "/sub dir", scratch.path() + "/missing",
+                                  scratch.path() + "/missing/deeper", plain + "/"}) {
+    check_matches_table(path);
+  }
+  CHECK_FALSE(rosetctl::find_mount(unmounted)->has_value());
+
+  require_ok(rosetctl::unmount(plain));
+  CHECK_FALSE(rosetctl::find_mount(plain)->has_value());
+  require_ok(rosetctl::unmount(stacked));
+  check_matches_table(stacked);  // the lower mount shows again
+  CHECK((*rosetctl::find_mount(stacked))->root == "/");
 }
