@@ -188,7 +188,13 @@ void publish_fanout(const std::shared_ptr<grpc::Channel>& channel, const Options
   std::string id = create(*controller, "bench-fanout");
   std::string staging = options.work_dir + "/staging";
   std::filesystem::create_directories(staging);
-  std::filesystem::create_directories(options.work_dir + "/pods");
+  // kubelet's layout: each pod's target in a directory of its own, which kubelet creates before
+  // NodePublishVolume; the plugin creates the target itself.
+  auto target_of = [&](int t) {
+    return fmt::format("{}/pods/pod{}/volumes/kubernetes.io~csi/bench/mount", options.work_dir, t);
+  };
+  for (int t = 0; t < options.targets; ++t)
+    std::filesystem::create_directories(std::filesystem::path(target_of(t)).parent_path());
   {
     csi::v1::ControllerPublishVolumeRequest request;
     request.set_volume_id(id);
@@ -215,7 +221,7 @@ void publish_fanout(const std::shared_ptr<grpc::Channel>& channel, const Options
       csi::v1::NodePublishVolumeRequest request;
       request.set_volume_id(id);
       request.set_staging_target_path(staging);
-      request.set_target_path(fmt::format("{}/pods/t{}", options.work_dir, t));
+      request.set_target_path(target_of(t));
       *request.mutable_volume_capability() = mount_capability();
       csi::v1::NodePublishVolumeResponse response;
       grpc::ClientContext context;
@@ -236,7 +242,7 @@ void publish_fanout(const std::shared_ptr<grpc::Channel>& channel, const Options
   for (int t = 0; t < options.targets; ++t) {
     csi::v1::NodeUnpublishVolumeRequest request;
     request.set_volume_id(id);
-    request.set_target_path(fmt::format("{}/pods/t{}", options.work_dir, t));
+    request.set_target_path(target_of(t));
     csi::v1::NodeUnpublishVolumeResponse response;
     grpc::ClientContext context;
     check(node->NodeUnpublishVolume(&context, request, &response), "NodeUnpublish");

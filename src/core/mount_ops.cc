@@ -1,7 +1,6 @@
 // Mount flag parsing, bind mounts, unmounting, MountGuard and path probing via raw syscalls.
 #include "core/mount_ops.h"
 
-#include <limits.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -15,6 +14,7 @@
 #include <utility>
 
 #include "core/mount_lookup.h"
+#include "core/real_path.h"
 
 namespace rosetctl {
 namespace {
@@ -134,9 +134,10 @@ std::string table_path(const std::string& target) {
   std::string parent = slash == std::string_view::npos ? "."
                        : slash == 0                    ? "/"
                                                        : std::string(path.substr(0, slash));
-  char resolved[PATH_MAX];
-  if (path == "/" || ::realpath(parent.c_str(), resolved) == nullptr) return std::string(path);
-  std::string out = resolved;
+  if (path == "/") return std::string(path);
+  std::optional<std::string> resolved = real_directory_path(parent);
+  if (!resolved) return std::string(path);
+  std::string out = *resolved;
   if (out != "/") out += '/';
   out += path.substr(slash == std::string_view::npos ? 0 : slash + 1);
   return out;

@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 
 #include "core/mount_lookup.h"
+#include "core/real_path.h"
 #include "core/validate.h"
 
 namespace rosetctl {
@@ -35,8 +35,8 @@ Expected<std::string> canonical_mount_path(std::string_view path, std::string_vi
   std::string parent = slash == 0 ? "/" : normal->substr(0, slash);
   std::string base = normal->substr(slash + 1);
 
-  char resolved[PATH_MAX];
-  if (::realpath(parent.c_str(), resolved) == nullptr) {
+  std::optional<std::string> resolved = real_directory_path(parent);
+  if (!resolved) {
     if (errno == ENOENT || errno == ENOTDIR) {
       return error(Code::kInvalidArgument, "{} \"{}\": parent directory \"{}\" does not exist",
                    field, *normal, parent);
@@ -44,8 +44,7 @@ Expected<std::string> canonical_mount_path(std::string_view path, std::string_vi
     return errno_status(errno,
                         fmt::format("{} \"{}\": cannot resolve \"{}\"", field, *normal, parent));
   }
-  std::string canonical =
-      std::string(resolved) == "/" ? "/" + base : std::string(resolved) + "/" + base;
+  std::string canonical = *resolved == "/" ? "/" + base : *resolved + "/" + base;
   struct stat st;
   if (::lstat(canonical.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
     return error(Code::kInvalidArgument,

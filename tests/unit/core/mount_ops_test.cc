@@ -19,6 +19,7 @@
 
 #include "core/mount_lookup.h"
 #include "core/mountinfo.h"
+#include "core/real_path.h"
 
 using rosetctl::Code;
 using rosetctl::MountEntry;
@@ -388,4 +389,32 @@ TEST_CASE("mount_lookup: find_mount answers as the mount table does", "[mount_lo
   require_ok(rosetctl::unmount(stacked));
   check_matches_table(stacked);  // the lower mount shows again
   CHECK((*rosetctl::find_mount(stacked))->root == "/");
+}
+
+TEST_CASE("real_path: a directory's canonical path, as realpath(3) gives it", "[real_path]") {
+  char pattern[] = "/tmp/rosetctl-real-path-XXXXXX";
+  REQUIRE(::mkdtemp(pattern) != nullptr);
+  std::string scratch = pattern;
+  REQUIRE(::mkdir((scratch + "/a").c_str(), 0755) == 0);
+  REQUIRE(::mkdir((scratch + "/a/with space").c_str(), 0755) == 0);
+  REQUIRE(::symlink("a/with space", (scratch + "/link").c_str()) == 0);
+  REQUIRE(write_file(scratch + "/file", "x") == 0);
+
+  for (const std::string& path : {scratch, scratch + "/a/with space", scratch + "/link",
+                                  scratch + "/a/../link/", scratch + "/./a", std::string("/")}) {
+    char expected[PATH_MAX];
+    REQUIRE(::realpath(path.c_str(), expected) != nullptr);
+    auto resolved = rosetctl::real_directory_path(path);
+    INFO(path);
+    REQUIRE(resolved.has_value());
+    CHECK(*resolved == expected);
+  }
+  errno = 0;
+  CHECK_FALSE(rosetctl::real_directory_path(scratch + "/missing").has_value());
+  CHECK(errno == ENOENT);
+  CHECK_FALSE(rosetctl::real_directory_path(scratch + "/file").has_value());
+  CHECK(errno == ENOTDIR);
+
+  std::error_code ignored;
+  std::filesystem::remove_all(scratch, ignored);
 }
