@@ -17,12 +17,6 @@ namespace {
 
 using StringMap = std::map<std::string, std::string>;
 
-// Idle connections kept for good. A burst keeps up to kMaxPooledConnections for reuse (opening
-// one and compiling its statements costs more than a read), and close_idle_connections() closes
-// the extra ones once the burst is over: each holds its page cache and compiled statements.
-constexpr size_t kKeptConnections = 2;
-constexpr size_t kMaxPooledConnections = 16;
-
 struct Migration {
   int version;
   const char* sql;
@@ -422,6 +416,11 @@ void StateStore::give_back(sqlite::Connection connection) {
   if (idle_connections_.size() < kMaxPooledConnections) {
     idle_connections_.push_back({std::move(connection), std::chrono::steady_clock::now()});
   }
+}
+
+std::size_t StateStore::pooled_connections() {
+  std::lock_guard lock(pool_mutex_);
+  return idle_connections_.size();
 }
 
 void StateStore::close_idle_connections(std::chrono::steady_clock::duration idle_for) {

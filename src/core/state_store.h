@@ -122,6 +122,13 @@ class StateStore {
   // Closes pooled read connections beyond the few always kept that have been idle for
   // `idle_for`: `serve` calls it between bursts of calls.
   void close_idle_connections(std::chrono::steady_clock::duration idle_for);
+  // Read connections in the pool now (open, not lent out).
+  std::size_t pooled_connections();
+  // A burst keeps up to kMaxPooledConnections for reuse (opening one and compiling its
+  // statements costs more than a read); close_idle_connections closes all but kKeptConnections
+  // once the burst is over, as each holds its page cache and compiled statements.
+  static constexpr std::size_t kKeptConnections = 2;
+  static constexpr std::size_t kMaxPooledConnections = 16;
 
   // Volumes. insert_volume is ALREADY_EXISTS when the id or the name is taken.
   Status insert_volume(const VolumeRecord& volume);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -390,6 +391,39 @@ TEST_CASE("state store: processes racing for one name: exactly one wins", "[stat
   for (int i = 0; i < kNames; ++i) {
     CHECK(store->find_volume_by_name(fmt::format("race-{}", i))->has_value());
   }
+}
+
+TEST_CASE("state store: a burst's read connections are kept, then closed once idle",
+          "[state_store]") {
+  TempDir tmp;
+  auto store = open_store(tmp.path());
+  REQUIRE(store->insert_volume(make_volume("v1", "data")).is_ok());
+
+  // Concurrent reads until more connections are pooled than are kept for good.
+  std::atomic<bool> enough = false;
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 8; ++i) {
+    readers.emplace_back([&] {
+      while (!enough && std::chrono::steady_clock::now() < give_up) {
+        if (!store->find_volume("v1")) return;
+        if (store->pooled_connections() > StateStore::kKeptConnections) enough = true;
+      }
+    });
+  }
+  for (auto& reader : readers)
+    reader.join();
+  REQUIRE(enough);
+  std::size_t burst = store->pooled_connections();
+  CHECK(burst <= StateStore::kMaxPooledConnections);
+
+  store->close_idle_connections(std::chrono::hours(1));  // nothing has been idle that long
+  CHECK(store->pooled_connections() == burst);
+  store->close_idle_connections(std::chrono::seconds(0));
+  CHECK(store->pooled_connections() == StateStore::kKeptConnections);
+
+  CHECK(*store->find_volume("v1") == make_volume("v1", "data"));  // the kept ones still serve
+  CHECK(store->pooled_connections() == StateStore::kKeptConnections);
 }
 
 }  // namespace rosetctl
