@@ -16,22 +16,24 @@ Status GroupCommit::run(const Body& body) {
   Pending me{&body, Status::ok()};
   std::unique_lock lock(mutex_);
   queue_.push_back(&me);
-  while (!me.done) {
-    if (leading_) {
-      batch_done_.wait(lock);
-      continue;
-    }
-    leading_ = true;
-    std::vector<Pending*> batch;
-    batch.swap(queue_);
-    lock.unlock();
-    run_batch(batch);
-    lock.lock();
-    for (Pending* pending : batch)
-      pending->done = true;
-    leading_ = false;
-    batch_done_.notify_all();
+  while (!me.done && leading_)
+    me.wakeup.wait(lock);
+  if (me.done) return me.result;  // a batch led by another writer took it
+
+  // No batch in progress: lead one with everything queued so far, this write included.
+  leading_ = true;
+  std::vector<Pending*> batch;
+  batch.swap(queue_);
+  lock.unlock();
+  run_batch(batch);
+  lock.lock();
+  leading_ = false;
+  // Notified under the lock: a woken writer returns, ending its Pending, only once it is free.
+  for (Pending* pending : batch) {
+    pending->done = true;
+    if (pending != &me) pending->wakeup.notify_one();
   }
+  if (!queue_.empty()) queue_.front()->wakeup.notify_one();  // it leads the next batch
   return me.result;
 }
 

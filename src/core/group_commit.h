@@ -34,6 +34,9 @@ class GroupCommit {
     const Body* body;
     Status result;
     bool done = false;
+    // Each writer sleeps on its own: a finished batch wakes its writers and the next batch's
+    // leader, not every writer in the queue.
+    std::condition_variable wakeup;
   };
 
   // Executed by the thread that leads a batch, outside mutex_.
@@ -44,7 +47,6 @@ class GroupCommit {
   const int wal_autocheckpoint_pages_;
 
   std::mutex mutex_;
-  std::condition_variable batch_done_;
   std::vector<Pending*> queue_;  // guarded by mutex_: waiting for the next batch
   bool leading_ = false;         // guarded by mutex_: a batch is being written
 
