@@ -113,7 +113,8 @@ Answer describe_mount(uint64_t mount_id, const std::string& path, MountEntry* en
   if (::syscall(kStatmountSyscall, &request, &buffer, sizeof buffer, 0) != 0)
     return Answer::kAskTheTable;
   const StatmountHeader& header = buffer.header;
-  if ((header.mask & kWantedFields) != kWantedFields || header.size > sizeof buffer)
+  if ((header.mask & kWantedFields) != kWantedFields || header.size < sizeof header ||
+      header.size > sizeof buffer)
     return Answer::kAskTheTable;
   // Offsets are into the strings that follow the header.
   const char* strings = reinterpret_cast<const char*>(&buffer) + sizeof(StatmountHeader);
