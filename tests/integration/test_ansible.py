@@ -3,7 +3,8 @@
 Each test builds its own collections path (ansible_collections/roset/storage -> the repository's
 ansible/), inventory and ansible.cfg under the test's directory, so nothing outside it is read or
 written: the role writes rosetctl's configuration there and points the state directory there.
-Results come from ANSIBLE_STDOUT_CALLBACK=json and from the system itself (mountinfo, the CLI).
+Results come from the suite's own stdout callback (ansible_callbacks/json_results.py: Debian 12's
+ansible-core has no JSON one) and from the system itself (mountinfo, the CLI).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ SOURCE_DIR = Path(os.environ.get("ROSETCTL_SOURCE_DIR") or Path(__file__).resolv
 COLLECTION = SOURCE_DIR / "ansible"
 PLAYBOOKS = SOURCE_DIR / "tests" / "ansible"
 SEED_PLAYBOOK = PLAYBOOKS / "seed_002_playbook.yml"
+CALLBACKS = Path(__file__).resolve().parent / "ansible_callbacks"
 ANSIBLE_PLAYBOOK = "/usr/bin/ansible-playbook"
 ANSIBLE_DOC = "/usr/bin/ansible-doc"
 TIMEOUT = 300
@@ -104,7 +106,8 @@ class Ansible:
             f"collections_path = {collections}\n"
             f"roles_path = {namespace / 'storage' / 'roles'}\n"
             f"local_tmp = {workdir / 'ansible-local'}\n"
-            "stdout_callback = json\n"
+            f"callback_plugins = {CALLBACKS}\n"
+            "stdout_callback = json_results\n"
             "retry_files_enabled = false\n"
             "gathering = explicit\n"
             "interpreter_python = /usr/bin/python3\n"
@@ -113,7 +116,7 @@ class Ansible:
         self.env = isolated_environment()
         self.env.update({
             "ANSIBLE_CONFIG": str(self.cfg),
-            "ANSIBLE_STDOUT_CALLBACK": "json",
+            "ANSIBLE_STDOUT_CALLBACK": "json_results",
             "ANSIBLE_REMOTE_TEMP": str(workdir / "ansible-remote"),
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_FORCE_COLOR": "0",
