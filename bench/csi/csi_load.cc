@@ -2,11 +2,14 @@
 // CO would, and reports throughput, latency percentiles and the server's memory.
 //
 //   csi_load --endpoint unix:///path/csi.sock --serve-pid PID --work-dir DIR
-//            [--seconds N] [--existing N] [--only create-delete|publish-fanout|scale|floor]
+//            [--seconds N] [--existing N] [--targets N]
+//            [--only create-delete|publish-fanout|scale|floor]
 //
 // Scenarios (all run in order; see bench/README.md for the targets):
 //   1. create-delete: 8 clients, each CreateVolume + DeleteVolume of unique names, for N seconds
-//   2. publish-fanout: one staged volume published to 100 targets by 100 concurrent calls
+//   2. publish-fanout: one staged volume published to 100 (--targets) targets by as many
+//      concurrent calls, then as many concurrent NodeGetCapabilities calls (no work in serve):
+//      the fan-out's floor
 //   3. scale: CreateVolume latency with 0 vs 10,000 existing volumes; list all in pages of 100
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
@@ -177,6 +180,41 @@ void probe_floor(const std::shared_ptr<grpc::Channel>& channel, const Options& o
               options.clients, calls.load(), elapsed, calls / elapsed);
 }
 
+// `calls` concurrent calls, one thread each (as many goroutines would make them).
+struct FanOut {
+  int calls = 0;
+  double elapsed = 0;
+  double serve_cpu = 0;
+  std::vector<double> latencies;
+
+  void print(const char* label, const char* unit, const char* what) const {
+    std::printf("%s %d %s%s: %.3f s total (per call p50 %.2f ms, p99 %.2f ms; serve CPU %.0f ms)\n",
+                label, calls, unit, what, elapsed, percentile(latencies, 0.5),
+                percentile(latencies, 0.99), serve_cpu * 1e3);
+  }
+};
+
+FanOut fan_out(const Options& options, const std::function<void(int)>& call) {
+  FanOut result;
+  result.calls = options.targets;
+  result.latencies.resize(options.targets);
+  std::vector<std::thread> threads;
+  double cpu_before = cpu_seconds_of(options.serve_pid);
+  auto start = Clock::now();
+  for (int t = 0; t < options.targets; ++t) {
+    threads.emplace_back([&, t] {
+      auto begin = Clock::now();
+      call(t);
+      result.latencies[t] = Millis(Clock::now() - begin).count();
+    });
+  }
+  for (auto& thread : threads)
+    thread.join();
+  result.elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  result.serve_cpu = cpu_seconds_of(options.serve_pid) - cpu_before;
+  return result;
+}
+
 void publish_fanout(const std::shared_ptr<grpc::Channel>& channel, const Options& options) {
   auto controller = csi::v1::Controller::NewStub(channel);
   auto node = csi::v1::Node::NewStub(channel);
@@ -212,32 +250,25 @@ void publish_fanout(const std::shared_ptr<grpc::Channel>& channel, const Options
     check(node->NodeStageVolume(&stage_context, stage, &staged), "NodeStage");
   }
 
-  std::vector<double> latencies(options.targets);
-  std::vector<std::thread> calls;
-  double cpu_before = cpu_seconds_of(options.serve_pid);
-  auto start = Clock::now();
-  for (int t = 0; t < options.targets; ++t) {
-    calls.emplace_back([&, t] {
-      csi::v1::NodePublishVolumeRequest request;
-      request.set_volume_id(id);
-      request.set_staging_target_path(staging);
-      request.set_target_path(target_of(t));
-      *request.mutable_volume_capability() = mount_capability();
-      csi::v1::NodePublishVolumeResponse response;
-      grpc::ClientContext context;
-      auto begin = Clock::now();
-      check(node->NodePublishVolume(&context, request, &response), "NodePublish");
-      latencies[t] = Millis(Clock::now() - begin).count();
-    });
-  }
-  for (auto& call : calls)
-    call.join();
-  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  double cpu = cpu_seconds_of(options.serve_pid) - cpu_before;
-  std::printf(
-      "publish-fanout  %d targets: %.3f s total (per call p50 %.2f ms, p99 %.2f ms; serve CPU "
-      "%.0f ms)\n",
-      options.targets, elapsed, percentile(latencies, 0.5), percentile(latencies, 0.99), cpu * 1e3);
+  FanOut published = fan_out(options, [&](int t) {
+    csi::v1::NodePublishVolumeRequest request;
+    request.set_volume_id(id);
+    request.set_staging_target_path(staging);
+    request.set_target_path(target_of(t));
+    *request.mutable_volume_capability() = mount_capability();
+    csi::v1::NodePublishVolumeResponse response;
+    grpc::ClientContext context;
+    check(node->NodePublishVolume(&context, request, &response), "NodePublish");
+  });
+  published.print("publish-fanout ", "targets", "");
+  // The same fan-out of a call serve answers without any work: what the client's threads and
+  // the transport cost before NodePublish does anything.
+  FanOut floor = fan_out(options, [&](int) {
+    csi::v1::NodeGetCapabilitiesResponse response;
+    grpc::ClientContext context;
+    check(node->NodeGetCapabilities(&context, {}, &response), "NodeGetCapabilities");
+  });
+  floor.print("fanout floor   ", "calls", " of NodeGetCapabilities");
 
   for (int t = 0; t < options.targets; ++t) {
     csi::v1::NodeUnpublishVolumeRequest request;
@@ -326,6 +357,8 @@ int main(int argc, char** argv) {
       options.seconds = std::stod(value);
     else if (flag == "--existing")
       options.existing = std::stoi(value);
+    else if (flag == "--targets")
+      options.targets = std::stoi(value);
     else if (flag == "--only")
       options.only = value;
     else {

@@ -2,6 +2,8 @@
 // queued so far; writers arriving meanwhile queue up for the next batch.
 #include "core/group_commit.h"
 
+#include <algorithm>
+
 namespace rosetctl {
 namespace {
 
@@ -12,8 +14,8 @@ Status rollback_savepoint(sqlite::Connection& connection) {
 
 }  // namespace
 
-Status GroupCommit::run(const Body& body) {
-  Pending me{&body, Status::ok()};
+Status GroupCommit::run(const Body& body, Durability durability) {
+  Pending me{&body, durability, Status::ok()};
   std::unique_lock lock(mutex_);
   queue_.push_back(&me);
   while (!me.done && leading_)
@@ -37,6 +39,11 @@ Status GroupCommit::run(const Body& body) {
   return me.result;
 }
 
+std::size_t GroupCommit::queued_writes() {
+  std::lock_guard lock(mutex_);
+  return queue_.size();
+}
+
 Expected<sqlite::Connection*> GroupCommit::writer_connection() {
   // A connection left inside a transaction (a failed ROLLBACK) would hold the write lock.
   if (connection_ && connection_->in_transaction()) connection_.reset();
@@ -48,8 +55,17 @@ Expected<sqlite::Connection*> GroupCommit::writer_connection() {
           opened->exec(fmt::format("PRAGMA wal_autocheckpoint={}", wal_autocheckpoint_pages_)));
     }
     connection_.emplace(std::move(*opened));
+    syncing_commits_ = true;  // sqlite::Connection::open sets synchronous=FULL
   }
   return &*connection_;
+}
+
+Status GroupCommit::sync_commits(sqlite::Connection& connection, bool sync) {
+  if (sync == syncing_commits_) return Status::ok();
+  ROSETCTL_RETURN_IF_ERROR(
+      connection.exec(sync ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+  syncing_commits_ = sync;
+  return Status::ok();
 }
 
 void GroupCommit::run_batch(const std::vector<Pending*>& batch) {
@@ -59,6 +75,10 @@ void GroupCommit::run_batch(const std::vector<Pending*>& batch) {
   };
   auto connection = writer_connection();
   if (!connection) return fail_all(connection.status());
+  bool sync = std::any_of(batch.begin(), batch.end(), [](const Pending* pending) {
+    return pending->durability == Durability::kDisk;
+  });
+  if (Status set = sync_commits(**connection, sync); !set) return fail_all(set);
   auto transaction = sqlite::Transaction::begin(**connection);
   if (!transaction) return fail_all(transaction.status());
 

@@ -1,9 +1,10 @@
 // Group commit for the state store: concurrent writers of one process share one SQLite
 // transaction, so a burst of N writes costs one fsync instead of N, while each write stays
-// atomic (a savepoint of its own) and durable when its call returns.
+// atomic (a savepoint of its own) and as durable as its writer asked when its call returns.
 #pragma once
 
 #include <condition_variable>
+#include <cstddef>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -14,6 +15,18 @@
 #include "core/status.h"
 
 namespace rosetctl {
+
+// What a write's caller waits for.
+enum class Durability {
+  // Synced to disk (fsync): the write survives a power loss.
+  kDisk,
+  // Written to the WAL in the kernel's page cache, synced with the next kDisk write or
+  // checkpoint: survives a crash of this process, not of the machine. The WAL is replayed in
+  // order, so a machine crash loses only the newest such writes, never one that a surviving
+  // write came after. For records of kernel state, such as mounts, which a machine crash ends
+  // as well.
+  kUntilReboot,
+};
 
 class GroupCommit {
  public:
@@ -26,12 +39,17 @@ class GroupCommit {
 
   // Runs `body` inside a transaction, possibly together with other threads' bodies. Returns
   // `body`'s own status once the transaction committed (or the commit's error). A body that
-  // fails is rolled back alone; the others still commit.
-  Status run(const Body& body);
+  // fails is rolled back alone; the others still commit. A batch is synced to disk when any of
+  // its writes asks for kDisk.
+  Status run(const Body& body, Durability durability = Durability::kDisk);
+
+  // Writes waiting for the next batch (a test uses it to make two writes share one).
+  std::size_t queued_writes();
 
  private:
   struct Pending {
     const Body* body;
+    Durability durability;
     Status result;
     bool done = false;
     // Each writer sleeps on its own: a finished batch wakes its writers and the next batch's
@@ -42,6 +60,9 @@ class GroupCommit {
   // Executed by the thread that leads a batch, outside mutex_.
   void run_batch(const std::vector<Pending*>& batch);
   Expected<sqlite::Connection*> writer_connection();
+  // Sets SQLite's `synchronous` for the next transaction: FULL syncs the WAL at commit, NORMAL
+  // leaves that to a later FULL commit or checkpoint.
+  Status sync_commits(sqlite::Connection& connection, bool sync);
 
   const std::string path_;
   const int wal_autocheckpoint_pages_;
@@ -52,6 +73,7 @@ class GroupCommit {
 
   // Used only by the current leader (leading_ serialises access).
   std::optional<sqlite::Connection> connection_;
+  bool syncing_commits_ = true;  // connection_'s `synchronous` is FULL (as opened)
 };
 
 }  // namespace rosetctl

@@ -442,8 +442,8 @@ auto StateStore::read(Body&& body) -> decltype(body(std::declval<sqlite::Connect
 }
 
 template <typename Body>
-Status StateStore::write(Body&& body) {
-  return group_commit_.run(GroupCommit::Body(std::forward<Body>(body)));
+Status StateStore::write(Body&& body, Durability durability) {
+  return group_commit_.run(GroupCommit::Body(std::forward<Body>(body)), durability);
 }
 
 Expected<std::unique_ptr<StateStore>> StateStore::open(const std::string& state_dir,
@@ -675,18 +675,25 @@ Status StateStore::delete_staging(std::string_view volume_id, std::string_view s
 }
 
 // --- Node publications -----------------------------------------------------------------------
+// A node publication records a bind mount, which does not outlive the machine: its record need
+// not either. Written without waiting for the disk (Durability::kUntilReboot), it survives a
+// crash of the process; after a machine crash the startup reconcile drops records whose mounts
+// are gone, and a record the crash took with it had no mount left to describe.
 
 Status StateStore::upsert_node_publication(const NodePublication& publication) {
-  return write([&](sqlite::Connection& connection) {
-    return run(prepare(connection,
-                       fmt::format("INSERT INTO node_publications ({}) VALUES (?1, ?2, ?3, ?4, "
-                                   "?5, ?6) ON CONFLICT (target_path) DO UPDATE SET volume_id = "
-                                   "?1, staging_path = ?3, readonly = ?4, capability = ?5, "
-                                   "created_target = ?6",
-                                   kNodePublicationColumns),
-                       publication.volume_id, publication.target_path, publication.staging_path,
-                       publication.readonly, publication.capability, publication.created_target));
-  });
+  return write(
+      [&](sqlite::Connection& connection) {
+        return run(
+            prepare(connection,
+                    fmt::format("INSERT INTO node_publications ({}) VALUES (?1, ?2, ?3, ?4, "
+                                "?5, ?6) ON CONFLICT (target_path) DO UPDATE SET volume_id = "
+                                "?1, staging_path = ?3, readonly = ?4, capability = ?5, "
+                                "created_target = ?6",
+                                kNodePublicationColumns),
+                    publication.volume_id, publication.target_path, publication.staging_path,
+                    publication.readonly, publication.capability, publication.created_target));
+      },
+      Durability::kUntilReboot);
 }
 
 Expected<std::optional<NodePublication>> StateStore::find_node_publication(
@@ -724,10 +731,12 @@ Expected<std::vector<NodePublication>> StateStore::node_publications_of_staging(
 }
 
 Status StateStore::delete_node_publication(std::string_view target_path) {
-  return write([&](sqlite::Connection& connection) {
-    return run(
-        prepare(connection, "DELETE FROM node_publications WHERE target_path = ?1", target_path));
-  });
+  return write(
+      [&](sqlite::Connection& connection) {
+        return run(prepare(connection, "DELETE FROM node_publications WHERE target_path = ?1",
+                           target_path));
+      },
+      Durability::kUntilReboot);
 }
 
 // --- Snapshots -------------------------------------------------------------------------------

@@ -159,7 +159,8 @@ class StateStore {
   Expected<std::vector<Staging>> stagings(std::string_view volume_id);
   Status delete_staging(std::string_view volume_id, std::string_view staging_path);
 
-  // Node publications on this node.
+  // Node publications on this node. Their writes survive a crash of the process but may be
+  // lost with the machine, as the bind mounts they describe are (Durability::kUntilReboot).
   Status upsert_node_publication(const NodePublication& publication);
   Expected<std::optional<NodePublication>> find_node_publication(std::string_view target_path);
   Expected<std::vector<NodePublication>> node_publications(std::string_view volume_id);
@@ -199,7 +200,7 @@ class StateStore {
   // Runs `body(connection)` atomically and durably: in a transaction it may share with other
   // threads' writes (group commit), rolled back alone if it does not return OK.
   template <typename Body>
-  Status write(Body&& body);
+  Status write(Body&& body, Durability durability = Durability::kDisk);
 
   const std::string path_;
 

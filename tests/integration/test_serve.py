@@ -100,6 +100,37 @@ def test_grpc_client_drives_the_full_volume_lifecycle(csi, cli, workdir, server)
     assert "<redacted>" in log, f"expected -v request logs to show secrets as <redacted>: {log}"
 
 
+def test_a_publication_survives_a_kill_9_of_serve(csi, cli, workdir, start_serve):
+    # NodePublishVolume records its bind mount without waiting for the disk (the mount does not
+    # outlive the machine either), so a crash of serve itself must still find the record.
+    pb2, timeout = csi.pb2, CALL_TIMEOUT
+    server = start_serve()
+    capability = mount_capability(pb2)
+    volume = server.controller.CreateVolume(
+        pb2.CreateVolumeRequest(name="crashvol", volume_capabilities=[capability]), timeout=timeout).volume
+    vid = volume.volume_id
+    staging, target = workdir / "crash-staging", workdir / "pod" / "crash-target"
+    target.parent.mkdir()
+    server.node.NodeStageVolume(pb2.NodeStageVolumeRequest(
+        volume_id=vid, staging_target_path=str(staging), volume_capability=capability), timeout=timeout)
+    server.node.NodePublishVolume(pb2.NodePublishVolumeRequest(
+        volume_id=vid, staging_target_path=str(staging), target_path=str(target),
+        volume_capability=capability), timeout=timeout)
+    assert server.stop(signal.SIGKILL) == -signal.SIGKILL, "expected serve to die of SIGKILL"
+
+    again = start_serve(workdir / "after-crash.sock")
+    assert [c["target"] for c in cli.volume(vid)["connections"]] == [str(target)], (
+        f"expected the publication at {target} to be remembered after the crash: {cli.volume(vid)}")
+    again.node.NodeUnpublishVolume(pb2.NodeUnpublishVolumeRequest(volume_id=vid, target_path=str(target)),
+                                   timeout=timeout)
+    assert not is_mount_point(str(target)), f"expected {target} unmounted after NodeUnpublishVolume"
+    assert not target.exists(), f"expected the target serve created to be removed: {target}"
+    again.node.NodeUnstageVolume(pb2.NodeUnstageVolumeRequest(volume_id=vid, staging_target_path=str(staging)),
+                                 timeout=timeout)
+    again.controller.DeleteVolume(pb2.DeleteVolumeRequest(volume_id=vid), timeout=timeout)
+    assert cli.volumes() == [], "expected the volume deleted"
+
+
 def test_volume_created_by_the_cli_is_visible_over_grpc(csi, cli, server):
     volume_id = cli.create("from-cli")["id"]
     listed = server.controller.ListVolumes(csi.pb2.ListVolumesRequest(), timeout=CALL_TIMEOUT)

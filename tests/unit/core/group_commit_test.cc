@@ -2,7 +2,9 @@
 // atomic on its own.
 #include "core/group_commit.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -40,6 +42,20 @@ rosetctl::Status insert(rosetctl::sqlite::Connection& connection, const std::str
   statement->bind_text(1, key);
   return statement->run();
 }
+
+// SQLite's `synchronous` for this connection: 1 (NORMAL) commits without syncing the WAL, 2
+// (FULL) syncs it.
+int64_t synchronous_setting(rosetctl::sqlite::Connection& connection) {
+  auto statement = connection.prepare("PRAGMA synchronous");
+  REQUIRE(statement.has_value());
+  auto row = statement->step();
+  REQUIRE(row.has_value());
+  REQUIRE(*row);
+  return statement->column_int64(0);
+}
+
+constexpr int64_t kNormal = 1;
+constexpr int64_t kFull = 2;
 
 }  // namespace
 
@@ -113,4 +129,57 @@ TEST_CASE("a writer with a small auto-checkpoint keeps the WAL short and loses n
   CHECK(long_wal > 4 * short_wal);
   CHECK(default_db.count() == 100);
   CHECK(short_db.count() == 100);
+}
+
+TEST_CASE("a batch is synced to disk when any of its writes asks for it", "[group_commit]") {
+  using rosetctl::Durability;
+  TempDatabase db;
+  rosetctl::GroupCommit group(db.path);
+  // Each write notes the setting its transaction commits under.
+  auto write = [&](const std::string& key, Durability durability, int64_t& seen) {
+    return group.run(
+        [&](rosetctl::sqlite::Connection& connection) {
+          seen = synchronous_setting(connection);
+          return insert(connection, key);
+        },
+        durability);
+  };
+  int64_t seen = 0;
+  REQUIRE(write("lazy-1", Durability::kUntilReboot, seen).is_ok());
+  CHECK(seen == kNormal);
+  REQUIRE(write("disk-1", Durability::kDisk, seen).is_ok());
+  CHECK(seen == kFull);
+  REQUIRE(write("lazy-2", Durability::kUntilReboot, seen).is_ok());
+  CHECK(seen == kNormal);
+  REQUIRE(group.run([](auto& connection) { return insert(connection, "default"); }).is_ok());
+
+  // A lazy and a durable write held back by a batch in progress share the next one.
+  std::atomic<bool> entered = false, release = false;
+  int64_t first_seen = 0, lazy_seen = 0, disk_seen = 0;
+  std::thread first([&] {
+    CHECK(group
+              .run(
+                  [&](rosetctl::sqlite::Connection& connection) {
+                    first_seen = synchronous_setting(connection);
+                    entered = true;
+                    while (!release)
+                      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                    return insert(connection, "first");
+                  },
+                  Durability::kUntilReboot)
+              .is_ok());
+  });
+  while (!entered)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::thread lazy([&] { CHECK(write("lazy-3", Durability::kUntilReboot, lazy_seen).is_ok()); });
+  std::thread disk([&] { CHECK(write("disk-2", Durability::kDisk, disk_seen).is_ok()); });
+  while (group.queued_writes() < 2)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  release = true;
+  for (std::thread* thread : {&first, &lazy, &disk})
+    thread->join();
+  CHECK(first_seen == kNormal);
+  CHECK(lazy_seen == kFull);
+  CHECK(disk_seen == kFull);
+  CHECK(db.count() == 7);  // every write is visible to another connection
 }
