@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <set>
@@ -39,32 +40,6 @@ struct StoredContent {
   bool short_read = false;
   bool added = false;
 };
-
-// Durability, as git's core.fsyncMethod=batch does it: each new blob's writeback starts as
-// soon as it is written (start_writeout), all of them are waited for before the tree and commit
-// are written (wait_for_writeout), and the commit object's fsync then commits the journal and
-// flushes the disk cache once for everything. Waiting per blob would leave the disk idle while
-// hashing and the CPUs idle while writing.
-Status start_writeout(int fd, std::string_view id) {
-  if (::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) != 0) {
-    return errno_status(errno, fmt::format("cannot write out blob {}", id));
-  }
-  return Status::ok();
-}
-
-Status wait_for_writeout(const CommitStore& store, const std::vector<std::string>& blobs,
-                         int workers) {
-  return parallel_for(blobs.size(), workers, [&](std::size_t i, int) -> Status {
-    auto fd = store.open_blob(blobs[i]);
-    if (!fd) return fd.status();
-    if (::sync_file_range(fd->get(), 0, 0,
-                          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-                              SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
-      return errno_status(errno, fmt::format("cannot write out blob {}", blobs[i]));
-    }
-    return Status::ok();
-  });
-}
 
 class Capturer {
  public:
@@ -119,7 +94,6 @@ Expected<StoredContent> Capturer::store_content(int fd, int64_t size, const std:
   if (!hashed) return hashed.status();
   StoredContent stored{hashed->sha256, hashed->short_read, false};
   if (stored.short_read) return stored;
-  if (!cloned) ROSETCTL_RETURN_IF_ERROR(start_writeout(blob->get(), stored.sha256));
   auto added = store_.add_blob(blob->get(), stored.sha256);
   if (!added) return added.status();
   stored.added = *added;
@@ -239,8 +213,11 @@ Expected<CommitOutcome> commit_directory(const CommitStore& store, const CommitR
       to_read.push_back(i);
     }
   }
-  std::vector<ContentBuffer> buffers(std::max(request.workers, 1));
-  Status captured = parallel_for(to_read.size(), request.workers, [&](std::size_t n, int worker) {
+  // Each new blob waits for the disk before it is named (CommitStore::add_blob): more threads
+  // than CPUs keep the CPUs hashing while others wait.
+  int capture_workers = std::max(request.workers, 1) * kCaptureThreadsPerWorker;
+  std::vector<ContentBuffer> buffers(capture_workers);
+  Status captured = parallel_for(to_read.size(), capture_workers, [&](std::size_t n, int worker) {
     std::size_t i = to_read[n];
     ROSETCTL_RETURN_IF_ERROR(capturer.capture((*walked)[i], results[i], buffers[worker]));
     progress.advance(1, (*walked)[i].entry.size);
@@ -251,17 +228,19 @@ Expected<CommitOutcome> commit_directory(const CommitStore& store, const CommitR
 
   CommitOutcome outcome;
   StatCache next;
-  std::vector<std::string> new_blobs;
+  // Every blob read in this commit, not only the new ones: another commit may have added one
+  // and not yet made its name durable.
+  std::vector<std::string> read_blobs;
   for (std::size_t i : files) {
     const FileResult& result = results[i];
     if (result.reused) ++outcome.reused_files;
-    if (result.added) {
-      outcome.new_bytes += (*walked)[i].entry.size;
-      new_blobs.push_back((*walked)[i].entry.content);
-    }
+    if (result.added) outcome.new_bytes += (*walked)[i].entry.size;
+    if (!result.reused && !result.vanished) read_blobs.push_back((*walked)[i].entry.content);
     if (result.cache && !result.vanished) next.add((*walked)[i].entry.path, *result.cache);
   }
-  ROSETCTL_RETURN_IF_ERROR(wait_for_writeout(store, new_blobs, request.workers));
+  std::sort(read_blobs.begin(), read_blobs.end());
+  read_blobs.erase(std::unique(read_blobs.begin(), read_blobs.end()), read_blobs.end());
+  ROSETCTL_RETURN_IF_ERROR(store.sync_blob_names(read_blobs, request.workers));
   Tree tree{surviving_entries(*walked, results)};
   auto tree_id = store.put_tree(tree);
   if (!tree_id) return tree_id.status();

@@ -17,6 +17,9 @@
 namespace rosetctl {
 
 inline constexpr int kMaxCaptureAttempts = 3;
+// Threads reading files and writing blobs per worker asked for: they spend as long waiting for
+// the disk as hashing (measured in bench/README.md).
+inline constexpr int kCaptureThreadsPerWorker = 4;
 
 struct CommitRequest {
   std::string directory;  // what to commit
@@ -25,7 +28,7 @@ struct CommitRequest {
   std::string parent;  // previous commit of the volume, or ""
   std::string message;
   int64_t time_ns = 0;  // commit time
-  int workers = 1;
+  int workers = 1;      // CPUs to use; capture runs kCaptureThreadsPerWorker threads per worker
   ProgressSink* progress = nullptr;
 };
 

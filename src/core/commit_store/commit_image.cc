@@ -66,6 +66,7 @@ Expected<CommitOutcome> commit_image_copy(const CommitStore& store, ImageCopy co
   }
   auto added = store.add_blob(copy.file.get(), hashed->sha256);
   if (!added) return added.status();
+  ROSETCTL_RETURN_IF_ERROR(store.sync_blob_names({hashed->sha256}, 1));
 
   CommitOutcome outcome;
   if (*added) outcome.new_bytes = static_cast<int64_t>(st.st_blocks) * 512;

@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "core/commit_store/sha256.h"
+#include "core/fsync_scope.h"
+#include "core/parallel_for.h"
 
 namespace rosetctl {
 namespace {
@@ -100,6 +102,14 @@ Expected<std::string> read_verified(int dir_fd, const std::string& name, std::st
                  kind, id, actual);
   }
   return text;
+}
+
+Status sync_directory(int parent_fd, const std::string& name, const std::string& shown) {
+  UniqueFd fd(::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid() || ::fsync(fd.get()) != 0) {
+    return errno_status(errno, fmt::format("cannot sync directory \"{}\"", shown));
+  }
+  return Status::ok();
 }
 
 Status remove_object(int dir_fd, const std::string& name, const std::string& shown) {
@@ -195,6 +205,7 @@ Expected<std::unique_ptr<CommitStore>> CommitStore::open(const std::string& root
     if (!fd) return fd.status();
     *sub.fd = std::move(*fd);
   }
+  store->one_fsync_commits_all_ = fsync_commits_earlier_metadata(store->blobs_fd_.get());
   return store;
 }
 
@@ -222,7 +233,33 @@ Expected<UniqueFd> CommitStore::new_blob_file() const {
 }
 
 Expected<bool> CommitStore::add_blob(int fd, std::string_view id) const {
-  return link_anonymous(fd, blobs_fd_.get(), fanout_name(id), fmt::format("blob {}", id));
+  std::string shown = fmt::format("blob {}", id);
+  // A name whose content a crash lost would be trusted by every later commit of that content.
+  ROSETCTL_RETURN_IF_ERROR(wait_until_stored(fd, shown));
+  return link_anonymous(fd, blobs_fd_.get(), fanout_name(id), shown);
+}
+
+Status CommitStore::wait_until_stored(int fd, const std::string& shown) const {
+  int done = one_fsync_commits_all_
+                 ? ::sync_file_range(fd, 0, 0,
+                                     SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                         SYNC_FILE_RANGE_WAIT_AFTER)
+                 : ::fsync(fd);
+  if (done != 0) return errno_status(errno, fmt::format("cannot write out {}", shown));
+  return Status::ok();
+}
+
+Status CommitStore::sync_blob_names(const std::vector<std::string>& ids, int workers) const {
+  if (one_fsync_commits_all_) return Status::ok();
+  std::vector<std::string> fanouts;
+  for (const std::string& id : ids)
+    fanouts.push_back(id.substr(0, 2));
+  std::sort(fanouts.begin(), fanouts.end());
+  fanouts.erase(std::unique(fanouts.begin(), fanouts.end()), fanouts.end());
+  ROSETCTL_RETURN_IF_ERROR(parallel_for(fanouts.size(), workers, [&](std::size_t i, int) {
+    return sync_directory(blobs_fd_.get(), fanouts[i], root_ + "/blobs/" + fanouts[i]);
+  }));
+  return sync_directory(blobs_fd_.get(), ".", root_ + "/blobs");  // new fan-out directories
 }
 
 Status CommitStore::remove_blob(std::string_view id) const {
@@ -242,14 +279,15 @@ Expected<std::string> CommitStore::put_tree(const Tree& tree) const {
   auto fd = anonymous_file(trees_fd_.get(), 0444, root_ + "/trees");
   if (!fd) return fd.status();
   ROSETCTL_RETURN_IF_ERROR(write_whole(fd->get(), text, fmt::format("tree {}", id)));
-  // On disk before a commit can name it (put_commit's fsync then flushes the disk cache).
-  if (::sync_file_range(
-          fd->get(), 0, 0,
-          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
-    return errno_status(errno, fmt::format("cannot write out tree {}", id));
-  }
+  // On disk before a commit can name it (as blobs are: sync_blobs).
+  ROSETCTL_RETURN_IF_ERROR(wait_until_stored(fd->get(), fmt::format("tree {}", id)));
   auto added = link_anonymous(fd->get(), trees_fd_.get(), name, fmt::format("tree {}", id));
   if (!added) return added.status();
+  if (!one_fsync_commits_all_) {
+    ROSETCTL_RETURN_IF_ERROR(
+        sync_directory(trees_fd_.get(), id.substr(0, 2), root_ + "/trees/" + id.substr(0, 2)));
+    ROSETCTL_RETURN_IF_ERROR(sync_directory(trees_fd_.get(), ".", root_ + "/trees"));
+  }
   return id;
 }
 

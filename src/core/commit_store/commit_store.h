@@ -54,12 +54,20 @@ class CommitStore {
   Expected<UniqueFd> open_blob(std::string_view id) const;
   // A new anonymous writable file on the store's filesystem; becomes a blob by add_blob().
   Expected<UniqueFd> new_blob_file() const;
-  // Names the file written through `fd` as blob `id`; false when that blob already existed (the
-  // file is then simply dropped when `fd` closes).
+  // Names the file written through `fd` as blob `id` once its content is on disk, so a blob's
+  // name never outlives its content in a crash; false when that blob already existed (the file
+  // is then simply dropped when `fd` closes).
   Expected<bool> add_blob(int fd, std::string_view id) const;
   Status remove_blob(std::string_view id) const;
   // Calls `visit(id, bytes on disk)` for every blob.
   Status for_each_blob(const std::function<void(std::string_view, int64_t)>& visit) const;
+  // Makes the names of blobs `ids` durable before a commit may name them (their content is, by
+  // add_blob). Where one fsync commits every earlier metadata change (xfs, ext4 with a journal:
+  // fsync_scope.h) put_commit's fsync does it; elsewhere the fan-out directories are fsynced
+  // here, on up to `workers` threads.
+  Status sync_blob_names(const std::vector<std::string>& ids, int workers) const;
+  // Whether put_commit's fsync alone makes earlier objects' names and sizes durable.
+  bool one_fsync_commits_all() const { return one_fsync_commits_all_; }
 
   // --- trees
   // Writes the tree unless an equal one is stored; returns its id.
@@ -81,12 +89,16 @@ class CommitStore {
 
  private:
   CommitStore() = default;
+  // Waits until the object written through `fd` is on disk: its data, and its inode too unless
+  // one_fsync_commits_all_ (then the journal commits the inode before any name of it).
+  Status wait_until_stored(int fd, const std::string& shown) const;
 
   std::string root_;
   UniqueFd root_fd_;
   UniqueFd blobs_fd_;
   UniqueFd trees_fd_;
   UniqueFd commits_fd_;
+  bool one_fsync_commits_all_ = false;
 };
 
 }  // namespace rosetctl
