@@ -275,17 +275,20 @@ Expected<std::string> CommitStore::put_tree(const Tree& tree) const {
   std::string text = serialize_tree(tree);
   std::string id = sha256_hex(text);
   std::string name = fanout_name(id);
-  if (::faccessat(trees_fd_.get(), name.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) return id;
-  auto fd = anonymous_file(trees_fd_.get(), 0444, root_ + "/trees");
-  if (!fd) return fd.status();
-  ROSETCTL_RETURN_IF_ERROR(write_whole(fd->get(), text, fmt::format("tree {}", id)));
-  // On disk before a commit can name it (as blobs are: sync_blobs).
-  ROSETCTL_RETURN_IF_ERROR(wait_until_stored(fd->get(), fmt::format("tree {}", id)));
-  auto added = link_anonymous(fd->get(), trees_fd_.get(), name, fmt::format("tree {}", id));
-  if (!added) return added.status();
+  std::string shown = fmt::format("tree {}", id);
+  if (::faccessat(trees_fd_.get(), name.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
+    auto fd = anonymous_file(trees_fd_.get(), 0444, root_ + "/trees");
+    if (!fd) return fd.status();
+    ROSETCTL_RETURN_IF_ERROR(write_whole(fd->get(), text, shown));
+    // On disk before it has a name, as blobs are (add_blob).
+    ROSETCTL_RETURN_IF_ERROR(wait_until_stored(fd->get(), shown));
+    auto added = link_anonymous(fd->get(), trees_fd_.get(), name, shown);
+    if (!added) return added.status();
+  }
+  // The name too, found or made (another commit may have made it a moment ago).
   if (!one_fsync_commits_all_) {
-    ROSETCTL_RETURN_IF_ERROR(
-        sync_directory(trees_fd_.get(), id.substr(0, 2), root_ + "/trees/" + id.substr(0, 2)));
+    std::string fanout = id.substr(0, 2);
+    ROSETCTL_RETURN_IF_ERROR(sync_directory(trees_fd_.get(), fanout, root_ + "/trees/" + fanout));
     ROSETCTL_RETURN_IF_ERROR(sync_directory(trees_fd_.get(), ".", root_ + "/trees"));
   }
   return id;
