@@ -238,8 +238,6 @@ Expected<CommitOutcome> commit_directory(const CommitStore& store, const CommitR
     if (!result.reused && !result.vanished) read_blobs.push_back((*walked)[i].entry.content);
     if (result.cache && !result.vanished) next.add((*walked)[i].entry.path, *result.cache);
   }
-  std::sort(read_blobs.begin(), read_blobs.end());
-  read_blobs.erase(std::unique(read_blobs.begin(), read_blobs.end()), read_blobs.end());
   ROSETCTL_RETURN_IF_ERROR(store.sync_blob_names(read_blobs, request.workers));
   Tree tree{surviving_entries(*walked, results)};
   auto tree_id = store.put_tree(tree);

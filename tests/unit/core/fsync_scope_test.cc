@@ -19,46 +19,22 @@
 #include "core/mount_ops.h"
 #include "core/run_program.h"
 #include "core/unique_fd.h"
+#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/root_tests.h"
 
 using namespace std::chrono_literals;
 
+using rosetctl::testing::have_root;
+using rosetctl::testing::ScratchDir;
+
 namespace {
-
-bool have_root() {
-  if (::geteuid() == 0) return true;
-  const char* required = ::getenv("ROSETCTL_REQUIRE_ROOT_TESTS");
-  if (required != nullptr && std::string_view(required) == "1") {
-    FAIL("ROSETCTL_REQUIRE_ROOT_TESTS=1 but not running as root");
-  }
-  WARN("skipped: needs root to attach loop devices and mount");
-  return false;
-}
-
-class ScratchDir {
- public:
-  ScratchDir() {
-    char pattern[] = "/tmp/rosetctl-fsync-scope-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // Formats a sparse image of `bytes` with `mkfs` (and its arguments), mounts it, and answers
 // fsync_commits_earlier_metadata for a directory on it. Everything is undone on the way out.
 bool answer_on(const std::vector<std::string>& mkfs, const std::string& package, off_t bytes,
                std::string_view fs_type) {
   ScratchDir scratch;
-  std::string image = scratch.path() + "/fs.img", mount_point = scratch.path() + "/mnt";
+  std::string image = scratch.path + "/fs.img", mount_point = scratch.path + "/mnt";
   {
     rosetctl::UniqueFd file(::open(image.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
     REQUIRE(file.valid());
@@ -90,26 +66,26 @@ bool answer_on(const std::vector<std::string>& mkfs, const std::string& package,
 }  // namespace
 
 TEST_CASE("ext4 with a journal commits earlier metadata with any fsync", "[fsync_scope][root]") {
-  if (!have_root()) return;
+  if (!have_root("to attach loop devices and mount")) return;
   CHECK(answer_on({"mkfs.ext4", "-q"}, "e2fsprogs", 64 << 20, "ext4"));
 }
 
 TEST_CASE("ext4 without a journal does not", "[fsync_scope][root]") {
-  if (!have_root()) return;
+  if (!have_root("to attach loop devices and mount")) return;
   CHECK_FALSE(answer_on({"mkfs.ext4", "-q", "-O", "^has_journal"}, "e2fsprogs", 64 << 20, "ext4"));
 }
 
 TEST_CASE("xfs commits earlier metadata with any fsync", "[fsync_scope][root]") {
-  if (!have_root()) return;
+  if (!have_root("to attach loop devices and mount")) return;
   CHECK(answer_on({"mkfs.xfs", "-q"}, "xfsprogs", 320 << 20, "xfs"));  // 300 MiB at least
 }
 
 TEST_CASE("a filesystem it does not know (tmpfs) does not", "[fsync_scope][root]") {
-  if (!have_root()) return;
+  if (!have_root("to attach loop devices and mount")) return;
   ScratchDir scratch;
-  REQUIRE(rosetctl::mount_tmpfs(scratch.path(), "size=1m", 0).is_ok());
-  rosetctl::MountGuard unmount(scratch.path());
-  rosetctl::UniqueFd dir(::open(scratch.path().c_str(), O_RDONLY | O_DIRECTORY));
+  REQUIRE(rosetctl::mount_tmpfs(scratch.path, "size=1m", 0).is_ok());
+  rosetctl::MountGuard unmount(scratch.path);
+  rosetctl::UniqueFd dir(::open(scratch.path.c_str(), O_RDONLY | O_DIRECTORY));
   REQUIRE(dir.valid());
   CHECK_FALSE(rosetctl::fsync_commits_earlier_metadata(dir.get()));
 }

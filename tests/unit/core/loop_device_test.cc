@@ -15,6 +15,8 @@
 #include <string_view>
 #include <thread>
 
+#include "unit/root_tests.h"
+
 using rosetctl::block_device_size;
 using rosetctl::Code;
 using rosetctl::detach_loop_device;
@@ -28,17 +30,9 @@ using rosetctl::refresh_loop_capacity;
 using rosetctl::set_loop_direct_io;
 using rosetctl::Status;
 
-namespace {
+using rosetctl::testing::have_root;
 
-bool have_root() {
-  if (::geteuid() == 0) return true;
-  const char* required = ::getenv("ROSETCTL_REQUIRE_ROOT_TESTS");
-  if (required != nullptr && std::string_view(required) == "1") {
-    FAIL("ROSETCTL_REQUIRE_ROOT_TESTS=1 but not running as root");
-  }
-  WARN("skipped: needs root to attach loop devices");
-  return false;
-}
+namespace {
 
 class ScratchDir {
  public:
@@ -136,7 +130,7 @@ TEST_CASE("list_loop_devices reads attached devices from sysfs and skips free on
 }
 
 TEST_CASE("LoopDevice::attach attaches a file and the guard detaches it", "[loop_device][root]") {
-  if (!have_root()) return;
+  if (!have_root("to attach loop devices")) return;
   ScratchDir dir;
   std::string image = dir.file("guarded.img", 16 << 20);
   {
@@ -157,7 +151,7 @@ TEST_CASE("LoopDevice::attach attaches a file and the guard detaches it", "[loop
 }
 
 TEST_CASE("a released autoclear device goes away once nothing holds it", "[loop_device][root]") {
-  if (!have_root()) return;
+  if (!have_root("to attach loop devices")) return;
   ScratchDir dir;
   std::string image = dir.file("autoclear.img", 8 << 20);
   auto loop = LoopDevice::attach(image, LoopAttachOptions{});
@@ -168,7 +162,7 @@ TEST_CASE("a released autoclear device goes away once nothing holds it", "[loop_
 }
 
 TEST_CASE("a released device without autoclear stays until detached", "[loop_device][root]") {
-  if (!have_root()) return;
+  if (!have_root("to attach loop devices")) return;
   ScratchDir dir;
   std::string image = dir.file("kept.img", 8 << 20);
   auto loop = LoopDevice::attach(image, LoopAttachOptions{.autoclear = false});
@@ -182,7 +176,7 @@ TEST_CASE("a released device without autoclear stays until detached", "[loop_dev
 }
 
 TEST_CASE("a read-only loop device refuses writes", "[loop_device][root]") {
-  if (!have_root()) return;
+  if (!have_root("to attach loop devices")) return;
   ScratchDir dir;
   std::string image = dir.file("ro.img", 8 << 20);
   auto loop = LoopDevice::attach(image, LoopAttachOptions{.read_only = true, .autoclear = false});
@@ -201,7 +195,7 @@ TEST_CASE("a read-only loop device refuses writes", "[loop_device][root]") {
 }
 
 TEST_CASE("refresh_loop_capacity makes the device follow its grown file", "[loop_device][root]") {
-  if (!have_root()) return;
+  if (!have_root("to attach loop devices")) return;
   ScratchDir dir;
   std::string image = dir.file("grow.img", 8 << 20);
   auto loop = LoopDevice::attach(image, LoopAttachOptions{.autoclear = false});
@@ -214,7 +208,7 @@ TEST_CASE("refresh_loop_capacity makes the device follow its grown file", "[loop
 }
 
 TEST_CASE("set_loop_direct_io switches an attached device both ways", "[loop_device][root]") {
-  if (!have_root()) return;
+  if (!have_root("to attach loop devices")) return;
   ScratchDir dir;
   std::string image = dir.file("dio.img", 8 << 20);
   auto loop = LoopDevice::attach(image, LoopAttachOptions{.autoclear = false, .direct_io = false});
@@ -250,7 +244,7 @@ TEST_CASE("direct_io_alignment says what direct I/O on a file needs", "[loop_dev
 
 TEST_CASE("two attaches of one file get two devices; both are found by their file",
           "[loop_device][root]") {
-  if (!have_root()) return;
+  if (!have_root("to attach loop devices")) return;
   ScratchDir dir;
   std::string image = dir.file("twice.img", 8 << 20);
   auto first = LoopDevice::attach(image, LoopAttachOptions{.autoclear = false});
@@ -263,7 +257,7 @@ TEST_CASE("two attaches of one file get two devices; both are found by their fil
 
 TEST_CASE("a loop device whose file was deleted is still found by that file's path",
           "[loop_device][root]") {
-  if (!have_root()) return;
+  if (!have_root("to attach loop devices")) return;
   ScratchDir dir;
   std::string image = dir.file("deleted.img", 8 << 20);
   auto loop = LoopDevice::attach(image, LoopAttachOptions{.autoclear = false});
@@ -276,7 +270,7 @@ TEST_CASE("a loop device whose file was deleted is still found by that file's pa
 
 TEST_CASE("attaching a missing file fails, naming it, and leaves no device",
           "[loop_device][root]") {
-  if (!have_root()) return;
+  if (!have_root("to attach loop devices")) return;
   ScratchDir dir;
   std::string missing = dir.path() + "/missing.img";
   auto loop = LoopDevice::attach(missing, LoopAttachOptions{});

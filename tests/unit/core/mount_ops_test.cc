@@ -20,6 +20,7 @@
 #include "core/mount_lookup.h"
 #include "core/mountinfo.h"
 #include "core/real_path.h"
+#include "unit/root_tests.h"
 
 using rosetctl::Code;
 using rosetctl::MountEntry;
@@ -28,17 +29,9 @@ using rosetctl::MountOptions;
 using rosetctl::MountTable;
 using rosetctl::PathHealth;
 
-namespace {
+using rosetctl::testing::have_root;
 
-bool have_root() {
-  if (::geteuid() == 0) return true;
-  const char* required = ::getenv("ROSETCTL_REQUIRE_ROOT_TESTS");
-  if (required != nullptr && std::string_view(required) == "1") {
-    FAIL("ROSETCTL_REQUIRE_ROOT_TESTS=1 but not running as root");
-  }
-  WARN("skipped: needs root for mount(2)");
-  return false;
-}
+namespace {
 
 // A directory under /tmp that, whatever a test did, leaves no mount and no file behind.
 class ScratchDir {
@@ -178,7 +171,7 @@ TEST_CASE("mount_ops: probe_path", "[mount_ops]") {
 }
 
 TEST_CASE("mount_ops: bind mount shows the staging directory at the target", "[mount_ops][root]") {
-  if (!have_root()) return;
+  if (!have_root("for mount(2)")) return;
   ScratchDir scratch;
   std::string staging = scratch.make_staging("staging");
   std::string other = scratch.make_staging("other");
@@ -201,7 +194,7 @@ TEST_CASE("mount_ops: bind mount shows the staging directory at the target", "[m
 }
 
 TEST_CASE("mount_ops: read-only bind rejects writes with EROFS", "[mount_ops][root]") {
-  if (!have_root()) return;
+  if (!have_root("for mount(2)")) return;
   ScratchDir scratch;
   std::string staging = scratch.make_staging("staging");
   std::string target = scratch.make_dir("target");
@@ -218,7 +211,7 @@ TEST_CASE("mount_ops: read-only bind rejects writes with EROFS", "[mount_ops][ro
 }
 
 TEST_CASE("mount_ops: per-mount flags show in mount_options", "[mount_ops][root]") {
-  if (!have_root()) return;
+  if (!have_root("for mount(2)")) return;
   ScratchDir scratch;
   std::string staging = scratch.make_staging("staging");
   std::string target = scratch.make_dir("target");
@@ -238,7 +231,7 @@ TEST_CASE("mount_ops: per-mount flags show in mount_options", "[mount_ops][root]
 }
 
 TEST_CASE("mount_ops: bind mount of a missing source says what failed", "[mount_ops][root]") {
-  if (!have_root()) return;
+  if (!have_root("for mount(2)")) return;
   ScratchDir scratch;
   std::string target = scratch.make_dir("target");
   std::string missing = scratch.path() + "/missing";
@@ -251,7 +244,7 @@ TEST_CASE("mount_ops: bind mount of a missing source says what failed", "[mount_
 }
 
 TEST_CASE("mount_ops: unmount errors tell not-mounted from missing and busy", "[mount_ops][root]") {
-  if (!have_root()) return;
+  if (!have_root("for mount(2)")) return;
   ScratchDir scratch;
   std::string plain = scratch.make_dir("plain");
 
@@ -274,7 +267,7 @@ TEST_CASE("mount_ops: unmount errors tell not-mounted from missing and busy", "[
 }
 
 TEST_CASE("mount_ops: unmount_all removes stacked duplicates", "[mount_ops][root]") {
-  if (!have_root()) return;
+  if (!have_root("for mount(2)")) return;
   ScratchDir scratch;
   std::string staging = scratch.make_staging("staging");
   std::string target = scratch.make_dir("target");
@@ -289,7 +282,7 @@ TEST_CASE("mount_ops: unmount_all removes stacked duplicates", "[mount_ops][root
 }
 
 TEST_CASE("mount_ops: MountGuard unmounts unless released", "[mount_ops][root]") {
-  if (!have_root()) return;
+  if (!have_root("for mount(2)")) return;
   ScratchDir scratch;
   std::string staging = scratch.make_staging("staging");
   std::string target = scratch.make_dir("target");
@@ -355,7 +348,7 @@ void check_matches_table(const std::string& path) {
 }  // namespace
 
 TEST_CASE("mount_lookup: find_mount answers as the mount table does", "[mount_lookup][root]") {
-  if (!have_root()) return;
+  if (!have_root("for mount(2)")) return;
   ScratchDir scratch;
   std::string staging = scratch.make_staging("staging");
   REQUIRE(::mkdir((staging + "/sub dir").c_str(), 0755) == 0);
