@@ -18,7 +18,6 @@ namespace rosetctl {
 namespace {
 
 constexpr std::string_view kProviderParameter = "provider";
-constexpr std::string_view kKubernetesPrefix = "csi.storage.k8s.io/";
 
 struct CapacityRange {
   int64_t required = 0;
@@ -42,7 +41,8 @@ Expected<CapacityRange> capacity_from_proto(const csi::v1::CapacityRange& range)
 StringMap defining_parameters(const StringMap& parameters) {
   StringMap out;
   for (const auto& [key, value] : parameters) {
-    if (!key.starts_with(kKubernetesPrefix) && key != kProviderParameter) out.emplace(key, value);
+    if (!key.starts_with(kKubernetesParameterPrefix) && key != kProviderParameter)
+      out.emplace(key, value);
   }
   return out;
 }

@@ -25,11 +25,10 @@ namespace rosetctl {
 namespace {
 
 constexpr std::string_view kMessageParameter = "message";
-constexpr std::string_view kKubernetesPrefix = "csi.storage.k8s.io/";
 
 Status validate_snapshot_parameters(const StringMap& parameters) {
   for (const auto& [key, value] : parameters) {
-    if (key == kMessageParameter || key.starts_with(kKubernetesPrefix)) continue;
+    if (key == kMessageParameter || key.starts_with(kKubernetesParameterPrefix)) continue;
     return error(Code::kInvalidArgument, "unknown snapshot parameter \"{}\" (known: message)",
                  display_quoted(key));
   }

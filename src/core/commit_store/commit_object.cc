@@ -10,7 +10,7 @@
 namespace rosetctl {
 namespace {
 
-constexpr std::string_view kHeader = "rosetctl-commit 1";
+constexpr std::string_view kCommitHeader = "rosetctl-commit 1";
 
 bool parse_int64(std::string_view text, int64_t* out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
@@ -40,7 +40,7 @@ Status malformed(std::string_view why) {
 }  // namespace
 
 std::string serialize_commit(const CommitObject& commit) {
-  std::string out = fmt::format("{}\ntree {}\n", kHeader, commit.tree);
+  std::string out = fmt::format("{}\ntree {}\n", kCommitHeader, commit.tree);
   if (!commit.parent.empty()) out += fmt::format("parent {}\n", commit.parent);
   if (!commit.image.empty()) out += fmt::format("image {}\n", escape_field(commit.image));
   out += fmt::format("volume {}\nvolume-name {}\ntime {}\nfiles {}\nbytes {}\nmessage {}\n",
@@ -50,11 +50,13 @@ std::string serialize_commit(const CommitObject& commit) {
 }
 
 Expected<CommitObject> parse_commit(std::string_view text) {
-  if (!text.starts_with(kHeader) || text.size() <= kHeader.size() || text[kHeader.size()] != '\n') {
+  if (!text.starts_with(kCommitHeader) || text.size() <= kCommitHeader.size() ||
+      text[kCommitHeader.size()] != '\n') {
     return malformed("the header line is missing");
   }
   std::vector<std::pair<std::string_view, std::string_view>> lines;
-  if (!split_lines(text.substr(kHeader.size() + 1), &lines)) return malformed("a line is cut");
+  if (!split_lines(text.substr(kCommitHeader.size() + 1), &lines))
+    return malformed("a line is cut");
   std::size_t i = 0;
   auto take = [&](std::string_view key) -> std::optional<std::string_view> {
     if (i >= lines.size() || lines[i].first != key) return std::nullopt;

@@ -66,13 +66,12 @@ const Crypto& crypto() {
 }  // namespace
 
 struct Sha256::Context {
-  const Crypto& api = crypto();
   EVP_MD_CTX* ctx = nullptr;
-  ~Context() { api.md_ctx_free(ctx); }
+  ~Context() { crypto().md_ctx_free(ctx); }
 };
 
 Sha256::Sha256() : context_(std::make_unique<Context>()) {
-  const Crypto& api = context_->api;
+  const Crypto& api = crypto();
   context_->ctx = api.md_ctx_new();
   if (context_->ctx == nullptr || api.digest_init(context_->ctx, api.sha256(), nullptr) != 1) {
     openssl_failed("EVP_DigestInit_ex");
@@ -84,8 +83,7 @@ Sha256::Sha256(Sha256&&) noexcept = default;
 Sha256& Sha256::operator=(Sha256&&) noexcept = default;
 
 void Sha256::update(const void* data, std::size_t size) {
-  if (context_->api.digest_update(context_->ctx, data, size) != 1)
-    openssl_failed("EVP_DigestUpdate");
+  if (crypto().digest_update(context_->ctx, data, size) != 1) openssl_failed("EVP_DigestUpdate");
 }
 
 void Sha256::update_zeros(uint64_t count) {
@@ -100,7 +98,7 @@ void Sha256::update_zeros(uint64_t count) {
 std::string Sha256::finish_hex() {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  if (context_->api.digest_final(context_->ctx, digest, &length) != 1) {
+  if (crypto().digest_final(context_->ctx, digest, &length) != 1) {
     openssl_failed("EVP_DigestFinal_ex");
   }
   static constexpr char kDigits[] = "0123456789abcdef";

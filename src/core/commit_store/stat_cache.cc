@@ -16,7 +16,7 @@
 namespace rosetctl {
 namespace {
 
-constexpr std::string_view kHeader = "rosetctl-stat-cache 2";
+constexpr std::string_view kStatCacheHeader = "rosetctl-stat-cache 2";
 constexpr std::string_view kNoAnchor = "-";
 
 template <typename Integer>
@@ -72,8 +72,8 @@ StatCache StatCache::load(const std::string& path) {
   StatCache cache;
   std::ifstream in(path);
   std::string line;
-  if (!in || !std::getline(in, line) || !line.starts_with(kHeader)) return cache;
-  std::string_view anchor = std::string_view(line).substr(kHeader.size());
+  if (!in || !std::getline(in, line) || !line.starts_with(kStatCacheHeader)) return cache;
+  std::string_view anchor = std::string_view(line).substr(kStatCacheHeader.size());
   if (!anchor.starts_with(' ')) return cache;
   anchor.remove_prefix(1);
   if (anchor != kNoAnchor && !is_digest_hex(anchor)) return cache;
@@ -99,8 +99,8 @@ const CachedFile* StatCache::find_unchanged(const std::string& path,
 }
 
 Status StatCache::save(const std::string& path) const {
-  std::string text =
-      fmt::format("{} {}\n", kHeader, anchor_.empty() ? kNoAnchor : std::string_view(anchor_));
+  std::string text = fmt::format("{} {}\n", kStatCacheHeader,
+                                 anchor_.empty() ? kNoAnchor : std::string_view(anchor_));
   for (const auto& [file_path, file] : files_) {
     const FileVersion& v = file.version;
     text += fmt::format("{} {} {} {} {} {}", v.inode, v.size, v.mtime_ns, v.ctime_ns, file.content,

@@ -15,7 +15,7 @@
 namespace rosetctl {
 namespace {
 
-constexpr std::string_view kHeader = "rosetctl-tree 1";
+constexpr std::string_view kTreeHeader = "rosetctl-tree 1";
 constexpr std::string_view kRootToken = ".";
 
 bool is_entry_type(char c) {
@@ -167,7 +167,7 @@ void sort_tree(Tree& tree) {
 }
 
 std::string serialize_tree(const Tree& tree) {
-  std::string out(kHeader);
+  std::string out(kTreeHeader);
   out += '\n';
   for (const TreeEntry& entry : tree.entries)
     append_entry(out, entry);
@@ -175,11 +175,12 @@ std::string serialize_tree(const Tree& tree) {
 }
 
 Expected<Tree> parse_tree(std::string_view text) {
-  if (!text.starts_with(kHeader) || text.size() <= kHeader.size() || text[kHeader.size()] != '\n') {
+  if (!text.starts_with(kTreeHeader) || text.size() <= kTreeHeader.size() ||
+      text[kTreeHeader.size()] != '\n') {
     return error(Code::kDataLoss, "not a rosetctl tree (version 1): the header line is missing");
   }
   Tree tree;
-  std::size_t start = kHeader.size() + 1;
+  std::size_t start = kTreeHeader.size() + 1;
   int line_number = 1;
   while (start < text.size()) {
     ++line_number;

@@ -18,12 +18,9 @@
 namespace rosetctl {
 namespace {
 
-// Parameter keys the external-provisioner adds (PVC/PV names): accepted and not interpreted.
-constexpr std::string_view kKubernetesPrefix = "csi.storage.k8s.io/";
-
 Status validate_parameters(const StringMap& parameters) {
   for (const auto& [key, value] : parameters) {
-    if (key.starts_with(kKubernetesPrefix)) continue;
+    if (key.starts_with(kKubernetesParameterPrefix)) continue;
     if (key == kContextType) {
       if (value == kTypeDir || value == kTypeImage) continue;
       return error(Code::kInvalidArgument,

@@ -17,14 +17,8 @@
 namespace rosetctl {
 namespace {
 
-constexpr std::string_view kKubernetesPrefix = "csi.storage.k8s.io/";
 constexpr const char* kParamBasePath = "basePath";
 constexpr const char* kParamDeletePolicy = "deletePolicy";
-
-std::string value_of(const StringMap& map, const std::string& key) {
-  auto it = map.find(key);
-  return it == map.end() ? "" : it->second;
-}
 
 std::string digest_hex(std::string_view data, size_t chars) {
   return sha256_hex(data).substr(0, chars);
@@ -86,8 +80,8 @@ bool RosetProvider::configured() const {
 
 Expected<RosetEndpoint> RosetProvider::endpoint_for(const StringMap& context,
                                                     const StringMap& secrets) const {
-  return resolve_endpoint(config_, secrets, value_of(context, kRosetApiUrl),
-                          value_of(context, kRosetMountId));
+  return resolve_endpoint(config_, secrets, value_or_empty(context, kRosetApiUrl),
+                          value_or_empty(context, kRosetMountId));
 }
 
 Status RosetProvider::check_health() const {
@@ -112,7 +106,7 @@ Status RosetProvider::validate_create(const CreateVolumeSpec& spec) const {
     }
   }
   for (const auto& [key, value] : spec.parameters) {
-    if (key.starts_with(kKubernetesPrefix)) continue;
+    if (key.starts_with(kKubernetesParameterPrefix)) continue;
     if (key == kRosetMountId || key == kRosetApiUrl) continue;
     if (key == kParamBasePath) {
       ROSETCTL_RETURN_IF_ERROR(path_segments(value, "parameter basePath").status());
@@ -161,12 +155,12 @@ Expected<ProvisionedVolume> RosetProvider::create_volume(const CreateVolumeSpec&
                  "folder's content");
   }
   if (spec.source.kind == VolumeSource::Kind::kSnapshot) return create_restored_volume(spec);
-  std::string mount_id = value_of(spec.parameters, kRosetMountId);
+  std::string mount_id = value_or_empty(spec.parameters, kRosetMountId);
   if (mount_id.empty()) mount_id = config_.mount_id;
-  std::string base = value_of(spec.parameters, kParamBasePath);
+  std::string base = value_or_empty(spec.parameters, kParamBasePath);
   if (base.empty()) base = kDefaultRosetBasePath;
-  auto endpoint =
-      resolve_endpoint(config_, spec.secrets, value_of(spec.parameters, kRosetApiUrl), mount_id);
+  auto endpoint = resolve_endpoint(config_, spec.secrets,
+                                   value_or_empty(spec.parameters, kRosetApiUrl), mount_id);
   if (!endpoint) return endpoint.status();
   RosetApi api(*http_, *endpoint);
   auto base_segments = path_segments(base, "parameter basePath");
@@ -215,7 +209,7 @@ Expected<ProvisionedVolume> RosetProvider::create_volume(const CreateVolumeSpec&
                     {kRosetRootPath, path},
                     {kRosetApiUrl, endpoint->api_url}};
   if (!mount_id.empty()) volume.context[kRosetMountId] = mount_id;
-  std::string sub_path = value_of(spec.parameters, kRosetSubPath);
+  std::string sub_path = value_or_empty(spec.parameters, kRosetSubPath);
   if (!sub_path.empty()) volume.context[kRosetSubPath] = sub_path;
   return volume;
 }
@@ -223,11 +217,11 @@ Expected<ProvisionedVolume> RosetProvider::create_volume(const CreateVolumeSpec&
 Status RosetProvider::check_no_restores_of(const VolumeRecord& volume) {
   auto volumes = store_.list_volumes("", 0);
   if (!volumes) return volumes.status();
-  std::string node_id = value_of(volume.context, kRosetNodeId);
+  std::string node_id = value_or_empty(volume.context, kRosetNodeId);
   for (const VolumeRecord& other : *volumes) {
     if (other.id == volume.id || other.provider != "roset") continue;
-    if (value_of(other.context, kRosetReadOnly) == "true" &&
-        value_of(other.context, kRosetNodeId) == node_id) {
+    if (value_or_empty(other.context, kRosetReadOnly) == "true" &&
+        value_or_empty(other.context, kRosetNodeId) == node_id) {
       return error(Code::kFailedPrecondition,
                    "volume \"{}\" was restored from a snapshot of this one and shows its folder; "
                    "delete \"{}\" first",
@@ -245,17 +239,17 @@ Status RosetProvider::delete_volume_with(const VolumeRecord& volume, const Strin
   auto endpoint = endpoint_for(volume.context, secrets);
   if (!endpoint) return endpoint.status();
   RosetApi api(*http_, *endpoint);
-  if (value_of(volume.context, kRosetReadOnly) == "true") {
+  if (value_or_empty(volume.context, kRosetReadOnly) == "true") {
     // A restored volume owns only its pin on the commit, never the folder it shows.
-    std::string ref = value_of(volume.context, kRosetRef);
+    std::string ref = value_or_empty(volume.context, kRosetRef);
     return ref.empty() ? Status::ok() : api.delete_ref(ref);
   }
   ROSETCTL_RETURN_IF_ERROR(check_no_restores_of(volume));
-  std::string policy = value_of(volume.parameters, kParamDeletePolicy);
-  std::string node_id = value_of(volume.context, kRosetNodeId);
+  std::string policy = value_or_empty(volume.parameters, kParamDeletePolicy);
+  std::string node_id = value_or_empty(volume.context, kRosetNodeId);
   if (policy == "retain" || node_id.empty()) {
     spdlog::info("roset: volume \"{}\" deleted; its folder \"{}\" is retained", volume.name,
-                 value_of(volume.context, kRosetRootPath));
+                 value_or_empty(volume.context, kRosetRootPath));
     return Status::ok();
   }
   return api.delete_node(node_id, policy == "permanent");
@@ -284,7 +278,7 @@ Status RosetProvider::stage_volume(const StageSpec& spec) {
     auto record = store_.find_volume(spec.volume_id);
     if (record && record->has_value()) context = (*record)->context;
   }
-  std::string folder = value_of(context, kRosetRootPath);
+  std::string folder = value_or_empty(context, kRosetRootPath);
   if (folder.empty()) {
     return error(Code::kInvalidArgument,
                  "volume_context of volume \"{}\" has no rootPath: pass the context CreateVolume "
@@ -295,7 +289,7 @@ Status RosetProvider::stage_volume(const StageSpec& spec) {
   auto endpoint = endpoint_for(context, spec.secrets);
   if (!endpoint) return endpoint.status();
   bool read_only =
-      value_of(context, kRosetReadOnly) == "true" || reader_only(spec.capability.access_mode);
+      value_or_empty(context, kRosetReadOnly) == "true" || reader_only(spec.capability.access_mode);
   return fuse_.stage(*endpoint, FuseUser{spec.volume_id, spec.staging_path, folder, read_only});
 }
 
@@ -305,9 +299,9 @@ Status RosetProvider::unstage_volume(std::string_view volume_id, const std::stri
 
 Status RosetProvider::publish_volume(const PublishSpec& spec) {
   PublishSpec bound = spec;
-  bound.readonly = spec.readonly || value_of(spec.volume_context, kRosetReadOnly) == "true" ||
+  bound.readonly = spec.readonly || value_or_empty(spec.volume_context, kRosetReadOnly) == "true" ||
                    fuse_.staged_read_only(spec.volume_id, spec.staging_path);
-  std::string sub_path = value_of(spec.volume_context, kRosetSubPath);
+  std::string sub_path = value_or_empty(spec.volume_context, kRosetSubPath);
   if (sub_path.empty()) return Provider::publish_volume(bound);
   ROSETCTL_RETURN_IF_ERROR(validate_sub_path(sub_path));
   // The folder is opened without following symlinks or leaving the volume, and bound through

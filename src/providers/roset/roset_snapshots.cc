@@ -17,11 +17,6 @@ constexpr std::string_view kSnapshotPrefix = "roset-";
 constexpr auto kCommitPatience = std::chrono::seconds(120);
 constexpr auto kCommitPoll = std::chrono::milliseconds(500);
 
-std::string value_of(const StringMap& map, const std::string& key) {
-  auto it = map.find(key);
-  return it == map.end() ? "" : it->second;
-}
-
 std::string snapshot_ref(std::string_view snapshot_name) {
   return fmt::format("rosetctl/{}", snapshot_name);
 }
@@ -71,15 +66,15 @@ Expected<ProvisionedSnapshot> RosetProvider::create_snapshot(const SnapshotSpec&
     return error(Code::kNotFound, "volume \"{}\" does not exist", spec.volume_id);
   }
   const StringMap& context = (*volume)->context;
-  if (value_of(context, kRosetReadOnly) == "true") {
+  if (value_or_empty(context, kRosetReadOnly) == "true") {
     return error(Code::kFailedPrecondition,
                  "volume \"{}\" is a read-only restore of commit {}; snapshot the volume it came "
                  "from instead",
-                 spec.volume_name, value_of(context, kRosetCommitId));
+                 spec.volume_name, value_or_empty(context, kRosetCommitId));
   }
-  std::string node_id = value_of(context, kRosetNodeId);
-  auto endpoint = resolve_endpoint(config_, spec.secrets, value_of(context, kRosetApiUrl),
-                                   value_of(context, kRosetMountId));
+  std::string node_id = value_or_empty(context, kRosetNodeId);
+  auto endpoint = resolve_endpoint(config_, spec.secrets, value_or_empty(context, kRosetApiUrl),
+                                   value_or_empty(context, kRosetMountId));
   if (!endpoint) return endpoint.status();
   RosetApi api(*http_, *endpoint);
   // Derived from the snapshot name: a retried CreateSnapshot finds the same commit.
@@ -152,8 +147,8 @@ Expected<ProvisionedVolume> RosetProvider::create_restored_volume(const CreateVo
                  spec.source.id);
   }
   const StringMap& from = (*source)->context;
-  auto endpoint = resolve_endpoint(config_, spec.secrets, value_of(from, kRosetApiUrl),
-                                   value_of(from, kRosetMountId));
+  auto endpoint = resolve_endpoint(config_, spec.secrets, value_or_empty(from, kRosetApiUrl),
+                                   value_or_empty(from, kRosetMountId));
   if (!endpoint) return endpoint.status();
   RosetApi api(*http_, *endpoint);
   std::string commit_id = commit_of(spec.source.id);
@@ -169,14 +164,14 @@ Expected<ProvisionedVolume> RosetProvider::create_restored_volume(const CreateVo
   ProvisionedVolume volume;
   volume.id = fmt::format("roset-restore-{}", random_hex(8));
   volume.capacity_bytes = spec.required_bytes;
-  volume.context = {
-      {"type", "folder"},
-      {kRosetNodeId, commit->node_id.empty() ? value_of(from, kRosetNodeId) : commit->node_id},
-      {kRosetRootPath, value_of(from, kRosetRootPath)},
-      {kRosetApiUrl, endpoint->api_url},
-      {kRosetReadOnly, "true"},
-      {kRosetCommitId, commit_id},
-      {kRosetRef, ref}};
+  volume.context = {{"type", "folder"},
+                    {kRosetNodeId, commit->node_id.empty() ? value_or_empty(from, kRosetNodeId)
+                                                           : commit->node_id},
+                    {kRosetRootPath, value_or_empty(from, kRosetRootPath)},
+                    {kRosetApiUrl, endpoint->api_url},
+                    {kRosetReadOnly, "true"},
+                    {kRosetCommitId, commit_id},
+                    {kRosetRef, ref}};
   if (!endpoint->mount_id.empty()) volume.context[kRosetMountId] = endpoint->mount_id;
   return volume;
 }
