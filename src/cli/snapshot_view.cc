@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "cli/terminal_progress.h"
+#include "core/map_lookup.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -22,11 +23,6 @@ std::string one_line(std::string text, std::size_t limit) {
 
 std::string size_cell(const nlohmann::json& snapshot, const char* field) {
   return approximate_size(snapshot[field].get<int64_t>());
-}
-
-std::string context_of(const SnapshotRecord& record, const char* key) {
-  auto it = record.context.find(key);
-  return it == record.context.end() ? "" : it->second;
 }
 
 }  // namespace
@@ -95,9 +91,9 @@ nlohmann::json snapshot_json(const SnapshotRecord& record) {
       {"created_at_ns", record.created_at_ns},
       {"ready", record.ready},
       {"failure", or_null(record.failure)},
-      {"type", or_null(context_of(record, "type"))},
-      {"access_type", or_null(context_of(record, "access"))},
-      {"fs", or_null(context_of(record, "fs"))},
+      {"type", or_null(value_or_empty(record.context, "type"))},
+      {"access_type", or_null(value_or_empty(record.context, "access"))},
+      {"fs", or_null(value_or_empty(record.context, "fs"))},
       {"files", record.file_count},
       {"bytes", record.size_bytes},
       {"new_bytes", record.new_bytes},

@@ -1,6 +1,7 @@
 // Name/id resolution via ControllerGetVolume and ListVolumes.
 #include "cli/volume_lookup.h"
 
+#include "core/map_lookup.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
 
@@ -19,8 +20,7 @@ VolumeInfo info_of(const csi::v1::Volume& volume, const VolumeStatus& status) {
 }  // namespace
 
 std::string volume_name(const csi::v1::Volume& volume) {
-  auto it = volume.volume_context().find(kContextName);
-  return it == volume.volume_context().end() ? "" : it->second;
+  return value_or_empty(volume.volume_context(), kContextName);
 }
 
 bool is_block_volume(const csi::v1::Volume& volume) {

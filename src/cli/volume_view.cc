@@ -1,16 +1,12 @@
 // Building and laying out the volume model.
 #include "cli/volume_view.h"
 
+#include "core/map_lookup.h"
 #include "core/size.h"
 #include "daemon/convert.h"
 
 namespace rosetctl::cli {
 namespace {
-
-std::string context_value(const csi::v1::Volume& volume, const std::string& key) {
-  auto it = volume.volume_context().find(key);
-  return it == volume.volume_context().end() ? "" : it->second;
-}
 
 std::string join_targets(const nlohmann::json& connections) {
   std::string out;
@@ -57,15 +53,16 @@ std::string parameters_cell(const nlohmann::json& volume) {
 nlohmann::json volume_json(const VolumeInfo& info, const std::vector<NodePublication>& connections,
                            const std::map<std::string, std::string>& mutable_parameters) {
   const csi::v1::Volume& volume = info.volume;
-  std::string type = context_value(volume, "type");
+  std::string type = value_or_empty(volume.volume_context(), "type");
   nlohmann::json out = {
       {"id", volume.volume_id()},
-      {"name", context_value(volume, kContextName)},
-      {"provider", context_value(volume, kContextProvider)},
+      {"name", value_or_empty(volume.volume_context(), kContextName)},
+      {"provider", value_or_empty(volume.volume_context(), kContextProvider)},
       {"type", type},
       {"access_type", is_block_volume(volume) ? "block" : "mount"},
-      {"fs", context_value(volume, "fs").empty() ? nlohmann::json(nullptr)
-                                                 : nlohmann::json(context_value(volume, "fs"))},
+      {"fs", value_or_empty(volume.volume_context(), "fs").empty()
+                 ? nlohmann::json(nullptr)
+                 : nlohmann::json(value_or_empty(volume.volume_context(), "fs"))},
       {"capacity_bytes", volume.capacity_bytes()},
       {"size", volume.capacity_bytes() > 0 ? nlohmann::json(format_size(volume.capacity_bytes()))
                                            : nlohmann::json(nullptr)},

@@ -12,6 +12,7 @@
 #include <chrono>
 
 #include "core/clock.h"
+#include "core/map_lookup.h"
 #include "core/validate.h"
 #include "daemon/content_source.h"
 #include "daemon/controller_service.h"
@@ -43,11 +44,6 @@ void fill_snapshot(const SnapshotRecord& record, csi::v1::Snapshot* snapshot) {
   snapshot->set_ready_to_use(record.ready);
   *snapshot->mutable_creation_time() =
       google::protobuf::util::TimeUtil::NanosecondsToTimestamp(record.created_at_ns);
-}
-
-std::string message_of(const StringMap& parameters) {
-  auto it = parameters.find(std::string(kMessageParameter));
-  return it == parameters.end() ? "" : it->second;
 }
 
 // Held by whoever is taking the snapshot: free while the record is pending means its taker died.
@@ -182,7 +178,7 @@ Status ControllerService::create_snapshot(const csi::v1::CreateSnapshotRequest& 
   record.source_volume_name = volume->record.name;
   record.source_capacity_bytes = volume->record.capacity_bytes;
   record.parent_id = parent->has_value() ? (*parent)->commit_id : "";
-  record.message = message_of(parameters);
+  record.message = value_or_empty(parameters, std::string(kMessageParameter));
   record.parameters = parameters;
   auto work = context_.locks.try_lock(snapshot_work_lock_key(record.id), LockMode::kExclusive,
                                       busy_message(fmt::format("snapshot {}", record.id)));

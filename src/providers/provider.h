@@ -28,12 +28,6 @@ using StringMap = std::map<std::string, std::string>;
 // never interpreted.
 inline constexpr std::string_view kKubernetesParameterPrefix = "csi.storage.k8s.io/";
 
-// The value under `key`, or "" when there is none.
-inline std::string value_or_empty(const StringMap& map, const std::string& key) {
-  auto it = map.find(key);
-  return it == map.end() ? "" : it->second;
-}
-
 enum class AccessType { kMount, kBlock };
 
 // Same numbers as csi.v1.VolumeCapability.AccessMode.Mode.

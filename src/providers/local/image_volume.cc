@@ -11,6 +11,7 @@
 #include <cerrno>
 
 #include "core/crash_point.h"
+#include "core/map_lookup.h"
 #include "core/size.h"
 #include "core/unique_fd.h"
 #include "providers/local/image_filesystem.h"
@@ -24,11 +25,6 @@ constexpr std::string_view kReservationSuffix = ".reserved";
 
 int64_t round_up(int64_t bytes) {
   return (bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes;
-}
-
-std::string context_value(const VolumeRecord& volume, const char* key) {
-  auto it = volume.context.find(key);
-  return it == volume.context.end() ? "" : it->second;
 }
 
 // The one filesystem the mount capabilities agree on ("" when none names one).
@@ -58,7 +54,7 @@ Status sync_directory(const std::string& dir) {
 }  // namespace
 
 bool is_image_volume(const VolumeRecord& volume) {
-  return context_value(volume, kContextType) == kTypeImage;
+  return value_or_empty(volume.context, kContextType) == kTypeImage;
 }
 
 bool is_block_volume(const VolumeRecord& volume) {
@@ -66,7 +62,7 @@ bool is_block_volume(const VolumeRecord& volume) {
 }
 
 std::string filesystem_of(const VolumeRecord& volume) {
-  return context_value(volume, kContextFilesystem);
+  return value_or_empty(volume.context, kContextFilesystem);
 }
 
 bool wants_image(const CreateVolumeSpec& spec) {

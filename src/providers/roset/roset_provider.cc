@@ -9,6 +9,7 @@
 
 #include "core/commit_store/open_beneath.h"
 #include "core/commit_store/sha256.h"
+#include "core/map_lookup.h"
 #include "core/random_id.h"
 #include "core/unique_fd.h"
 #include "core/validate.h"

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "core/map_lookup.h"
 #include "core/random_id.h"
 #include "providers/roset/api_json.h"
 #include "providers/roset/roset_api.h"
