@@ -22,6 +22,7 @@ struct AttachOptions {
   std::string volume;
   std::string target;
   bool read_only = false;
+  bool other_stagings = false;  // disconnect --staging
 };
 
 // Where block devices go by default, as udev puts disks under /dev/disk. The one parent
@@ -229,19 +230,28 @@ Status run_disconnect(const GlobalOptions& globals, const AttachOptions& options
   auto remaining = store.node_publications(id);
   if (!remaining) return remaining.status();
   bool still_connected = !remaining->empty();
+  nlohmann::json unstaged = nlohmann::json::array();
+  std::vector<std::string> left_staged;
   if (!still_connected) {
-    // Only our own staging: a kubelet staging on this host belongs to kubelet.
-    std::string staging = fmt::format("{}/{}", (*session)->layout().staging_dir(), id);
-    csi::v1::NodeUnstageVolumeRequest unstage;
-    unstage.set_volume_id(id);
-    unstage.set_staging_target_path(staging);
-    csi::v1::NodeUnstageVolumeResponse unstaged;
-    ROSETCTL_RETURN_IF_ERROR(
-        client.node(&csi::v1::Node::Stub::NodeUnstageVolume, unstage, &unstaged));
-
+    // Our own staging; a kubelet staging on this host belongs to kubelet, unless --staging
+    // says its client is gone.
+    std::string own = fmt::format("{}/{}", (*session)->layout().staging_dir(), id);
     auto stagings = store.stagings(id);
     if (!stagings) return stagings.status();
-    if (stagings->empty()) {
+    for (const Staging& staging : *stagings) {
+      if (staging.staging_path != own && !options.other_stagings) {
+        left_staged.push_back(staging.staging_path);
+        continue;
+      }
+      csi::v1::NodeUnstageVolumeRequest unstage;
+      unstage.set_volume_id(id);
+      unstage.set_staging_target_path(staging.staging_path);
+      csi::v1::NodeUnstageVolumeResponse response;
+      ROSETCTL_RETURN_IF_ERROR(
+          client.node(&csi::v1::Node::Stub::NodeUnstageVolume, unstage, &response));
+      if (staging.staging_path != own) unstaged.push_back(staging.staging_path);
+    }
+    if (left_staged.empty()) {
       csi::v1::ControllerUnpublishVolumeRequest unpublish;
       unpublish.set_volume_id(id);
       unpublish.set_node_id((*session)->node_id());
@@ -251,14 +261,30 @@ Status run_disconnect(const GlobalOptions& globals, const AttachOptions& options
     }
   }
 
-  std::string text = removed.empty()
-                         ? fmt::format("volume \"{}\" was not connected{}", name,
-                                       options.target.empty() ? "" : " at " + options.target)
-                         : fmt::format("disconnected volume \"{}\" from {}", name,
-                                       fmt::join(removed.get<std::vector<std::string>>(), ", "));
-  print_line_or_json(
-      globals.output, text,
-      {{"id", id}, {"name", name}, {"disconnected", removed}, {"connected", still_connected}});
+  std::vector<std::string> lines;
+  if (!removed.empty()) {
+    lines.push_back(fmt::format("disconnected volume \"{}\" from {}", name,
+                                fmt::join(removed.get<std::vector<std::string>>(), ", ")));
+  }
+  for (const auto& path : unstaged)
+    lines.push_back(fmt::format("unstaged volume \"{}\" at \"{}\"", name, path.get<std::string>()));
+  if (lines.empty()) {
+    lines.push_back(fmt::format("volume \"{}\" was not connected{}", name,
+                                options.target.empty() ? "" : " at " + options.target));
+  }
+  for (const std::string& path : left_staged) {
+    lines.push_back(fmt::format(
+        "volume \"{}\" stays staged at \"{}\" by another client (kubelet?); if that client is "
+        "gone, `rosetctl volume disconnect {} --staging` releases it",
+        name, path, name));
+  }
+  print_line_or_json(globals.output, fmt::format("{}", fmt::join(lines, "\n")),
+                     {{"id", id},
+                      {"name", name},
+                      {"disconnected", removed},
+                      {"unstaged", unstaged},
+                      {"connected", still_connected},
+                      {"staged", !left_staged.empty()}});
   return Status::ok();
 }
 
@@ -344,7 +370,13 @@ void setup_volume_attach(CLI::App& volume, const GlobalOptions& globals, Action&
   disconnect->add_option("volume", disconnect_options->volume, "Volume name or id")->required();
   disconnect->add_option("--target,-t", disconnect_options->target,
                          "Only this mount point (default: every mount of the volume here)");
-  disconnect->footer("Disconnecting a volume that is not connected succeeds and says so.");
+  disconnect->add_flag("--staging", disconnect_options->other_stagings,
+                       "Also unstage what another client (a CO such as kubelet) staged on this "
+                       "host and left behind; without it only rosetctl's own staging is released");
+  disconnect->footer(
+      "Disconnecting a volume that is not connected succeeds and says so. A mount at a target\n"
+      "that rosetctl did not make (mounted by hand in place of the volume, or stacked on top\n"
+      "of it) is never unmounted: disconnect refuses (exit 5) and names it.");
   disconnect->callback([&globals, &action, disconnect_options] {
     action = [&globals, disconnect_options] {
       return run_disconnect(globals, *disconnect_options);

@@ -4,6 +4,7 @@
 #include "core/map_lookup.h"
 #include "core/size.h"
 #include "daemon/convert.h"
+#include "daemon/node_mounts.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -15,6 +16,13 @@ std::string join_targets(const nlohmann::json& connections) {
     out += connection["target"].get<std::string>();
     if (connection["readonly"].get<bool>()) out += " (ro)";
   }
+  return out.empty() ? "-" : out;
+}
+
+std::string join_stagings(const nlohmann::json& stagings) {
+  std::string out;
+  for (const auto& staging : stagings)
+    out += (out.empty() ? "" : ", ") + staging["path"].get<std::string>();
   return out.empty() ? "-" : out;
 }
 
@@ -50,8 +58,22 @@ std::string parameters_cell(const nlohmann::json& volume) {
 
 }  // namespace
 
-nlohmann::json volume_json(const VolumeInfo& info, const std::vector<NodePublication>& connections,
-                           const std::map<std::string, std::string>& mutable_parameters) {
+namespace {
+
+// What this host knows of a volume that CSI's Volume does not carry.
+struct NodeFacts {
+  std::vector<NodePublication> connections;
+  std::vector<std::string> connection_problems;  // one per connection, "" when fine
+  std::vector<Staging> stagings;
+  std::vector<std::string> staging_problems;  // one per staging
+  std::map<std::string, std::string> mutable_parameters;
+};
+
+nlohmann::json condition_json(const std::string& problem) {
+  return {{"abnormal", !problem.empty()}, {"message", problem}};
+}
+
+nlohmann::json volume_json(const VolumeInfo& info, const NodeFacts& node) {
   const csi::v1::Volume& volume = info.volume;
   std::string type = value_or_empty(volume.volume_context(), "type");
   nlohmann::json out = {
@@ -70,28 +92,59 @@ nlohmann::json volume_json(const VolumeInfo& info, const std::vector<NodePublica
       {"size_enforced", type != "dir" && !type.empty()},
       {"published_nodes", info.published_nodes},
       {"connections", nlohmann::json::array()},
+      {"stagings", nlohmann::json::array()},
       {"condition", {{"abnormal", info.abnormal}, {"message", info.condition}}},
       {"context", nlohmann::json(std::map<std::string, std::string>(
                       volume.volume_context().begin(), volume.volume_context().end()))},
-      {"mutable_parameters", nlohmann::json(mutable_parameters)},
+      {"mutable_parameters", nlohmann::json(node.mutable_parameters)},
   };
-  for (const NodePublication& connection : connections) {
+  // The volume's own condition first; else the first thing wrong with its mounts here.
+  std::string first_problem;
+  for (size_t i = 0; i < node.connections.size(); ++i) {
+    const NodePublication& connection = node.connections[i];
+    const std::string& problem = node.connection_problems[i];
     out["connections"].push_back({{"target", connection.target_path},
                                   {"staging_path", connection.staging_path},
-                                  {"readonly", connection.readonly}});
+                                  {"readonly", connection.readonly},
+                                  {"condition", condition_json(problem)}});
+    if (first_problem.empty()) first_problem = problem;
   }
+  for (size_t i = 0; i < node.stagings.size(); ++i) {
+    const std::string& problem = node.staging_problems[i];
+    out["stagings"].push_back(
+        {{"path", node.stagings[i].staging_path}, {"condition", condition_json(problem)}});
+    if (first_problem.empty()) first_problem = problem;
+  }
+  if (!info.abnormal && !first_problem.empty()) out["condition"] = condition_json(first_problem);
   return out;
 }
 
-Expected<nlohmann::json> describe_volume(StateStore& store, const VolumeInfo& info) {
-  const std::string& id = info.volume.volume_id();
-  auto connections = store.node_publications(id);
+Expected<NodeFacts> node_facts(StateStore& store, std::string_view volume_id) {
+  NodeFacts facts;
+  auto connections = store.node_publications(volume_id);
   if (!connections) return connections.status();
-  auto record = store.find_volume(id);
+  facts.connections = std::move(*connections);
+  for (const NodePublication& connection : facts.connections)
+    facts.connection_problems.push_back(
+        recorded_mount_problem(connection.target_path, connection.mount_id));
+  auto stagings = store.stagings(volume_id);
+  if (!stagings) return stagings.status();
+  facts.stagings = std::move(*stagings);
+  for (const Staging& staging : facts.stagings)
+    facts.staging_problems.push_back(
+        recorded_mount_problem(staging.staging_path, staging.mount_id));
+  auto record = store.find_volume(volume_id);
   if (!record) return record.status();
-  return volume_json(
-      info, *connections,
-      record->has_value() ? (*record)->mutable_parameters : std::map<std::string, std::string>());
+  if (record->has_value()) facts.mutable_parameters = (*record)->mutable_parameters;
+  return facts;
+}
+
+}  // namespace
+
+Expected<nlohmann::json> describe_volume(StateStore& store, const VolumeInfo& info) {
+  auto facts = node_facts(store, info.volume.volume_id());
+  if (!facts) return facts.status();
+  return volume_json(info, *facts);
 }
 
 std::vector<Column> volume_fields() {
@@ -109,6 +162,7 @@ std::vector<Column> volume_fields() {
          return nodes.empty() ? std::string("-") : nodes;
        }},
       {"Connected at", [](const nlohmann::json& v) { return join_targets(v["connections"]); }},
+      {"Staged at", [](const nlohmann::json& v) { return join_stagings(v["stagings"]); }},
       {"Condition", condition_cell},
       {"Mutable parameters", parameters_cell},
   };

@@ -11,12 +11,9 @@
 
 namespace rosetctl::cli {
 
-// `connections` are this node's mounts of the volume and `mutable_parameters` those in effect
-// (both from the local state store: CSI's Volume carries neither).
-nlohmann::json volume_json(const VolumeInfo& info, const std::vector<NodePublication>& connections,
-                           const std::map<std::string, std::string>& mutable_parameters);
-
-// volume_json with what this host's store knows of the volume.
+// The volume as CSI describes it, with what this host's state store knows beside: its mounts
+// here (publications and stagings, each with its condition: a mount that is gone, or someone
+// else's in its place, makes it abnormal) and the mutable parameters in effect.
 Expected<nlohmann::json> describe_volume(StateStore& store, const VolumeInfo& info);
 
 std::vector<Column> volume_fields();   // `volume show` (one volume)

@@ -10,17 +10,14 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/linux_mount_api.h"
+
 namespace rosetctl {
 namespace {
 
-// Linux 6.8 interfaces, newer than Debian 12's kernel headers.
-constexpr unsigned kStatxMountIdUnique = 0x4000;  // STATX_MNT_ID_UNIQUE
-constexpr uint64_t kStatxMountRoot = 0x2000;      // STATX_ATTR_MOUNT_ROOT
-#ifdef __NR_statmount
-constexpr long kStatmountSyscall = __NR_statmount;
-#else
-constexpr long kStatmountSyscall = 457;  // the generic syscall table's number (x86_64, arm64)
-#endif
+using linux_api::kStatmountSyscall;
+using linux_api::kStatxMountIdUnique;
+using linux_api::kStatxMountRoot;
 constexpr uint64_t kWantedFields = 0x1 | 0x2 | 0x8 | 0x10 | 0x20;  // SB_BASIC, MNT_BASIC,
                                                                    // MNT_ROOT, MNT_POINT, FS_TYPE
 
@@ -107,15 +104,18 @@ struct alignas(8) StatmountBuffer {
   char strings[2 * 4096 + 256];
 };
 
-Answer describe_mount(uint64_t mount_id, const std::string& path, MountEntry* entry) {
+// statmount(2) of one mount: false (errno set) when the kernel cannot answer.
+bool statmount_of(uint64_t mount_id, StatmountBuffer* buffer) {
   MountIdRequest request{sizeof(MountIdRequest), 0, mount_id, kWantedFields};
-  StatmountBuffer buffer;
-  if (::syscall(kStatmountSyscall, &request, &buffer, sizeof buffer, 0) != 0)
-    return Answer::kAskTheTable;
+  return ::syscall(kStatmountSyscall, &request, buffer, sizeof *buffer, 0) == 0;
+}
+
+// Fills `entry` from a statmount answer; false when it lacks what was asked for.
+bool read_statmount(const StatmountBuffer& buffer, MountEntry* entry) {
   const StatmountHeader& header = buffer.header;
   if ((header.mask & kWantedFields) != kWantedFields || header.size < sizeof header ||
       header.size > sizeof buffer)
-    return Answer::kAskTheTable;
+    return false;
   // Offsets are into the strings that follow the header.
   const char* strings = reinterpret_cast<const char*>(&buffer) + sizeof(StatmountHeader);
   size_t room = header.size - sizeof(StatmountHeader);
@@ -125,15 +125,23 @@ Answer describe_mount(uint64_t mount_id, const std::string& path, MountEntry* en
   };
   entry->fs_type = string_at(header.fs_type);
   entry->mount_point = string_at(header.mount_point);
-  // mountinfo names a FUSE mount "fuse.<subtype>", which statmount(2) tells apart only on
-  // newer kernels; and a mount point other than `path` is not what the table would find.
-  if (entry->fs_type.starts_with("fuse") || entry->mount_point != path) return Answer::kAskTheTable;
   entry->mount_id = static_cast<int>(header.mount_id_old);
+  entry->unique_id = header.mount_id;
   entry->parent_id = static_cast<int>(header.parent_mount_id_old);
   entry->major = header.device_major;
   entry->minor = header.device_minor;
   entry->root = string_at(header.root);
   entry->mount_options = mount_options_of(header.attributes);
+  return true;
+}
+
+Answer describe_mount(uint64_t mount_id, const std::string& path, MountEntry* entry) {
+  StatmountBuffer buffer;
+  if (!statmount_of(mount_id, &buffer) || !read_statmount(buffer, entry))
+    return Answer::kAskTheTable;
+  // mountinfo names a FUSE mount "fuse.<subtype>", which statmount(2) tells apart only on
+  // newer kernels; and a mount point other than `path` is not what the table would find.
+  if (entry->fs_type.starts_with("fuse") || entry->mount_point != path) return Answer::kAskTheTable;
   return Answer::kMounted;
 }
 
@@ -151,6 +159,19 @@ Answer ask_the_kernel(const std::string& path, MountEntry* entry) {
 }
 
 }  // namespace
+
+Expected<std::optional<MountEntry>> find_mount_by_id(uint64_t unique_id) {
+  StatmountBuffer buffer;
+  if (!statmount_of(unique_id, &buffer)) {
+    int err = errno;
+    if (err == ENOENT) return std::optional<MountEntry>();
+    return errno_status(err, fmt::format("statmount of mount {} failed", unique_id));
+  }
+  MountEntry entry;
+  if (!read_statmount(buffer, &entry))
+    return error(Code::kInternal, "statmount of mount {} gave an incomplete answer", unique_id);
+  return std::optional<MountEntry>(std::move(entry));
+}
 
 Expected<std::optional<MountEntry>> find_mount(const std::string& path) {
   MountEntry entry;

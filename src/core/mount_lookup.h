@@ -26,4 +26,9 @@ namespace rosetctl {
 // the table for those).
 Expected<std::optional<MountEntry>> find_mount(const std::string& path);
 
+// The mount with this unique id (MountEntry::unique_id), wherever it is, or nullopt when it no
+// longer exists. Needs statmount(2) (Linux 6.8+). Fills the same fields as find_mount, both
+// ids included.
+Expected<std::optional<MountEntry>> find_mount_by_id(uint64_t unique_id);
+
 }  // namespace rosetctl

@@ -14,7 +14,9 @@
 #include <utility>
 
 #include "core/mount_lookup.h"
+#include "core/mount_point.h"
 #include "core/real_path.h"
+#include "core/unique_fd.h"
 
 namespace rosetctl {
 namespace {
@@ -88,38 +90,49 @@ std::string describe(const MountOptions& options) {
   return text;
 }
 
-// A bind remount replaces every per-mount flag, and in a user namespace clearing one that was
-// inherited (locked) fails with EPERM; so keep what the new bind already has and add ours.
-Expected<unsigned long> remount_flags(const std::string& target, const MountOptions& options) {
-  struct statvfs current;
-  if (::statvfs(target.c_str(), &current) != 0) {
-    int err = errno;  // read before formatting, which may allocate
-    return errno_status(err, fmt::format("cannot read the flags of the mount on \"{}\"", target));
-  }
-  unsigned long flags = options.flags & kPerMountFlags;
-  if (options.read_only || (current.f_flag & ST_RDONLY)) flags |= MS_RDONLY;
-  if (current.f_flag & ST_NOSUID) flags |= MS_NOSUID;
-  if (current.f_flag & ST_NODEV) flags |= MS_NODEV;
-  if (current.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
-  if (current.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
-  if ((flags & kAtimeModes) == 0) {  // none asked for: keep the current one, not the default
-    if (current.f_flag & ST_NOATIME) {
-      flags |= MS_NOATIME;
-    } else if (current.f_flag & ST_RELATIME) {
-      flags |= MS_RELATIME;
+// MountOptions as mount_setattr(2) attributes. Only set, never cleared (but the atime mode
+// when one is asked for): a bind keeps its source's nosuid/nodev/noexec, which the kernel
+// requires in a user namespace.
+struct mount_attr attributes_of(const MountOptions& options) {
+  struct mount_attr attr = {};
+  if (options.read_only) attr.attr_set |= MOUNT_ATTR_RDONLY;
+  if (options.flags & MS_NOSUID) attr.attr_set |= MOUNT_ATTR_NOSUID;
+  if (options.flags & MS_NODEV) attr.attr_set |= MOUNT_ATTR_NODEV;
+  if (options.flags & MS_NOEXEC) attr.attr_set |= MOUNT_ATTR_NOEXEC;
+  if (options.flags & MS_NODIRATIME) attr.attr_set |= MOUNT_ATTR_NODIRATIME;
+  if (options.flags & kAtimeModes) {
+    attr.attr_clr |= MOUNT_ATTR__ATIME;
+    if (options.flags & MS_NOATIME) {
+      attr.attr_set |= MOUNT_ATTR_NOATIME;
+    } else if (options.flags & MS_STRICTATIME) {
+      attr.attr_set |= MOUNT_ATTR_STRICTATIME;
     } else {
-      flags |= MS_STRICTATIME;
+      attr.attr_set |= MOUNT_ATTR_RELATIME;
     }
   }
-  return flags;
+  return attr;
+}
+
+// N when `path` is "/proc/self/fd/N" (a descriptor of this process), else -1.
+int descriptor_named_by(std::string_view path) {
+  constexpr std::string_view kPrefix = "/proc/self/fd/";
+  if (!path.starts_with(kPrefix) || path.size() == kPrefix.size()) return -1;
+  int fd = 0;
+  for (char c : path.substr(kPrefix.size())) {
+    if (c < '0' || c > '9' || fd > 1'000'000) return -1;
+    fd = fd * 10 + (c - '0');
+  }
+  return fd;
 }
 
 // Takes away a mount we made; lazily when busy, so it at least leaves the namespace. Nothing
 // mounted there (EINVAL, ENOENT) counts as done.
 Status undo_mount(const std::string& target) {
-  if (::umount2(target.c_str(), UMOUNT_NOFOLLOW) == 0) return Status::ok();
+  auto at = pin_parent(target, "mount point");
+  if (!at) return at.status().code() == Code::kNotFound ? Status::ok() : at.status();
+  if (unmount_pinned(*at, 0)) return Status::ok();
   if (errno == EINVAL || errno == ENOENT) return Status::ok();
-  if (::umount2(target.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0) return Status::ok();
+  if (unmount_pinned(*at, MNT_DETACH)) return Status::ok();
   int err = errno;
   return errno_status(err, fmt::format("unmount of \"{}\" failed", target));
 }
@@ -161,37 +174,42 @@ Expected<MountOptions> parse_mount_flags(const std::vector<std::string>& flags) 
 
 Status bind_mount(const std::string& source, const std::string& target,
                   const MountOptions& options) {
-  if (::mount(source.c_str(), target.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+  std::string what = fmt::format("bind mount of \"{}\"", source);
+  // A caller that pinned the source itself names its descriptor (/proc/self/fd/N): use that
+  // very descriptor. Any other source is pinned here, without following symlinks.
+  std::optional<PinnedPath> pinned;
+  int source_fd = descriptor_named_by(source);
+  if (source_fd < 0) {
+    auto from = PinnedPath::open(source, "bind source");
+    if (!from) return from.status().with_context(what);
+    pinned.emplace(std::move(*from));
+    source_fd = pinned->fd();
+  }
+  struct stat st;
+  if (::fstat(source_fd, &st) != 0) {
+    return errno_status(errno, fmt::format("cannot inspect \"{}\"", source));
+  }
+  // A detached copy of the source's mount, given its flags before anyone can see it: never
+  // writable for a moment when it was asked to be read-only.
+  UniqueFd tree(::open_tree(source_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+  if (!tree.valid()) return errno_status(errno, fmt::format("{} failed", what));
+  struct mount_attr attr = attributes_of(options);
+  if ((attr.attr_set | attr.attr_clr) != 0 &&
+      ::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
     int err = errno;  // read before formatting, which may allocate
-    return errno_status(err, fmt::format("bind mount of \"{}\" on \"{}\" failed", source, target));
+    return errno_status(err, fmt::format("{} as {} failed", what, describe(options)));
   }
-  if (!options.read_only && (options.flags & kPerMountFlags) == 0) return Status::ok();
-
-  Status failure;
-  auto flags = remount_flags(target, options);
-  if (!flags) {
-    failure = flags.status();
-  } else if (::mount(source.c_str(), target.c_str(), nullptr, MS_REMOUNT | MS_BIND | *flags,
-                     nullptr) != 0) {
-    int err = errno;  // before formatting, which may allocate and touch errno
-    std::string what = fmt::format("remount of the bind mount of \"{}\" on \"{}\" as {} failed",
-                                   source, target, describe(options));
-    failure = errno_status(err, what);
-  } else {
-    return Status::ok();
-  }
-  Status undone = undo_mount(target);
-  if (!undone) {
-    return {failure.code(), fmt::format("{}; undoing the bind mount also failed: {}",
-                                        failure.message(), undone.message())};
-  }
-  return failure;
+  auto point = PinnedPath::open(target, "mount point");
+  if (!point) return point.status().with_context(what);
+  return attach_mount(tree.get(), *point, !S_ISDIR(st.st_mode), what);
 }
 
 Status unmount(const std::string& target) {
-  if (::umount2(target.c_str(), UMOUNT_NOFOLLOW) == 0) return Status::ok();
-  int err = errno;
   std::string what = fmt::format("unmount of \"{}\" failed", target);
+  auto at = pin_parent(target, "mount point");
+  if (!at) return at.status().with_context(what);
+  if (unmount_pinned(*at, 0)) return Status::ok();
+  int err = errno;
   switch (err) {
     case EINVAL:
       return error(Code::kFailedPrecondition, "{}: not a mount point", what);
@@ -201,6 +219,13 @@ Status unmount(const std::string& target) {
     default:
       return errno_status(err, what);
   }
+}
+
+Status unmount_topmost(const std::string& target) {
+  Status status = unmount(target);
+  if (status.code() == Code::kFailedPrecondition || status.code() == Code::kNotFound)
+    return Status::ok();
+  return status;
 }
 
 Status unmount_all(const std::string& target) {
@@ -226,21 +251,35 @@ MountGuard::~MountGuard() {
   reset();
 }
 
+MountGuard::MountGuard(std::string target) : target_(std::move(target)), active_(true) {
+  auto id = mount_id_at(target_);
+  if (id && id->has_value()) id_ = **id;
+}
+
 MountGuard::MountGuard(MountGuard&& other) noexcept
-    : target_(std::move(other.target_)), active_(std::exchange(other.active_, false)) {}
+    : target_(std::move(other.target_)),
+      id_(other.id_),
+      active_(std::exchange(other.active_, false)) {}
 
 MountGuard& MountGuard::operator=(MountGuard&& other) noexcept {
   if (this != &other) {
     reset();
     target_ = std::move(other.target_);
+    id_ = other.id_;
     active_ = std::exchange(other.active_, false);
   }
   return *this;
 }
 
 void MountGuard::reset() {
-  if (active_) (void)undo_mount(target_);  // best effort: a destructor has no one to tell
+  if (!active_) return;
   active_ = false;
+  // Only the mount this guard was given: another one stacked there since is not ours.
+  if (id_ != 0) {
+    auto top = mount_id_at(target_);
+    if (top && (!top->has_value() || **top != id_)) return;
+  }
+  (void)undo_mount(target_);  // best effort: a destructor has no one to tell
 }
 
 PathHealth probe_path(const std::string& path, int* err_out) {

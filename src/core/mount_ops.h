@@ -5,6 +5,7 @@
 #include <sys/mount.h>  // the MS_* values in MountOptions::flags
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,30 +25,39 @@ struct MountOptions {
 // else is INVALID_ARGUMENT naming the flag and listing the supported ones.
 Expected<MountOptions> parse_mount_flags(const std::vector<std::string>& flags);
 
-// Bind-mounts `source` on `target` (not recursively). Read-only and flags need a second
-// MS_REMOUNT|MS_BIND call because the kernel ignores them on the first; if that fails the bind
-// is undone, so the caller never sees a writable mount it asked to be read-only. The bind keeps
-// the source mount's nosuid/nodev/noexec (and atime mode unless one is given), which the kernel
-// requires in a user namespace. MS_SYNCHRONOUS belongs to the filesystem, not the mount: a bind
-// inherits it from the mount it shows, so it is not applied here.
+// Bind-mounts `source` on `target` (not recursively), onto an empty directory (or, for a file
+// source such as a device node, an empty file) that is not a mount point. The copy of the
+// source's mount gets its read-only flag and per-mount flags while still detached
+// (mount_setattr), so it is never visible writable when asked to be read-only, and it is
+// attached to `target` resolved once without symlinks and verified there afterwards
+// (core/mount_point.h). The bind keeps the source mount's nosuid/nodev/noexec (and atime mode
+// unless one is given), which the kernel requires in a user namespace. MS_SYNCHRONOUS belongs
+// to the filesystem, not the mount: a bind inherits it from the mount it shows.
 Status bind_mount(const std::string& source, const std::string& target,
                   const MountOptions& options);
 
-// Unmounts the topmost mount at `target` without following a symlink there. Codes the caller
-// branches on: FAILED_PRECONDITION when `target` is not a mount point, NOT_FOUND when it does
-// not exist (both mean "nothing to unmount"), UNAVAILABLE when it is busy (retry later).
+// Unmounts the topmost mount at `target` through its parent directory, never following a
+// symlink on the way. Codes the caller branches on: FAILED_PRECONDITION when `target` is not a
+// mount point, NOT_FOUND when it does not exist (both mean "nothing to unmount"), UNAVAILABLE
+// when it is busy (retry later).
 Status unmount(const std::string& target);
+
+// unmount(), with "nothing to unmount" as success: how providers take away the one mount the
+// daemon has checked is theirs (see core/mount_ownership.h).
+Status unmount_topmost(const std::string& target);
 
 // Unmounts every mount stacked at `target` (re-reading the mount table between unmounts), for
 // recovery from duplicate mounts. OK when nothing is mounted there.
 Status unmount_all(const std::string& target);
 
 // Owns a fresh mount until release(): on any early return the destructor unmounts it, lazily
-// (MNT_DETACH) if it is busy. Best effort, as a destructor cannot report.
+// (MNT_DETACH) if it is busy, unless another mount now sits on top of it. Best effort, as a
+// destructor cannot report.
 class MountGuard {
  public:
   MountGuard() = default;
-  explicit MountGuard(std::string target) : target_(std::move(target)), active_(true) {}
+  // Guards the mount just made at `target`: the topmost one there now.
+  explicit MountGuard(std::string target);
   ~MountGuard();
   MountGuard(MountGuard&& other) noexcept;
   MountGuard& operator=(MountGuard&& other) noexcept;
@@ -63,6 +73,7 @@ class MountGuard {
   void reset();
 
   std::string target_;
+  uint64_t id_ = 0;  // its unique mount id; 0 when unknown
   bool active_ = false;
 };
 

@@ -2,6 +2,7 @@
 // `mount` output), and the queries the node service asks of it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,7 +13,8 @@ namespace rosetctl {
 
 // One line of mountinfo (proc(5)). Paths are decoded: the kernel writes a space as \040.
 struct MountEntry {
-  int mount_id = 0;
+  int mount_id = 0;        // the id /proc/self/mountinfo shows (reused after an unmount)
+  uint64_t unique_id = 0;  // never reused (statmount, Linux 6.8+); 0 when read from the table
   int parent_id = 0;
   unsigned major = 0;
   unsigned minor = 0;

@@ -108,6 +108,12 @@ ALTER TABLE snapshots ADD COLUMN source_capacity_bytes INTEGER NOT NULL DEFAULT 
     {6, R"sql(
 ALTER TABLE volumes ADD COLUMN mutable_parameters TEXT NOT NULL DEFAULT '{}';
 )sql"},
+    // The unique id of the mount each staging and publication made, so that an unmount takes
+    // away only that mount (core/mount_ownership.h). 0: made before ids were recorded.
+    {7, R"sql(
+ALTER TABLE stagings ADD COLUMN mount_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE node_publications ADD COLUMN mount_id INTEGER NOT NULL DEFAULT 0;
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");
@@ -117,9 +123,10 @@ constexpr const char* kVolumeColumns =
     "created_at, mutable_parameters";
 constexpr const char* kControllerPublicationColumns =
     "volume_id, node_id, readonly, capability, publish_context";
-constexpr const char* kStagingColumns = "volume_id, staging_path, capability, created_dir";
+constexpr const char* kStagingColumns =
+    "volume_id, staging_path, capability, created_dir, mount_id";
 constexpr const char* kNodePublicationColumns =
-    "volume_id, target_path, staging_path, readonly, capability, created_target";
+    "volume_id, target_path, staging_path, readonly, capability, created_target, mount_id";
 constexpr const char* kSnapshotColumns =
     "id, name, provider, source_volume_id, source_volume_name, parent_id, message, parameters, "
     "size_bytes, file_count, new_bytes, created_at_ns, commit_id, ready, failure_code, failure, "
@@ -320,12 +327,18 @@ Expected<ControllerPublication> read_controller_publication(const sqlite::Statem
 }
 
 Expected<Staging> read_staging(const sqlite::Statement& row) {
-  return Staging{row.column_text(0), row.column_text(1), row.column_text(2), row.column_bool(3)};
+  return Staging{row.column_text(0), row.column_text(1), row.column_text(2), row.column_bool(3),
+                 static_cast<uint64_t>(row.column_int64(4))};
 }
 
 Expected<NodePublication> read_node_publication(const sqlite::Statement& row) {
-  return NodePublication{row.column_text(0), row.column_text(1), row.column_text(2),
-                         row.column_bool(3), row.column_text(4), row.column_bool(5)};
+  return NodePublication{row.column_text(0),
+                         row.column_text(1),
+                         row.column_text(2),
+                         row.column_bool(3),
+                         row.column_text(4),
+                         row.column_bool(5),
+                         static_cast<uint64_t>(row.column_int64(6))};
 }
 
 Expected<SnapshotRecord> read_snapshot(const sqlite::Statement& row) {
@@ -634,12 +647,22 @@ Expected<int64_t> StateStore::count_controller_publications_on_node(std::string_
 Status StateStore::upsert_staging(const Staging& staging) {
   return write([&](sqlite::Connection& connection) {
     return run(prepare(connection,
-                       fmt::format("INSERT INTO stagings ({}) VALUES (?1, ?2, ?3, ?4) ON CONFLICT "
-                                   "(volume_id, staging_path) DO UPDATE SET capability = ?3, "
-                                   "created_dir = ?4",
+                       fmt::format("INSERT INTO stagings ({}) VALUES (?1, ?2, ?3, ?4, ?5) ON "
+                                   "CONFLICT (volume_id, staging_path) DO UPDATE SET capability = "
+                                   "?3, created_dir = ?4, mount_id = ?5",
                                    kStagingColumns),
                        staging.volume_id, staging.staging_path, staging.capability,
-                       staging.created_dir));
+                       staging.created_dir, static_cast<int64_t>(staging.mount_id)));
+  });
+}
+
+Status StateStore::set_staging_mount(std::string_view volume_id, std::string_view staging_path,
+                                     uint64_t mount_id) {
+  return write([&](sqlite::Connection& connection) {
+    return run(prepare(connection,
+                       "UPDATE stagings SET mount_id = ?3 WHERE volume_id = ?1 AND staging_path = "
+                       "?2",
+                       volume_id, staging_path, static_cast<int64_t>(mount_id)));
   });
 }
 
@@ -686,12 +709,23 @@ Status StateStore::upsert_node_publication(const NodePublication& publication) {
         return run(
             prepare(connection,
                     fmt::format("INSERT INTO node_publications ({}) VALUES (?1, ?2, ?3, ?4, "
-                                "?5, ?6) ON CONFLICT (target_path) DO UPDATE SET volume_id = "
+                                "?5, ?6, ?7) ON CONFLICT (target_path) DO UPDATE SET volume_id = "
                                 "?1, staging_path = ?3, readonly = ?4, capability = ?5, "
-                                "created_target = ?6",
+                                "created_target = ?6, mount_id = ?7",
                                 kNodePublicationColumns),
                     publication.volume_id, publication.target_path, publication.staging_path,
-                    publication.readonly, publication.capability, publication.created_target));
+                    publication.readonly, publication.capability, publication.created_target,
+                    static_cast<int64_t>(publication.mount_id)));
+      },
+      Durability::kUntilReboot);
+}
+
+Status StateStore::set_node_publication_mount(std::string_view target_path, uint64_t mount_id) {
+  return write(
+      [&](sqlite::Connection& connection) {
+        return run(prepare(connection,
+                           "UPDATE node_publications SET mount_id = ?2 WHERE target_path = ?1",
+                           target_path, static_cast<int64_t>(mount_id)));
       },
       Durability::kUntilReboot);
 }

@@ -150,8 +150,9 @@ Status check_not_in_use(StateStore& store, const VolumeRecord& volume) {
   if (!stagings) return stagings.status();
   if (!stagings->empty()) {
     return error(Code::kFailedPrecondition,
-                 "volume \"{}\" is still staged at \"{}\"; disconnect it first", volume.name,
-                 stagings->front().staging_path);
+                 "volume \"{}\" is still staged at \"{}\"; unstage it first (NodeUnstageVolume; "
+                 "from a shell: rosetctl volume disconnect {} --staging)",
+                 volume.name, stagings->front().staging_path, volume.name);
   }
   auto publications = store.controller_publications(volume.id);
   if (!publications) return publications.status();

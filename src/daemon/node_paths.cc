@@ -1,31 +1,19 @@
 // Path helpers for NodeStage/NodePublish.
 #include "daemon/node_paths.h"
 
-#include <dirent.h>
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 
-#include "core/mount_lookup.h"
+#include "core/mount_point.h"
 #include "core/real_path.h"
 #include "core/validate.h"
 
 namespace rosetctl {
-namespace {
-
-Status check_nothing_mounted(const std::string& target) {
-  auto mounted = find_mount(target);
-  if (!mounted) return mounted.status();
-  if (mounted->has_value()) {
-    return error(Code::kAlreadyExists, "target_path \"{}\" already has another mount", target);
-  }
-  return Status::ok();
-}
-
-}  // namespace
 
 Expected<std::string> canonical_mount_path(std::string_view path, std::string_view field) {
   auto normal = normalize_absolute_path(path, field);
@@ -72,53 +60,31 @@ Expected<std::string> checked_mount_path(const StateLayout& layout, std::string_
   return canonical;
 }
 
+namespace {
+
+// A mount point the CSI call would create is fine; one that exists must be what
+// check_mount_point asks for.
+Status check_target(const std::string& target, bool file) {
+  auto point = PinnedPath::open(target, "target_path");
+  if (!point) return point.status().code() == Code::kNotFound ? Status::ok() : point.status();
+  return check_mount_point(*point, file, "target_path");
+}
+
+}  // namespace
+
 Status check_publish_target(const std::string& target) {
-  ROSETCTL_RETURN_IF_ERROR(check_nothing_mounted(target));
-  struct stat st;
-  if (::stat(target.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status::ok();
-    return errno_status(errno, fmt::format("cannot inspect target_path \"{}\"", target));
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return error(
-        Code::kInvalidArgument,
-        "target_path \"{}\" exists and is not a directory; a mount volume needs a directory",
-        target);
-  }
-  auto empty = directory_is_empty(target);
-  if (!empty) return empty.status();
-  if (!*empty) {
-    return error(Code::kFailedPrecondition,
-                 "target_path \"{}\" is not empty; mounting over it would hide its contents",
-                 target);
-  }
-  return Status::ok();
+  return check_target(target, false);
 }
 
 Status check_block_target(const std::string& target) {
-  ROSETCTL_RETURN_IF_ERROR(check_nothing_mounted(target));
-  struct stat st;
-  if (::lstat(target.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status::ok();
-    return errno_status(errno, fmt::format("cannot inspect target_path \"{}\"", target));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return error(Code::kInvalidArgument,
-                 "target_path \"{}\" exists and is not a regular file; a block volume is bound "
-                 "onto a file",
-                 target);
-  }
-  if (st.st_size != 0) {
-    return error(Code::kFailedPrecondition,
-                 "target_path \"{}\" is a file with data; binding the device over it would hide "
-                 "its contents",
-                 target);
-  }
-  return Status::ok();
+  return check_target(target, true);
 }
 
 Expected<bool> ensure_file(const std::string& path, std::string_view field) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  auto at = pin_parent(path, field);
+  if (!at) return at.status();
+  int fd = ::openat(at->parent.fd(), at->name.c_str(),
+                    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd >= 0) {
     ::close(fd);
     return true;
@@ -127,7 +93,7 @@ Expected<bool> ensure_file(const std::string& path, std::string_view field) {
     return errno_status(errno, fmt::format("cannot create {} \"{}\"", field, path));
   }
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
+  if (::fstatat(at->parent.fd(), at->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     return errno_status(errno, fmt::format("cannot inspect {} \"{}\"", field, path));
   }
   if (!S_ISREG(st.st_mode)) {
@@ -139,22 +105,32 @@ Expected<bool> ensure_file(const std::string& path, std::string_view field) {
 }
 
 Status remove_target(const std::string& path) {
+  auto at = pin_parent(path, "target_path");
+  if (!at) return at.status().code() == Code::kNotFound ? Status::ok() : at.status();
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
+  if (::fstatat(at->parent.fd(), at->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return Status::ok();
     return errno_status(errno, fmt::format("cannot inspect \"{}\"", path));
   }
   if (S_ISDIR(st.st_mode)) return remove_directory(path);
-  if (::unlink(path.c_str()) == 0 || errno == ENOENT) return Status::ok();
+  // Only the empty file a block publication was bound onto: data someone wrote there since
+  // the device was unbound stays.
+  if (!S_ISREG(st.st_mode) || st.st_size != 0) {
+    spdlog::warn("left \"{}\" in place: it is no longer the empty file rosetctl created", path);
+    return Status::ok();
+  }
+  if (::unlinkat(at->parent.fd(), at->name.c_str(), 0) == 0 || errno == ENOENT) return Status::ok();
   return errno_status(errno, fmt::format("cannot remove \"{}\"", path));
 }
 
 Expected<bool> ensure_directory(const std::string& path, std::string_view field) {
-  if (::mkdir(path.c_str(), 0755) == 0) return true;
+  auto at = pin_parent(path, field);
+  if (!at) return at.status();
+  if (::mkdirat(at->parent.fd(), at->name.c_str(), 0755) == 0) return true;
   if (errno != EEXIST)
     return errno_status(errno, fmt::format("cannot create {} \"{}\"", field, path));
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
+  if (::fstatat(at->parent.fd(), at->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     return errno_status(errno, fmt::format("cannot inspect {} \"{}\"", field, path));
   }
   if (!S_ISDIR(st.st_mode)) {
@@ -165,23 +141,16 @@ Expected<bool> ensure_directory(const std::string& path, std::string_view field)
   return false;
 }
 
-Expected<bool> directory_is_empty(const std::string& path) {
-  DIR* dir = ::opendir(path.c_str());
-  if (dir == nullptr) return errno_status(errno, fmt::format("cannot read \"{}\"", path));
-  bool empty = true;
-  while (dirent* entry = ::readdir(dir)) {
-    std::string_view name = entry->d_name;
-    if (name != "." && name != "..") {
-      empty = false;
-      break;
-    }
-  }
-  ::closedir(dir);
-  return empty;
-}
-
 Status remove_directory(const std::string& path) {
-  if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return Status::ok();
+  auto at = pin_parent(path, "directory");
+  if (!at) return at.status().code() == Code::kNotFound ? Status::ok() : at.status();
+  if (::unlinkat(at->parent.fd(), at->name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT)
+    return Status::ok();
+  if (errno == ENOTEMPTY || errno == EEXIST) {
+    // Files someone put there after our mount went away: theirs to keep.
+    spdlog::warn("left directory \"{}\" in place: it is not empty", path);
+    return Status::ok();
+  }
   return errno_status(errno, fmt::format("cannot remove directory \"{}\"", path));
 }
 

@@ -22,9 +22,10 @@ Expected<std::string> checked_mount_path(const StateLayout& layout, std::string_
                                          const std::string& allowed_inside_state);
 
 // Whether a mount volume can be published at `target` (canonical): missing (it will be
-// created), or an empty directory that is not a mount point. Another mount there is
-// ALREADY_EXISTS, a file INVALID_ARGUMENT, a non-empty directory FAILED_PRECONDITION (mounting
-// over it would hide its contents).
+// created), or an empty directory that is not a mount point (core/mount_point.h's
+// check_mount_point; the mount itself checks again through the descriptor it mounts on). Another
+// mount there is ALREADY_EXISTS, a file INVALID_ARGUMENT, a non-empty directory FAILED_PRECONDITION
+// (mounting over it would hide its contents).
 Status check_publish_target(const std::string& target);
 
 // Whether a block volume can be published at `target` (canonical): missing (a file will be
@@ -35,18 +36,17 @@ Status check_block_target(const std::string& target);
 // it, false when it was already there.
 Expected<bool> ensure_file(const std::string& path, std::string_view field);
 
-// Removes a publish target this plugin created: an (empty) directory or a regular file.
-// A missing path is fine.
+// Removes a publish target this plugin created: an empty directory or an empty regular file;
+// one that holds something now is left in place (with a warning). A missing path is fine.
+// Like every path operation here, it goes through the pinned parent (core/mount_point.h), so
+// a symlink swapped into the path cannot point it elsewhere.
 Status remove_target(const std::string& path);
 
 // Makes sure `path` is a directory. Returns true when this call created it (so the caller
 // may remove it later), false when it was already there.
 Expected<bool> ensure_directory(const std::string& path, std::string_view field);
 
-// True when the directory has no entries.
-Expected<bool> directory_is_empty(const std::string& path);
-
-// rmdir that tolerates a missing path.
+// rmdir that tolerates a missing path, and leaves a directory that is not empty in place.
 Status remove_directory(const std::string& path);
 
 }  // namespace rosetctl

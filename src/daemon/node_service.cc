@@ -8,11 +8,11 @@
 #include <cstring>
 
 #include "core/loop_device.h"
-#include "core/mount_lookup.h"
 #include "core/mount_ops.h"
 #include "core/validate.h"
 #include "daemon/call_log.h"
 #include "daemon/convert.h"
+#include "daemon/node_mounts.h"
 #include "daemon/node_paths.h"
 #include "daemon/node_repair.h"
 #include "daemon/volume_locks.h"
@@ -112,21 +112,30 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
 
   auto record = context_.store.find_staging(request.volume_id(), *staging);
   if (!record) return record.status();
-  auto mounted = find_mount(*staging);
-  if (!mounted) return mounted.status();
+  auto judged = judge_mount(*staging, record->has_value() ? (*record)->mount_id : 0);
+  if (!judged) return judged.status();
   std::string key = capability_key(*capability);
-  if (mounted->has_value()) {
+  if (judged->top) {
     if (!record->has_value()) {
       return error(Code::kAlreadyExists,
                    "staging_target_path \"{}\" already has a mount that is not volume \"{}\"",
                    *staging, request.volume_id());
     }
+    ROSETCTL_RETURN_IF_ERROR(
+        refuse_foreign_mount(*judged, request.volume_id(), "staging", *staging));
     if ((*record)->capability != key) {
       return error(Code::kAlreadyExists,
                    "volume \"{}\" is already staged at \"{}\" with a different capability",
                    request.volume_id(), *staging);
     }
-    return repair_dead_staging(context_, **provider, request.volume_id(), *staging).status();
+    auto repaired = repair_dead_staging(context_, **provider, request.volume_id(), *staging);
+    if (!repaired) return repaired.status();
+    // A record from before mount ids were recorded adopts the mount it describes.
+    if (*repaired || (*record)->mount_id == 0) {
+      return context_.store.set_staging_mount(request.volume_id(), *staging,
+                                              mount_made_at(*staging));
+    }
+    return Status::ok();
   }
 
   auto created = ensure_directory(*staging, "staging_target_path");
@@ -146,7 +155,7 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
     if (staged.created_dir) (void)remove_directory(*staging);
     return status;
   }
-  return Status::ok();
+  return context_.store.set_staging_mount(request.volume_id(), *staging, mount_made_at(*staging));
 }
 
 Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& request) {
@@ -164,10 +173,10 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
 
   auto record = context_.store.find_staging(request.volume_id(), *staging);
   if (!record) return record.status();
-  auto mounted = find_mount(*staging);
-  if (!mounted) return mounted.status();
+  auto judged = judge_mount(*staging, record->has_value() ? (*record)->mount_id : 0);
+  if (!judged) return judged.status();
   if (!record->has_value()) {
-    if (mounted->has_value()) {
+    if (judged->top) {
       return error(
           Code::kFailedPrecondition,
           "\"{}\" is mounted but rosetctl did not stage volume \"{}\" there; not touching it",
@@ -181,16 +190,18 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
   auto publications = context_.store.node_publications_of_staging(request.volume_id(), *staging);
   if (!publications) return publications.status();
   for (const NodePublication& publication : *publications) {
-    auto published = find_mount(publication.target_path);
+    auto published = judge_mount(publication.target_path, publication.mount_id);
     if (!published) return published.status();
-    if (published->has_value()) {
+    if (published->owner == MountOwner::kOurs || published->owner == MountOwner::kCovered) {
       return error(Code::kFailedPrecondition,
                    "volume \"{}\" is still published at \"{}\"; unpublish it first",
                    request.volume_id(), publication.target_path);
     }
-    // The target was unmounted behind our back: the record is stale.
+    // The target was unmounted behind our back: the record is stale (and whatever else is
+    // mounted there now is not ours to touch).
     ROSETCTL_RETURN_IF_ERROR(context_.store.delete_node_publication(publication.target_path));
   }
+  ROSETCTL_RETURN_IF_ERROR(refuse_foreign_mount(*judged, request.volume_id(), "staging", *staging));
 
   auto provider = context_.providers.for_volume(request.volume_id());
   if (!provider) return provider.status();
@@ -244,45 +255,58 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
 
   auto staged = context_.store.find_staging(request.volume_id(), *staging);
   if (!staged) return staged.status();
-  auto staging_mount = find_mount(*staging);
-  if (!staging_mount) return staging_mount.status();
-  if (!staged->has_value() || !staging_mount->has_value()) {
+  if (!staged->has_value()) {
     return error(Code::kFailedPrecondition,
                  "volume \"{}\" is not staged at \"{}\"; call NodeStageVolume first",
                  request.volume_id(), *staging);
   }
+  auto staging_mount = judge_mount(*staging, (*staged)->mount_id);
+  if (!staging_mount) return staging_mount.status();
+  if (!staging_mount->top) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" is not staged at \"{}\"; call NodeStageVolume first",
+                 request.volume_id(), *staging);
+  }
+  ROSETCTL_RETURN_IF_ERROR(
+      refuse_foreign_mount(*staging_mount, request.volume_id(), "staging", *staging));
 
   auto repaired = repair_dead_staging(context_, **provider, request.volume_id(), *staging);
   if (!repaired) return repaired.status();
   if (*repaired) {  // mounted anew
-    staging_mount = find_mount(*staging);
+    ROSETCTL_RETURN_IF_ERROR(
+        context_.store.set_staging_mount(request.volume_id(), *staging, mount_made_at(*staging)));
+    staging_mount = judge_mount(*staging, 0);
     if (!staging_mount) return staging_mount.status();
-    if (!staging_mount->has_value()) {
+    if (!staging_mount->top) {
       return error(Code::kFailedPrecondition, "volume \"{}\" is no longer staged at \"{}\"",
                    request.volume_id(), *staging);
     }
   }
-  auto target_mount = find_mount(*target);
-  if (!target_mount) return target_mount.status();
-  // A target still bound to a dead mount (its staging was revived without this host's
-  // record of the volume) is bound again below.
-  if (target_mount->has_value() && is_dead_mount(*target)) {
-    ROSETCTL_RETURN_IF_ERROR(unmount_all(*target));
-    target_mount->reset();
-  }
-
   auto existing = context_.store.find_node_publication(*target);
   if (!existing) return existing.status();
+  bool recorded_here = existing->has_value() && (*existing)->volume_id == request.volume_id();
+  auto target_mount = judge_mount(*target, recorded_here ? (*existing)->mount_id : 0);
+  if (!target_mount) return target_mount.status();
+  // A target of ours still bound to a dead mount (its staging was revived without this host's
+  // record of the volume) is bound again below.
+  if (target_mount->top && recorded_here && target_mount->owner == MountOwner::kOurs &&
+      is_dead_mount(*target)) {
+    ROSETCTL_RETURN_IF_ERROR(unmount_topmost(*target));
+    target_mount->top.reset();
+  }
+
   std::string key = capability_key(*capability);
   // A block volume's target is a file bound to a device node inside the staging mount, so it
   // shows the staging's filesystem with another root.
   bool block = capability->access_type == AccessType::kBlock;
-  if (target_mount->has_value()) {
-    const MountEntry& bound = **target_mount;
-    const MountEntry& staged_at = **staging_mount;
+  if (target_mount->top) {
+    const MountEntry& bound = *target_mount->top;
+    const MountEntry& staged_at = *staging_mount->top;
     bool same = block ? bound.major == staged_at.major && bound.minor == staged_at.minor
                       : same_source(bound, staged_at);
-    bool ours = existing->has_value() && (*existing)->volume_id == request.volume_id() && same;
+    // Recorded with its mount id: that id decides; recorded before ids were: the source does.
+    bool ours = recorded_here && target_mount->owner == MountOwner::kOurs &&
+                ((*existing)->mount_id != 0 || same);
     if (!ours) {
       return error(Code::kAlreadyExists, "target_path \"{}\" already has another mount", *target);
     }
@@ -318,7 +342,7 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
     if (publication.created_target) (void)remove_target(*target);
     return status;
   }
-  return Status::ok();
+  return context_.store.set_node_publication_mount(*target, mount_made_at(*target));
 }
 
 Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& request) {
@@ -335,10 +359,11 @@ Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& 
 
   auto record = context_.store.find_node_publication(*target);
   if (!record) return record.status();
-  auto mounted = find_mount(*target);
-  if (!mounted) return mounted.status();
-  if (!record->has_value() || (*record)->volume_id != request.volume_id()) {
-    if (mounted->has_value()) {
+  bool recorded_here = record->has_value() && (*record)->volume_id == request.volume_id();
+  auto judged = judge_mount(*target, recorded_here ? (*record)->mount_id : 0);
+  if (!judged) return judged.status();
+  if (!recorded_here) {
+    if (judged->top) {
       return error(Code::kFailedPrecondition,
                    "\"{}\" is mounted but is not a publication of volume \"{}\"; not touching it",
                    *target, request.volume_id());
@@ -347,10 +372,12 @@ Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& 
     if (!provider) return provider.status();
     return (*provider)->check_volume_on_node(request.volume_id());  // NOT_FOUND or already done
   }
+  ROSETCTL_RETURN_IF_ERROR(
+      refuse_foreign_mount(*judged, request.volume_id(), "publication", *target));
 
   auto provider = context_.providers.for_volume(request.volume_id());
   if (!provider) return provider.status();
-  if (mounted->has_value())
+  if (judged->owner == MountOwner::kOurs)
     ROSETCTL_RETURN_IF_ERROR((*provider)->unpublish_volume(request.volume_id(), *target));
   if ((*record)->created_target) ROSETCTL_RETURN_IF_ERROR(remove_target(*target));
   return context_.store.delete_node_publication(*target);
@@ -394,12 +421,15 @@ Status NodeService::volume_stats(const csi::v1::NodeGetVolumeStatsRequest& reque
     condition->set_message(fmt::format("\"{}\" is not accessible: {}", *path, std::strerror(err)));
     return Status::ok();
   }
-  auto mounted = find_mount(*path);
-  if (!mounted) return mounted.status();
-  if (!mounted->has_value()) {
-    // Usage of the directory underneath would describe the wrong filesystem.
+  // Usage of the directory underneath, or of someone else's mount, would describe the wrong
+  // filesystem.
+  MountId recorded = published->has_value() && (*published)->volume_id == request.volume_id()
+                         ? (*published)->mount_id
+                         : (*staged)->mount_id;
+  std::string problem = recorded_mount_problem(*path, recorded);
+  if (!problem.empty()) {
     condition->set_abnormal(true);
-    condition->set_message(fmt::format("\"{}\" is no longer mounted", *path));
+    condition->set_message(problem);
     return Status::ok();
   }
   ROSETCTL_RETURN_IF_ERROR(fill_usage(*path, response));

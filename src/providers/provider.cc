@@ -75,7 +75,7 @@ Expected<StorageCollection> Provider::collect_garbage(std::chrono::milliseconds)
 }
 
 Status Provider::unpublish_volume(std::string_view /*volume_id*/, const std::string& target_path) {
-  return unmount_all(target_path);
+  return unmount_topmost(target_path);
 }
 
 std::string Provider::incompatibility(const VolumeRecord& /*existing*/,

@@ -245,11 +245,13 @@ class Provider {
   virtual Status check_volume_on_node(std::string_view volume_id) const = 0;
   // Makes the volume appear at spec.staging_path. Leaves nothing behind on failure.
   virtual Status stage_volume(const StageSpec& spec) = 0;
-  // Undoes stage_volume; a path that is not mounted is fine (idempotent).
+  // Undoes stage_volume; a path that is not mounted is fine (idempotent). The daemon has
+  // checked that a mount at the path is the recorded staging, so only the topmost one goes.
   virtual Status unstage_volume(std::string_view volume_id, const std::string& staging_path) = 0;
   // Default: bind mount staging → target, read-only and with mount flags when asked.
   virtual Status publish_volume(const PublishSpec& spec);
-  // Default: unmount everything stacked at the target.
+  // Default: unmount the topmost mount at the target, which the daemon has checked is the
+  // recorded publication (core/mount_ownership.h).
   virtual Status unpublish_volume(std::string_view volume_id, const std::string& target_path);
   // NodeExpandVolume: grows what is staged here to the volume's size; returns the capacity.
   // Default: nothing on the node to grow.

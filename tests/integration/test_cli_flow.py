@@ -90,7 +90,8 @@ def test_user_flow_create_connect_write_disconnect_delete(cli, workdir, node_id,
     assert cli.volume("flow")["id"] == volume_id, "expected the volume to survive the refused delete"
 
     disconnected = cli.ok_json("volume", "disconnect", "flow")
-    assert disconnected == {"id": volume_id, "name": "flow", "disconnected": [str(target)], "connected": False}, (
+    assert disconnected == {"id": volume_id, "name": "flow", "disconnected": [str(target)], "unstaged": [],
+                            "connected": False, "staged": False}, (
         f"expected disconnect to report {target} removed, got {disconnected}")
     assert not is_mount_point(str(target)), f"expected {target} to be unmounted after disconnect"
     assert mounts_in() == [], f"expected no mounts left (staging too), got {mounts_in()}"
@@ -174,7 +175,8 @@ def test_two_targets_share_data_and_disconnect_one_at_a_time(cli, workdir, node_
         f"expected the volume still connected at {second} on {node_id}: {remaining}")
 
     rest = cli.ok_json("volume", "disconnect", "twice", "--target", str(second))
-    assert rest == {"id": volume_id, "name": "twice", "disconnected": [str(second)], "connected": False}, (
+    assert rest == {"id": volume_id, "name": "twice", "disconnected": [str(second)], "unstaged": [],
+                    "connected": False, "staged": False}, (
         f"expected the last target to be disconnected: {rest}")
     assert cli.volume("twice")["published_nodes"] == [], "expected the node mapping to go with the last target"
 
@@ -214,7 +216,8 @@ def test_connect_same_target_again_is_a_no_op(cli, workdir, mounts_in):
 def test_disconnect_again_and_when_never_connected_succeeds(cli, workdir):
     volume_id = cli.create("loose")["id"]
     never = cli.ok_json("volume", "disconnect", "loose")
-    assert never == {"id": volume_id, "name": "loose", "disconnected": [], "connected": False}, (
+    assert never == {"id": volume_id, "name": "loose", "disconnected": [], "unstaged": [],
+                     "connected": False, "staged": False}, (
         f"expected disconnect of an unconnected volume to succeed with nothing done: {never}")
     assert "not connected" in cli.ok("volume", "disconnect", "loose").stdout, (
         "expected the table output to say it was not connected")

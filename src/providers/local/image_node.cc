@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/mount_filesystem.h"
 #include "core/mount_ops.h"
+#include "core/mount_point.h"
 #include "core/unique_fd.h"
 #include "providers/local/image_filesystem.h"
 #include "providers/local/mutable_parameters.h"
@@ -44,8 +45,12 @@ const MountEntry* mount_of_device(const MountTable& table, unsigned major, unsig
   return nullptr;
 }
 
-Status make_device_node(const std::string& path, dev_t numbers) {
-  if (::mknod(path.c_str(), S_IFBLK | 0600, numbers) != 0) {
+// mknod through the pinned staging directory, never following a symlink on its path.
+Status make_device_node(const std::string& staging, const char* name, dev_t numbers) {
+  std::string path = staging + "/" + name;
+  auto dir = PinnedPath::open(staging, "staging_target_path");
+  if (!dir) return dir.status();
+  if (::mknodat(dir->fd(), name, S_IFBLK | 0600, numbers) != 0) {
     return errno_status(errno, fmt::format("cannot create device node \"{}\"", path));
   }
   return Status::ok();
@@ -190,7 +195,7 @@ Status ImageNode::stage_block(const VolumeRecord& volume, const StageSpec& spec)
     ROSETCTL_RETURN_IF_ERROR(
         mount_tmpfs(spec.staging_path, kBlockStagingData, MS_NOSUID | MS_NOEXEC));
     MountGuard mounted(spec.staging_path);
-    ROSETCTL_RETURN_IF_ERROR(make_device_node(spec.staging_path + "/" + kDeviceNode, *numbers));
+    ROSETCTL_RETURN_IF_ERROR(make_device_node(spec.staging_path, kDeviceNode, *numbers));
     mounted.release();
     return Status::ok();
   }
@@ -205,14 +210,14 @@ Status ImageNode::stage_block(const VolumeRecord& volume, const StageSpec& spec)
   ROSETCTL_RETURN_IF_ERROR(
       mount_tmpfs(spec.staging_path, kBlockStagingData, MS_NOSUID | MS_NOEXEC));
   MountGuard mounted(spec.staging_path);
-  ROSETCTL_RETURN_IF_ERROR(make_device_node(spec.staging_path + "/" + kDeviceNode, *numbers));
+  ROSETCTL_RETURN_IF_ERROR(make_device_node(spec.staging_path, kDeviceNode, *numbers));
   mounted.release();
   loop->release();
   return Status::ok();
 }
 
 Status ImageNode::unstage(const VolumeRecord& volume, const std::string& staging_path) {
-  ROSETCTL_RETURN_IF_ERROR(unmount_all(staging_path));
+  ROSETCTL_RETURN_IF_ERROR(unmount_topmost(staging_path));
   auto released = release_unused_devices(volume.id);
   if (!released) return released.status().with_context(fmt::format("volume \"{}\"", volume.name));
   return Status::ok();
@@ -242,7 +247,7 @@ Expected<std::string> ImageNode::read_only_node(const VolumeRecord& volume,
   if (!loop) return loop.status();
   auto numbers = device_numbers(loop->path());
   if (!numbers) return numbers.status();
-  Status made = make_device_node(node, *numbers);
+  Status made = make_device_node(staging, kReadOnlyDeviceNode, *numbers);
   if (!made) {
     // A concurrent read-only publish made it first: use theirs, our device goes away.
     if (made.code() == Code::kAlreadyExists) return node;

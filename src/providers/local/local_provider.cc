@@ -277,7 +277,7 @@ Status LocalProvider::stage_volume(const StageSpec& spec) {
 Status LocalProvider::unstage_volume(std::string_view volume_id, const std::string& staging_path) {
   auto volume = load(volume_id);
   if (volume && is_image_volume(*volume)) return image_node_.unstage(*volume, staging_path);
-  return unmount_all(staging_path);
+  return unmount_topmost(staging_path);
 }
 
 Status LocalProvider::publish_volume(const PublishSpec& spec) {

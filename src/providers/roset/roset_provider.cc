@@ -10,6 +10,7 @@
 #include "core/commit_store/open_beneath.h"
 #include "core/commit_store/sha256.h"
 #include "core/map_lookup.h"
+#include "core/mount_point.h"
 #include "core/random_id.h"
 #include "core/unique_fd.h"
 #include "core/validate.h"
@@ -68,12 +69,21 @@ RosetProvider::RosetProvider(RosetConfig config, const StateLayout& layout, Stat
     : config_(std::move(config)),
       store_(store),
       http_(std::make_unique<HttpClient>(HttpSettings{config_.ca_bundle})),
-      fuse_(FuseSettings{layout.root + "/roset", config_.fuse_binary, config_.fuse_credentials,
-                         std::chrono::duration_cast<std::chrono::milliseconds>(
-                             config_.fuse_ready_timeout)},
-            [this](const RosetEndpoint& endpoint) {
-              return RosetApi(*http_, endpoint).check_access();
-            }) {}
+      fuse_(
+          FuseSettings{
+              layout.root + "/roset", config_.fuse_binary, config_.fuse_credentials,
+              std::chrono::duration_cast<std::chrono::milliseconds>(config_.fuse_ready_timeout)},
+          [this](const RosetEndpoint& endpoint) {
+            return RosetApi(*http_, endpoint).check_access();
+          },
+          [this](const FuseUser& user) {
+            Status recorded = store_.set_staging_mount(user.volume_id, user.staging_path,
+                                                       mount_made_at(user.staging_path));
+            if (!recorded) {
+              spdlog::warn("roset: cannot record the new mount at \"{}\": {}", user.staging_path,
+                           recorded.message());
+            }
+          }) {}
 
 bool RosetProvider::configured() const {
   return config_.is_default_provider || !config_.api_key_file.empty() || !config_.api_key.empty();

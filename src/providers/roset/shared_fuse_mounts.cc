@@ -11,6 +11,7 @@
 
 #include "core/commit_store/sha256.h"
 #include "core/mount_ops.h"
+#include "core/mount_point.h"
 #include "core/mountinfo.h"
 #include "core/run_program.h"
 #include "core/validate.h"
@@ -30,11 +31,19 @@ Status make_dir(const std::string& path, mode_t mode) {
 }
 
 // Unmounts everything at `path`, lazily when a plain unmount cannot (busy, or a dead FUSE
-// mount that will not answer).
+// mount that will not answer). Only for the FUSE client's own mountpoint, which is ours alone.
 void detach_all(const std::string& path) {
   if (unmount_all(path)) return;
   for (int i = 0; i < 16 && ::umount2(path.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0; ++i) {
   }
+}
+
+// Unmounts the topmost mount at a staging path (the daemon has checked it is the staging's),
+// lazily when a plain unmount cannot.
+void detach_staging(const std::string& path) {
+  if (unmount_topmost(path)) return;
+  auto at = pin_parent(path, "staging_target_path");
+  if (at) (void)unmount_pinned(*at, MNT_DETACH);
 }
 
 // The parent's environment without any Roset credential variables: the child gets exactly
@@ -204,12 +213,14 @@ Status SharedFuseMounts::bind_user(const FuseFiles& files, const FuseUser& user)
 Status SharedFuseMounts::rebind_users(const FuseFiles& files, const FuseRecord& record) const {
   Status first_failure;
   for (const FuseUser& user : record.users) {
-    detach_all(user.staging_path);
+    detach_staging(user.staging_path);
     if (Status bound = bind_user(files, user); !bound) {
       spdlog::warn("roset: cannot bind volume \"{}\" at \"{}\" again: {}", user.volume_id,
                    user.staging_path, bound.message());
       if (first_failure.is_ok()) first_failure = bound;
+      continue;
     }
+    rebound_(user);
   }
   return first_failure;
 }
@@ -263,6 +274,7 @@ Status SharedFuseMounts::stage(const RosetEndpoint& endpoint, const FuseUser& us
 }
 
 Status SharedFuseMounts::unstage(std::string_view volume_id, const std::string& staging_path) {
+  bool detached = false;
   for (const std::string& key : keys_serving(volume_id, staging_path)) {
     FuseFiles files = files_of(key);
     auto lock = KeyLock::acquire(lock_path(key), kLockPatience,
@@ -272,7 +284,8 @@ Status SharedFuseMounts::unstage(std::string_view volume_id, const std::string& 
     if (!loaded) return loaded.status();
     if (!loaded->has_value()) continue;
     FuseRecord record = std::move(**loaded);
-    detach_all(staging_path);
+    if (!detached) detach_staging(staging_path);
+    detached = true;
     std::erase_if(record.users, [&](const FuseUser& user) {
       return user.volume_id == volume_id && user.staging_path == staging_path;
     });
@@ -282,7 +295,9 @@ Status SharedFuseMounts::unstage(std::string_view volume_id, const std::string& 
       ROSETCTL_RETURN_IF_ERROR(save_fuse_record(files, record));
     }
   }
-  detach_all(staging_path);
+  // No record served it (a crash between the mount and the record): the mount may still be
+  // there, and it is the staging's (the daemon checked).
+  if (!detached) detach_staging(staging_path);
   return Status::ok();
 }
 
@@ -317,7 +332,7 @@ Status SharedFuseMounts::revive(std::string_view volume_id, const std::string& s
   // The process is fine; only this staging's bind went bad.
   for (const FuseUser& user : record.users) {
     if (user.volume_id != volume_id || user.staging_path != staging_path) continue;
-    detach_all(user.staging_path);
+    detach_staging(user.staging_path);
     return bind_user(files, user);
   }
   return Status::ok();
@@ -414,7 +429,7 @@ Status SharedFuseMounts::reconcile(const std::function<bool(const FuseUser&)>& s
           "reconcile: volume \"{}\" is no longer staged at \"{}\"; releasing its "
           "roset-fuse bind",
           user.volume_id, user.staging_path);
-      detach_all(user.staging_path);
+      detach_staging(user.staging_path);
       return true;
     });
     if (record.users.empty()) {

@@ -27,11 +27,16 @@ struct FuseSettings {
 // Checks the endpoint's key with the API before a process is started for it, so a bad key is
 // UNAUTHENTICATED from the API rather than a FUSE client that dies.
 using AccessCheck = std::function<Status(const RosetEndpoint&)>;
+// Told when a user's staging was bound again after its process restarted (a new mount there,
+// which the daemon's staging record must name).
+using Rebound = std::function<void(const FuseUser&)>;
 
 class SharedFuseMounts {
  public:
-  SharedFuseMounts(FuseSettings settings, AccessCheck check_access)
-      : settings_(std::move(settings)), check_access_(std::move(check_access)) {}
+  SharedFuseMounts(FuseSettings settings, AccessCheck check_access, Rebound rebound)
+      : settings_(std::move(settings)),
+        check_access_(std::move(check_access)),
+        rebound_(std::move(rebound)) {}
 
   // Absolute path of the FUSE client, or FAILED_PRECONDITION saying how to get one.
   Expected<std::string> fuse_binary() const;
@@ -77,6 +82,7 @@ class SharedFuseMounts {
 
   FuseSettings settings_;
   AccessCheck check_access_;
+  Rebound rebound_;
 };
 
 }  // namespace rosetctl

@@ -105,7 +105,9 @@ TEST_CASE("snapshots: a version 1 database migrates and keeps its volumes", "[st
     REQUIRE(connection.has_value());
     REQUIRE(connection
                 ->exec("DROP TABLE snapshots; ALTER TABLE volumes DROP COLUMN mutable_parameters; "
-                       "PRAGMA user_version = 1")
+                       "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications "
+                       "DROP COLUMN "
+                       "mount_id; PRAGMA user_version = 1")
                 .is_ok());
   }
   auto store = open_store(dir.path);
@@ -157,7 +159,9 @@ TEST_CASE("snapshots: a version 2 database migrates, its ids kept and copied to 
                        "created_at_ns INTEGER NOT NULL) STRICT; INSERT INTO snapshots VALUES "
                        "('ab12', 'legacy', 'local', 'local-1', 'v', '', 'm', '{}', 7, 1, 7, 5); "
                        "ALTER TABLE volumes DROP COLUMN mutable_parameters; "
-                       "PRAGMA user_version = 2")
+                       "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications "
+                       "DROP COLUMN "
+                       "mount_id; PRAGMA user_version = 2")
                 .is_ok());
   }
   auto store = open_store(dir.path);
@@ -203,7 +207,9 @@ TEST_CASE("snapshots: a version 3 database migrates; old snapshots' source size 
         connection
             ->exec("ALTER TABLE volumes DROP COLUMN mutable_parameters; ALTER TABLE snapshots "
                    "DROP COLUMN source_capacity_bytes; ALTER TABLE snapshots DROP COLUMN context; "
-                   "PRAGMA user_version = 3")
+                   "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications DROP "
+                   "COLUMN "
+                   "mount_id; PRAGMA user_version = 3")
             .is_ok());
   }
   auto store = open_store(dir.path);
