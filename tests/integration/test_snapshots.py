@@ -288,6 +288,30 @@ def test_verify_fails_on_a_corrupted_blob(cli, workdir):
         f"expected the problem to name the file: {verified.json()}")
 
 
+# ---------------------------------------------------------------- damaged blobs
+
+def damage_blob(cli: Rosetctl, digest: str) -> None:
+    """Overwrites a few bytes in the middle of a stored blob, keeping its size (a stray write, bit rot)."""
+    blob = cli.state_dir / "store" / "blobs" / digest[:2] / digest
+    size = blob.stat().st_size
+    with open(blob, "r+b") as f:  # root writes the 0444 file
+        f.seek(size // 2)
+        f.write(b"\xde\xad\xbe\xef")
+
+
+def partial_restores(cli: Rosetctl) -> list[str]:
+    return [p.name for p in (cli.state_dir / "volumes").iterdir() if p.name.startswith(".restore-")]
+
+
+def assert_restore_refused_as_data_loss(cli: Rosetctl, snapshot: str, name: str, path: str, digest: str) -> None:
+    restored = cli.run("snapshot", "restore", snapshot, "--name", name)
+    assert restored.rc == EXIT_FAILED, f"expected the restore of a damaged blob to fail (DATA_LOSS): {restored.describe()}"
+    assert f'"{path}"' in restored.stderr and digest in restored.stderr and "corrupt" in restored.stderr, (
+        f"expected the error to name the file and the blob: {restored.describe()}")
+    assert name not in [v["name"] for v in cli.volumes()], "expected no volume from a failed restore"
+    assert partial_restores(cli) == [], f"expected nothing left of the restore: {partial_restores(cli)}"
+
+
 # ---------------------------------------------------------------- xfs with reflink
 
 @pytest.fixture
@@ -335,6 +359,19 @@ def test_restore_on_xfs_with_reflink_shares_extents(workdir, xfs_state_dir, proc
     assert used < 8 * 2**20, f"expected a reflinked restore to use almost no space, it used {used} bytes"
     verified = cli.ok_json("snapshot", "verify")
     assert verified["problems"] == [], f"expected the blobs committed by reflink to hash to their names: {verified}"
+    cli.ok("volume", "disconnect", "x")
+
+
+def test_restore_by_reflink_still_checks_every_blob(workdir, xfs_state_dir, processes, rosetctl_binary):
+    cli = Rosetctl(state_dir=xfs_state_dir, cwd=workdir, tracker=processes, binary=rosetctl_binary)
+    cli.create("x")
+    mount = Path(cli.connect("x", workdir / "x")["path"])
+    payload = random.Random(4).randbytes(8 * 2**20)
+    (mount / "weights.bin").write_bytes(payload)
+    snapshot = commit(cli, "x")
+    digest = hashlib.sha256(payload).hexdigest()
+    damage_blob(cli, digest)
+    assert_restore_refused_as_data_loss(cli, snapshot["id"], "x-copy", "weights.bin", digest)
     cli.ok("volume", "disconnect", "x")
 
 
