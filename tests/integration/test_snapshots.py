@@ -312,6 +312,36 @@ def assert_restore_refused_as_data_loss(cli: Rosetctl, snapshot: str, name: str,
     assert partial_restores(cli) == [], f"expected nothing left of the restore: {partial_restores(cli)}"
 
 
+def test_a_damaged_blob_fails_the_restore_and_the_good_content_committed_again_repairs_it(cli, workdir):
+    cli.create("src")
+    mount = Path(cli.connect("src", workdir / "src")["path"])
+    rng = random.Random(18)
+    files = {f"f{i:03}": rng.randbytes(2**20) for i in range(40)}
+    for name, data in files.items():
+        (mount / name).write_bytes(data)
+    first = commit(cli, "src")
+    digest = hashlib.sha256(files["f017"]).hexdigest()
+    damage_blob(cli, digest)
+
+    verified = cli.run_json("snapshot", "verify")
+    assert verified.rc == EXIT_FAILED and digest in "".join(verified.json()["problems"]), verified.describe()
+    assert_restore_refused_as_data_loss(cli, first["id"], "back", "f017", digest)
+
+    # The good content from another volume (no stat cache) is not deduplicated against the
+    # damaged blob: it is stored over it, which repairs every snapshot holding that blob.
+    cli.create("again")
+    again = Path(cli.connect("again", workdir / "again")["path"])
+    (again / "copy").write_bytes(files["f017"])
+    second = commit(cli, "again")
+    cli.ok("snapshot", "restore", second["id"], "--name", "second-back")
+    assert (data_dir(cli, "second-back") / "copy").read_bytes() == files["f017"], (
+        "expected the new commit to restore the good content")
+    cli.ok("snapshot", "restore", first["id"], "--name", "first-back")
+    assert (data_dir(cli, "first-back") / "f017").read_bytes() == files["f017"], (
+        "expected the first snapshot repaired by the second commit")
+    assert_store_consistent(cli)
+
+
 # ---------------------------------------------------------------- xfs with reflink
 
 @pytest.fixture
