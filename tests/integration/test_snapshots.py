@@ -342,6 +342,34 @@ def test_a_damaged_blob_fails_the_restore_and_the_good_content_committed_again_r
     assert_store_consistent(cli)
 
 
+def test_verify_names_every_snapshot_holding_a_damaged_blob_and_the_next_commit_repairs_it(cli, workdir):
+    payload = random.Random(5).randbytes(2**20)
+    digest = hashlib.sha256(payload).hexdigest()
+    for volume in ("a", "b"):
+        cli.create(volume)
+        mount = Path(cli.connect(volume, workdir / volume)["path"])
+        (mount / "shared.bin").write_bytes(payload)
+        (mount / f"only-{volume}").write_text(volume)
+    commits = [commit(cli, "a", "--name", "a1"), commit(cli, "a", "--name", "a2"), commit(cli, "b", "--name", "b1")]
+    assert commits[1]["new_bytes"] == 0 and commits[2]["new_bytes"] == 1, f"expected the payload stored once: {commits}"
+    damage_blob(cli, digest)
+
+    verified = cli.run_json("snapshot", "verify")
+    assert verified.rc == EXIT_FAILED, verified.describe()
+    report = verified.json()
+    problems = "\n".join(report["problems"])
+    for snapshot in commits:
+        assert snapshot["commit"] in problems, f"expected {snapshot['name']} among the problems: {report}"
+    assert sorted(report["damaged"]) == ["a1", "a2", "b1"], f"expected every snapshot holding the blob: {report}"
+
+    # Finding the damage made the stat caches unreliable, so the next commit of the unchanged
+    # volume reads shared.bin again and stores the good content over the damaged blob.
+    commit(cli, "a", "--name", "a3")
+    assert cli.ok_json("snapshot", "verify")["problems"] == [], "expected the blob repaired"
+    cli.ok("snapshot", "restore", "a1", "--name", "a1-back")
+    assert (data_dir(cli, "a1-back") / "shared.bin").read_bytes() == payload
+
+
 # ---------------------------------------------------------------- xfs with reflink
 
 @pytest.fixture

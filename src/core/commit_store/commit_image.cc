@@ -101,8 +101,10 @@ Status restore_image(const CommitStore& store, const StoredImage& image, int dst
                      const StoreLock& /*lock: held by the caller*/) {
   BlobCopier copier;
   ContentBuffer buffer;
-  return copier.copy(store, image.blob, image.size, dst_fd, buffer,
-                     fmt::format("the {} image", image.kind));
+  Status copied = copier.copy(store, image.blob, image.size, dst_fd, buffer,
+                              fmt::format("the {} image", image.kind));
+  if (copied.code() == Code::kDataLoss) store.distrust_stat_caches();
+  return copied;
 }
 
 }  // namespace rosetctl

@@ -13,6 +13,7 @@
 
 #include "core/commit_store/sha256.h"
 #include "core/fsync_scope.h"
+#include "core/log.h"
 #include "core/parallel_for.h"
 
 namespace rosetctl {
@@ -404,6 +405,26 @@ Status CommitStore::remove_commit(std::string_view id) const {
 
 std::string CommitStore::stat_cache_path(std::string_view volume_id) const {
   return fmt::format("{}/index/{}", root_, volume_id);
+}
+
+void CommitStore::distrust_stat_caches() const {
+  Status dropped = [&]() -> Status {
+    auto index = open_directory(root_fd_.get(), "index", root_ + "/index", false);
+    if (!index) return index.status();
+    auto names = list_names(index->get(), root_ + "/index");
+    if (!names) return names.status();
+    for (const std::string& name : *names) {
+      ROSETCTL_RETURN_IF_ERROR(remove_object(index->get(), name, root_ + "/index/" + name));
+    }
+    return Status::ok();
+  }();
+  if (!dropped) {
+    spdlog::warn(
+        "damaged snapshot data was found, but the stat caches that may name it were not "
+        "all removed ({}); the next commit of an unchanged file may name the damaged "
+        "blob again",
+        dropped.message());
+  }
 }
 
 }  // namespace rosetctl

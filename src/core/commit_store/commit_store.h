@@ -91,6 +91,12 @@ class CommitStore {
   Status remove_commit(std::string_view id) const;
 
   std::string stat_cache_path(std::string_view volume_id) const;
+  // Removes every volume's stat cache; called whenever a damaged object is found. A cache names
+  // blobs that the next commit reuses without reading the file, so it would keep naming a
+  // damaged one; without it, the next commit of each volume reads every file again and stores
+  // what it reads over any damaged blob (add_blob). Only a cache: the cost is one full read per
+  // volume, so a failure is logged, not returned.
+  void distrust_stat_caches() const;
 
  private:
   CommitStore() = default;

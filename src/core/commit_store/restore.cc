@@ -66,7 +66,9 @@ Expected<RestoreOutcome> restore_commit(const CommitStore& store, std::string_vi
                        fmt::format("file \"{}\"", entry.path));
   };
   MaterializeOptions materialize{destination, options.title, options.workers, options.progress};
-  ROSETCTL_RETURN_IF_ERROR(materialize_tree(*tree, dest->get(), write_blob, materialize));
+  Status restored = materialize_tree(*tree, dest->get(), write_blob, materialize);
+  if (restored.code() == Code::kDataLoss) store.distrust_stat_caches();
+  ROSETCTL_RETURN_IF_ERROR(restored);
   return outcome_of(*tree);
 }
 

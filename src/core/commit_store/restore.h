@@ -26,8 +26,9 @@ struct RestoreOptions {
 
 // Fills the empty directory `destination` with commit `id`. The caller holds `lock` (shared).
 // Every blob is checked against its name as it is copied (blob_copy.h): DATA_LOSS naming the
-// file and the blob when one is missing or damaged; `destination` then holds part of the tree,
-// which the caller removes.
+// file and the blob when one is missing or damaged (and the stat caches are dropped:
+// CommitStore::distrust_stat_caches); `destination` then holds part of the tree, which the
+// caller removes.
 Expected<RestoreOutcome> restore_commit(const CommitStore& store, std::string_view id,
                                         const std::string& destination,
                                         const RestoreOptions& options, const StoreLock& lock);
