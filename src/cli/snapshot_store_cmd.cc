@@ -1,6 +1,7 @@
 // Snapshot maintenance on this host, which CSI has no RPC for: diff (what changed between two
 // commits), verify (re-hash everything) and gc (reclaim what no commit needs). They ask this
 // host's providers directly.
+#include <algorithm>
 #include <map>
 
 #include "cli/render.h"
@@ -127,24 +128,30 @@ Status run_verify(const GlobalOptions& globals, const VerifyOptions& options) {
     total.bytes += checked->bytes;
     total.problems.insert(total.problems.end(), checked->problems.begin(), checked->problems.end());
     total.notes.insert(total.notes.end(), checked->notes.begin(), checked->notes.end());
+    total.damaged.insert(total.damaged.end(), checked->damaged.begin(), checked->damaged.end());
   }
+  std::sort(total.damaged.begin(), total.damaged.end());
   std::string text = fmt::format("verified {} snapshots: {} objects, {} read and hashed",
                                  total.snapshots, total.objects, approximate_size(total.bytes));
   for (const std::string& problem : total.problems)
     text += "\nproblem: " + problem;
   for (const std::string& note : total.notes)
     text += "\nnote: " + note;
+  for (const std::string& name : total.damaged)
+    text += "\ndamaged: " + name;
   print_line_or_json(globals.output, text,
                      {{"snapshots", total.snapshots},
                       {"objects", total.objects},
                       {"bytes", total.bytes},
                       {"ok", total.problems.empty()},
                       {"problems", total.problems},
-                      {"notes", total.notes}});
+                      {"notes", total.notes},
+                      {"damaged", total.damaged}});
   if (!total.problems.empty()) {
     return error(Code::kDataLoss,
                  "{} problem(s) found (listed above); snapshots with missing or corrupt data "
-                 "cannot be restored",
+                 "cannot be restored until it is stored again: the next commit of a volume that "
+                 "still holds a damaged file's content does that",
                  total.problems.size());
   }
   return Status::ok();

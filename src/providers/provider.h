@@ -109,6 +109,7 @@ struct SnapshotVerification {
   int64_t bytes = 0;
   std::vector<std::string> problems;
   std::vector<std::string> notes;
+  std::vector<std::string> damaged;  // names of the snapshots a problem makes unrestorable
 };
 
 // `snapshot gc` and the collection after DeleteSnapshot.

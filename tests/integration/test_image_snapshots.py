@@ -357,6 +357,24 @@ def test_a_restore_killed_before_its_image_is_named_leaves_nothing(cli, workdir)
     assert left == [], f"expected the dead restore's reservation dropped: {left}"
 
 
+def test_a_damaged_image_blob_fails_the_restore_and_leaves_nothing(cli):
+    source = cli.create("src", "--size", "16Mi", "--block")
+    with open(image_of(cli, source), "r+b") as image:  # not connected: written as a plain file
+        image.write(os.urandom(4 * MiB))
+    commit = cli.ok_json("snapshot", "commit", "src")["commit"]
+    [blob] = blob_files(cli)
+    with open(blob, "r+b") as f:  # root writes the 0444 blob; its size stays
+        f.seek(2 * MiB)
+        f.write(b"\xde\xad\xbe\xef")
+    restored = cli.run("snapshot", "restore", commit, "--name", "bad")
+    assert restored.rc == 1, f"expected the restore of a damaged image to fail (DATA_LOSS): {restored.describe()}"
+    assert blob.name in restored.stderr and "corrupt" in restored.stderr, (
+        f"expected the error to name the blob: {restored.describe()}")
+    assert [v["name"] for v in cli.volumes()] == ["src"], "expected no volume from a failed restore"
+    images = sorted(p.name for p in (cli.state_dir / "images").iterdir() if p.name.endswith(".img"))
+    assert images == [f"{source['id']}.img"], f"expected no image left by the failed restore: {images}"
+
+
 # ---------------------------------------------------------------- reflinks
 
 @pytest.fixture

@@ -288,6 +288,88 @@ def test_verify_fails_on_a_corrupted_blob(cli, workdir):
         f"expected the problem to name the file: {verified.json()}")
 
 
+# ---------------------------------------------------------------- damaged blobs
+
+def damage_blob(cli: Rosetctl, digest: str) -> None:
+    """Overwrites a few bytes in the middle of a stored blob, keeping its size (a stray write, bit rot)."""
+    blob = cli.state_dir / "store" / "blobs" / digest[:2] / digest
+    size = blob.stat().st_size
+    with open(blob, "r+b") as f:  # root writes the 0444 file
+        f.seek(size // 2)
+        f.write(b"\xde\xad\xbe\xef")
+
+
+def partial_restores(cli: Rosetctl) -> list[str]:
+    return [p.name for p in (cli.state_dir / "volumes").iterdir() if p.name.startswith(".restore-")]
+
+
+def assert_restore_refused_as_data_loss(cli: Rosetctl, snapshot: str, name: str, path: str, digest: str) -> None:
+    restored = cli.run("snapshot", "restore", snapshot, "--name", name)
+    assert restored.rc == EXIT_FAILED, f"expected the restore of a damaged blob to fail (DATA_LOSS): {restored.describe()}"
+    assert f'"{path}"' in restored.stderr and digest in restored.stderr and "corrupt" in restored.stderr, (
+        f"expected the error to name the file and the blob: {restored.describe()}")
+    assert name not in [v["name"] for v in cli.volumes()], "expected no volume from a failed restore"
+    assert partial_restores(cli) == [], f"expected nothing left of the restore: {partial_restores(cli)}"
+
+
+def test_a_damaged_blob_fails_the_restore_and_the_good_content_committed_again_repairs_it(cli, workdir):
+    cli.create("src")
+    mount = Path(cli.connect("src", workdir / "src")["path"])
+    rng = random.Random(18)
+    files = {f"f{i:03}": rng.randbytes(2**20) for i in range(40)}
+    for name, data in files.items():
+        (mount / name).write_bytes(data)
+    first = commit(cli, "src")
+    digest = hashlib.sha256(files["f017"]).hexdigest()
+    damage_blob(cli, digest)
+
+    verified = cli.run_json("snapshot", "verify")
+    assert verified.rc == EXIT_FAILED and digest in "".join(verified.json()["problems"]), verified.describe()
+    assert_restore_refused_as_data_loss(cli, first["id"], "back", "f017", digest)
+
+    # The good content from another volume (no stat cache) is not deduplicated against the
+    # damaged blob: it is stored over it, which repairs every snapshot holding that blob.
+    cli.create("again")
+    again = Path(cli.connect("again", workdir / "again")["path"])
+    (again / "copy").write_bytes(files["f017"])
+    second = commit(cli, "again")
+    cli.ok("snapshot", "restore", second["id"], "--name", "second-back")
+    assert (data_dir(cli, "second-back") / "copy").read_bytes() == files["f017"], (
+        "expected the new commit to restore the good content")
+    cli.ok("snapshot", "restore", first["id"], "--name", "first-back")
+    assert (data_dir(cli, "first-back") / "f017").read_bytes() == files["f017"], (
+        "expected the first snapshot repaired by the second commit")
+    assert_store_consistent(cli)
+
+
+def test_verify_names_every_snapshot_holding_a_damaged_blob_and_the_next_commit_repairs_it(cli, workdir):
+    payload = random.Random(5).randbytes(2**20)
+    digest = hashlib.sha256(payload).hexdigest()
+    for volume in ("a", "b"):
+        cli.create(volume)
+        mount = Path(cli.connect(volume, workdir / volume)["path"])
+        (mount / "shared.bin").write_bytes(payload)
+        (mount / f"only-{volume}").write_text(volume)
+    commits = [commit(cli, "a", "--name", "a1"), commit(cli, "a", "--name", "a2"), commit(cli, "b", "--name", "b1")]
+    assert commits[1]["new_bytes"] == 0 and commits[2]["new_bytes"] == 1, f"expected the payload stored once: {commits}"
+    damage_blob(cli, digest)
+
+    verified = cli.run_json("snapshot", "verify")
+    assert verified.rc == EXIT_FAILED, verified.describe()
+    report = verified.json()
+    problems = "\n".join(report["problems"])
+    for snapshot in commits:
+        assert snapshot["commit"] in problems, f"expected {snapshot['name']} among the problems: {report}"
+    assert sorted(report["damaged"]) == ["a1", "a2", "b1"], f"expected every snapshot holding the blob: {report}"
+
+    # Finding the damage made the stat caches unreliable, so the next commit of the unchanged
+    # volume reads shared.bin again and stores the good content over the damaged blob.
+    commit(cli, "a", "--name", "a3")
+    assert cli.ok_json("snapshot", "verify")["problems"] == [], "expected the blob repaired"
+    cli.ok("snapshot", "restore", "a1", "--name", "a1-back")
+    assert (data_dir(cli, "a1-back") / "shared.bin").read_bytes() == payload
+
+
 # ---------------------------------------------------------------- xfs with reflink
 
 @pytest.fixture
@@ -335,6 +417,19 @@ def test_restore_on_xfs_with_reflink_shares_extents(workdir, xfs_state_dir, proc
     assert used < 8 * 2**20, f"expected a reflinked restore to use almost no space, it used {used} bytes"
     verified = cli.ok_json("snapshot", "verify")
     assert verified["problems"] == [], f"expected the blobs committed by reflink to hash to their names: {verified}"
+    cli.ok("volume", "disconnect", "x")
+
+
+def test_restore_by_reflink_still_checks_every_blob(workdir, xfs_state_dir, processes, rosetctl_binary):
+    cli = Rosetctl(state_dir=xfs_state_dir, cwd=workdir, tracker=processes, binary=rosetctl_binary)
+    cli.create("x")
+    mount = Path(cli.connect("x", workdir / "x")["path"])
+    payload = random.Random(4).randbytes(8 * 2**20)
+    (mount / "weights.bin").write_bytes(payload)
+    snapshot = commit(cli, "x")
+    digest = hashlib.sha256(payload).hexdigest()
+    damage_blob(cli, digest)
+    assert_restore_refused_as_data_loss(cli, snapshot["id"], "x-copy", "weights.bin", digest)
     cli.ok("volume", "disconnect", "x")
 
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/commit_store/blob_copy.h"
 #include "core/commit_store/file_content.h"
 
 namespace rosetctl {
@@ -98,19 +99,12 @@ Expected<std::optional<StoredImage>> stored_image(const CommitStore& store, std:
 
 Status restore_image(const CommitStore& store, const StoredImage& image, int dst_fd,
                      const StoreLock& /*lock: held by the caller*/) {
-  auto blob = store.open_blob(image.blob);
-  if (!blob) return blob.status();
-  struct stat st;
-  if (::fstat(blob->get(), &st) != 0) {
-    return errno_status(errno, fmt::format("cannot inspect blob {}", image.blob));
-  }
-  if (st.st_size != image.size) {
-    return error(Code::kDataLoss,
-                 "blob {} holds {} bytes, not the {} of the image it stores; run `rosetctl "
-                 "snapshot verify`",
-                 image.blob, st.st_size, image.size);
-  }
-  return clone_or_copy(blob->get(), dst_fd, image.size, "blob " + image.blob).status();
+  BlobCopier copier;
+  ContentBuffer buffer;
+  Status copied = copier.copy(store, image.blob, image.size, dst_fd, buffer,
+                              fmt::format("the {} image", image.kind));
+  if (copied.code() == Code::kDataLoss) store.distrust_stat_caches();
+  return copied;
 }
 
 }  // namespace rosetctl

@@ -1,7 +1,7 @@
 // Committing an image volume: the whole image file becomes one blob (a reflink where the
 // filesystem can share extents, else a sparse copy), held by a tree whose one file is
 // kImageEntry, under a commit object that names the image's kind (commit_object.h). Restoring
-// copies that blob into a new file the same way.
+// copies that blob into a new file the same way, hashing it as it goes.
 //
 // Taking the copy and storing it are two steps so that the caller can hold the image still
 // (freeze the filesystem inside it) for exactly as long as the copy takes. Hashing, which reads
@@ -62,8 +62,9 @@ struct StoredImage {
 Expected<std::optional<StoredImage>> stored_image(const CommitStore& store, std::string_view id);
 
 // Fills the empty file `dst_fd` with the stored image (a reflink, else a sparse copy) and gives
-// it the image's size. The caller holds `lock` (shared). DATA_LOSS when the blob's size is not
-// the image's.
+// it the image's size, checking the blob against its name on the way (blob_copy.h). The caller
+// holds `lock` (shared). DATA_LOSS when the blob is missing, has another size than the image or
+// is damaged.
 Status restore_image(const CommitStore& store, const StoredImage& image, int dst_fd,
                      const StoreLock& lock);
 

@@ -13,6 +13,7 @@
 
 #include "core/commit_store/sha256.h"
 #include "core/fsync_scope.h"
+#include "core/log.h"
 #include "core/parallel_for.h"
 
 namespace rosetctl {
@@ -49,6 +50,35 @@ Expected<bool> link_anonymous(int fd, int dir_fd, const std::string& name,
     if (::mkdirat(dir_fd, fanout.c_str(), 0700) != 0 && errno != EEXIST) break;
   }
   return errno_status(errno, fmt::format("cannot store \"{}\"", shown));
+}
+
+// Gives the anonymous file open at `fd` the name `name` under `dir_fd` even when that name is
+// taken: the file is linked under a spare name of its own, then renamed over the old one, so
+// the name never goes missing, even in a crash. False: the name existed and now names this file.
+// A crash between the two steps leaves the spare name "<name>.<pid>-<fd>": under blobs/ and
+// trees/ garbage collection removes it like any object no commit needs; under commits/ (only a
+// damaged commit file is ever replaced) nothing reads it.
+Expected<bool> link_replacing(int fd, int dir_fd, const std::string& name,
+                              const std::string& shown) {
+  auto linked = link_anonymous(fd, dir_fd, name, shown);
+  if (!linked || *linked) return linked;
+  // Unique among live writers: a process's fds are distinct; processes' pids are.
+  std::string spare = fmt::format("{}.{}-{}", name, ::getpid(), fd);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto spare_linked = link_anonymous(fd, dir_fd, spare, shown);
+    if (!spare_linked) return spare_linked.status();
+    if (*spare_linked) break;
+    // Left by a crashed process that had our pid: garbage.
+    if (attempt > 0 || ::unlinkat(dir_fd, spare.c_str(), 0) != 0) {
+      return errno_status(errno, fmt::format("cannot store \"{}\"", shown));
+    }
+  }
+  if (::renameat(dir_fd, spare.c_str(), dir_fd, name.c_str()) != 0) {
+    int saved = errno;
+    (void)::unlinkat(dir_fd, spare.c_str(), 0);
+    return errno_status(saved, fmt::format("cannot store \"{}\"", shown));
+  }
+  return false;
 }
 
 Expected<UniqueFd> anonymous_file(int dir_fd, mode_t mode, const std::string& shown) {
@@ -234,9 +264,14 @@ Expected<UniqueFd> CommitStore::new_blob_file() const {
 
 Expected<bool> CommitStore::add_blob(int fd, std::string_view id) const {
   std::string shown = fmt::format("blob {}", id);
-  // A name whose content a crash lost would be trusted by every later commit of that content.
+  // A name whose content a crash lost would be named by every later commit of that content.
   ROSETCTL_RETURN_IF_ERROR(wait_until_stored(fd, shown));
-  return link_anonymous(fd, blobs_fd_.get(), fanout_name(id), shown);
+  // A blob of that name already stored is not trusted: it may have been damaged since, and a
+  // commit that deduplicated against it would inherit the damage. The content in hand was
+  // hashed as it was written, and is written already; taking the name costs a link and a
+  // rename, where checking the old blob would cost reading it. It also repairs every commit
+  // that names a damaged blob.
+  return link_replacing(fd, blobs_fd_.get(), fanout_name(id), shown);
 }
 
 Status CommitStore::wait_until_stored(int fd, const std::string& shown) const {
@@ -276,13 +311,17 @@ Expected<std::string> CommitStore::put_tree(const Tree& tree) const {
   std::string id = sha256_hex(text);
   std::string name = fanout_name(id);
   std::string shown = fmt::format("tree {}", id);
-  if (::faccessat(trees_fd_.get(), name.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
+  // An equal tree stored already is reused only when it still holds exactly this text (trees
+  // are small, and a re-commit of an unchanged volume writes nothing this way); one missing or
+  // damaged is written again, over its name.
+  auto stored = read_whole(trees_fd_.get(), name, shown);
+  if (!stored || *stored != text) {
     auto fd = anonymous_file(trees_fd_.get(), 0444, root_ + "/trees");
     if (!fd) return fd.status();
     ROSETCTL_RETURN_IF_ERROR(write_whole(fd->get(), text, shown));
     // On disk before it has a name, as blobs are (add_blob).
     ROSETCTL_RETURN_IF_ERROR(wait_until_stored(fd->get(), shown));
-    auto added = link_anonymous(fd->get(), trees_fd_.get(), name, shown);
+    auto added = link_replacing(fd->get(), trees_fd_.get(), name, shown);
     if (!added) return added.status();
   }
   // The name too, found or made (another commit may have made it a moment ago).
@@ -322,6 +361,12 @@ Expected<std::string> CommitStore::put_commit(const CommitObject& commit) const 
   if (::fsync(fd->get()) != 0) return errno_status(errno, fmt::format("cannot sync {}", shown));
   auto added = link_anonymous(fd->get(), commits_fd_.get(), id, shown);
   if (!added) return added.status();
+  // The same commit stored again (same tree, parent, volume, time and message): like every
+  // object, the file found is not trusted by its name alone.
+  if (!*added && !read_verified(commits_fd_.get(), id, id, "commit")) {
+    added = link_replacing(fd->get(), commits_fd_.get(), id, shown);
+    if (!added) return added.status();
+  }
   if (::fsync(commits_fd_.get()) != 0) {
     return errno_status(errno, fmt::format("cannot sync \"{}/commits\"", root_));
   }
@@ -360,6 +405,26 @@ Status CommitStore::remove_commit(std::string_view id) const {
 
 std::string CommitStore::stat_cache_path(std::string_view volume_id) const {
   return fmt::format("{}/index/{}", root_, volume_id);
+}
+
+void CommitStore::distrust_stat_caches() const {
+  Status dropped = [&]() -> Status {
+    auto index = open_directory(root_fd_.get(), "index", root_ + "/index", false);
+    if (!index) return index.status();
+    auto names = list_names(index->get(), root_ + "/index");
+    if (!names) return names.status();
+    for (const std::string& name : *names) {
+      ROSETCTL_RETURN_IF_ERROR(remove_object(index->get(), name, root_ + "/index/" + name));
+    }
+    return Status::ok();
+  }();
+  if (!dropped) {
+    spdlog::warn(
+        "damaged snapshot data was found, but the stat caches that may name it were not "
+        "all removed ({}); the next commit of an unchanged file may name the damaged "
+        "blob again",
+        dropped.message());
+  }
 }
 
 }  // namespace rosetctl

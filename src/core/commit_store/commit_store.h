@@ -10,6 +10,10 @@
 //
 // Objects are written to anonymous files (O_TMPFILE) and linked into place only when complete,
 // so a crash never leaves a partial object under a real name, and no temp files to clean up.
+// An object found under the name a commit is about to write is never trusted by its name alone
+// (it may have been damaged since it was stored): a blob is replaced by the content in hand, a
+// tree or commit compared and replaced when it differs. Readers check what they read: trees and
+// commits on every read, blobs as restores copy them (blob_copy.h).
 #pragma once
 
 #include <chrono>
@@ -55,8 +59,9 @@ class CommitStore {
   // A new anonymous writable file on the store's filesystem; becomes a blob by add_blob().
   Expected<UniqueFd> new_blob_file() const;
   // Names the file written through `fd` as blob `id` once its content is on disk, so a blob's
-  // name never outlives its content in a crash; false when that blob already existed (the file
-  // is then simply dropped when `fd` closes).
+  // name never outlives its content in a crash. False when a blob of that name existed: it is
+  // not trusted (it may have been damaged since), this file takes its place (no read needed).
+  // The caller must have hashed exactly what `fd` holds.
   Expected<bool> add_blob(int fd, std::string_view id) const;
   Status remove_blob(std::string_view id) const;
   // Calls `visit(id, bytes on disk)` for every blob.
@@ -70,7 +75,7 @@ class CommitStore {
   bool one_fsync_commits_all() const { return one_fsync_commits_all_; }
 
   // --- trees
-  // Writes the tree unless an equal one is stored; returns its id.
+  // Writes the tree unless an equal one is stored and intact; returns its id.
   Expected<std::string> put_tree(const Tree& tree) const;
   // NOT_FOUND when missing, DATA_LOSS when its content does not hash to `id`.
   Expected<Tree> read_tree(std::string_view id) const;
@@ -86,6 +91,12 @@ class CommitStore {
   Status remove_commit(std::string_view id) const;
 
   std::string stat_cache_path(std::string_view volume_id) const;
+  // Removes every volume's stat cache; called whenever a damaged object is found. A cache names
+  // blobs that the next commit reuses without reading the file, so it would keep naming a
+  // damaged one; without it, the next commit of each volume reads every file again and stores
+  // what it reads over any damaged blob (add_blob). Only a cache: the cost is one full read per
+  // volume, so a failure is logged, not returned.
+  void distrust_stat_caches() const;
 
  private:
   CommitStore() = default;

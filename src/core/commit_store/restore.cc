@@ -1,4 +1,5 @@
-// Content writers for restore (from blobs) and clone (from a live directory).
+// Content writers for restore (from blobs, checked as they are copied) and clone (from a live
+// directory).
 #include "core/commit_store/restore.h"
 
 #include <fcntl.h>
@@ -7,6 +8,7 @@
 
 #include <atomic>
 
+#include "core/commit_store/blob_copy.h"
 #include "core/commit_store/commit_directory.h"
 #include "core/commit_store/materialize_tree.h"
 #include "core/commit_store/open_beneath.h"
@@ -15,8 +17,9 @@
 namespace rosetctl {
 namespace {
 
-// Shares extents when possible and remembers when it is not, so a filesystem without reflinks
-// costs one failed FICLONE per operation, not one per file.
+// Shares a live file's extents when possible and remembers when it is not, so a filesystem
+// without reflinks costs one failed FICLONE per clone, not one per file. (Restores copy blobs
+// through BlobCopier, which checks what it copies.)
 class ExtentCopier {
  public:
   Status copy(int src_fd, int dst_fd, int64_t size, const std::string& shown) {
@@ -57,24 +60,15 @@ Expected<RestoreOutcome> restore_commit(const CommitStore& store, std::string_vi
   if (!tree) return tree.status();
   auto dest = open_directory(destination);
   if (!dest) return dest.status();
-  ExtentCopier copier;
-  auto write_blob = [&](TreeEntry& entry, int dest_fd, ContentBuffer&) -> Status {
-    auto blob = store.open_blob(entry.content);
-    if (!blob) return blob.status().with_context(fmt::format("file \"{}\"", entry.path));
-    struct stat st;
-    if (::fstat(blob->get(), &st) != 0) {
-      return errno_status(errno, fmt::format("cannot inspect blob {}", entry.content));
-    }
-    if (st.st_size != entry.size) {
-      return error(Code::kDataLoss,
-                   "blob {} of \"{}\" has {} bytes, the tree says {}; run `rosetctl snapshot "
-                   "verify`",
-                   entry.content, entry.path, st.st_size, entry.size);
-    }
-    return copier.copy(blob->get(), dest_fd, entry.size, fmt::format("blob {}", entry.content));
+  BlobCopier copier;
+  auto write_blob = [&](TreeEntry& entry, int dest_fd, ContentBuffer& buffer) -> Status {
+    return copier.copy(store, entry.content, entry.size, dest_fd, buffer,
+                       fmt::format("file \"{}\"", entry.path));
   };
   MaterializeOptions materialize{destination, options.title, options.workers, options.progress};
-  ROSETCTL_RETURN_IF_ERROR(materialize_tree(*tree, dest->get(), write_blob, materialize));
+  Status restored = materialize_tree(*tree, dest->get(), write_blob, materialize);
+  if (restored.code() == Code::kDataLoss) store.distrust_stat_caches();
+  ROSETCTL_RETURN_IF_ERROR(restored);
   return outcome_of(*tree);
 }
 

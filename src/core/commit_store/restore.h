@@ -1,6 +1,7 @@
 // Making a new directory from stored or live content: restoring a commit, cloning a directory.
 // Both share each file's extents with their source when the filesystem can (FICLONE on xfs
-// with reflink, btrfs) and otherwise copy data segments in the kernel, keeping holes. Never
+// with reflink, btrfs), keeping holes otherwise: a restore copies through a buffer, hashing what
+// it copies; a clone copies data segments in the kernel (a live file has no hash to check). Never
 // hard links: the result is written to independently of its source.
 #pragma once
 
@@ -24,7 +25,10 @@ struct RestoreOptions {
 };
 
 // Fills the empty directory `destination` with commit `id`. The caller holds `lock` (shared).
-// Blob sizes are checked against the tree (a full content check is `verify_store`'s job).
+// Every blob is checked against its name as it is copied (blob_copy.h): DATA_LOSS naming the
+// file and the blob when one is missing or damaged (and the stat caches are dropped:
+// CommitStore::distrust_stat_caches); `destination` then holds part of the tree, which the
+// caller removes.
 Expected<RestoreOutcome> restore_commit(const CommitStore& store, std::string_view id,
                                         const std::string& destination,
                                         const RestoreOptions& options, const StoreLock& lock);

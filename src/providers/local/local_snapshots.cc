@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "core/clock.h"
@@ -203,7 +204,13 @@ Expected<SnapshotVerification> LocalProvider::verify_snapshots(
   auto report = verify_commits(**store, ids, default_worker_count(), progress, *lock);
   if (!report) return report.status();
   SnapshotVerification verification{
-      report->commits, report->blobs, report->bytes, std::move(report->problems), {}};
+      report->commits, report->blobs, report->bytes, std::move(report->problems), {}, {}};
+  for (const SnapshotRecord& snapshot : snapshots) {
+    if (std::binary_search(report->damaged_commits.begin(), report->damaged_commits.end(),
+                           snapshot.commit_id)) {
+      verification.damaged.push_back(snapshot.name);
+    }
+  }
   auto stored = (*store)->commit_ids();
   if (!stored) return stored.status();
   for (const std::string& id : *stored) {

@@ -3,6 +3,7 @@
 #include "core/commit_store/commit_directory.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <map>
 
 #include "core/commit_store/sha256.h"
@@ -104,6 +105,49 @@ TEST_CASE("equal content in two volumes shares the tree but not the commit", "[c
   CHECK(a.commit.tree == b.commit.tree);
   CHECK(a.id != b.id);
   CHECK(b.new_bytes == 0);
+}
+
+TEST_CASE("a commit stores its content over a damaged blob of that name instead of trusting it",
+          "[commit_store]") {
+  Fixture f;
+  std::string content(300000, 'd');
+  write_file(f.volume + "/data", content);
+  CommitOutcome first = f.commit(f.volume, "local-1");
+  std::string blob = object_path(f.scratch / "store", "blobs", sha256_hex(content));
+  damage_middle(blob);
+  std::string other = f.scratch / "other";
+  make_dir(other, 0777);
+  write_file(other + "/copy", content);
+  CommitOutcome second = f.commit(other, "local-2");
+  CHECK(second.new_bytes ==
+        0);  // the store did not grow: the good copy took the damaged one's place
+  CHECK(read_file(blob) == content);
+  struct stat st;
+  REQUIRE(::stat(blob.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0444);
+  // No leftover from the replacement next to the blob.
+  std::size_t names = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(blob.substr(0, blob.rfind('/'))))
+    names += entry.is_regular_file() ? 1 : 0;
+  CHECK(names == 1);
+}
+
+TEST_CASE("a commit whose tree equals a damaged stored tree stores the tree again",
+          "[commit_store]") {
+  Fixture f;
+  std::string other = f.scratch / "other";
+  make_dir(other, 0777);
+  for (const std::string& dir : {f.volume, other}) {
+    write_file(dir + "/weights.bin", std::string(1000, 'w'));
+    set_mtime(dir + "/weights.bin", 1'600'000'000, 0);
+    set_mtime(dir, 1'600'000'000, 0);
+  }
+  CommitOutcome a = f.commit(f.volume, "local-a");
+  damage_middle(object_path(f.scratch / "store", "trees", a.commit.tree));
+  REQUIRE(f.store->read_tree(a.commit.tree).status().code() == Code::kDataLoss);
+  CommitOutcome b = f.commit(other, "local-b");
+  CHECK(b.commit.tree == a.commit.tree);
+  CHECK(f.store->read_tree(a.commit.tree).has_value());
 }
 
 TEST_CASE("a cached hash whose blob was collected is not reused", "[commit_store]") {

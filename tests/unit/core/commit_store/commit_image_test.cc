@@ -79,6 +79,26 @@ TEST_CASE("an image commit restores byte for byte with its holes", "[commit_stor
   CHECK(report->problems.empty());
 }
 
+TEST_CASE("restoring an image whose blob is damaged fails with DATA_LOSS", "[commit_store]") {
+  ScratchDir scratch;
+  auto store = CommitStore::open(scratch / "store");
+  REQUIRE(store.has_value());
+  make_image(scratch / "a.img", "ext4 superblock stand-in");
+  CommitOutcome outcome = commit(**store, scratch / "a.img", "ext4");
+  auto stored = stored_image(**store, outcome.id);
+  REQUIRE(stored.has_value());
+  REQUIRE(stored->has_value());
+  damage_middle(object_path(scratch / "store", "blobs", (*stored)->blob));
+  UniqueFd restored(::open((scratch / "b.img").c_str(), O_RDWR | O_CREAT, 0600));
+  REQUIRE(restored.valid());
+  auto lock = (*store)->lock_shared(std::chrono::seconds(1));
+  REQUIRE(lock.has_value());
+  Status status = restore_image(**store, **stored, restored.get(), *lock);
+  CHECK(status.code() == Code::kDataLoss);
+  CHECK(status.message().find((*stored)->blob) != std::string::npos);
+  CHECK(status.message().find("corrupt") != std::string::npos);
+}
+
 TEST_CASE("a directory's commit holds no image; equal images share one blob", "[commit_store]") {
   ScratchDir scratch;
   auto store = CommitStore::open(scratch / "store");

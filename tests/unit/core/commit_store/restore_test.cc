@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/commit_store/commit_directory.h"
+#include "core/commit_store/sha256.h"
 #include "core/commit_store/tree_diff.h"
 #include "unit/core/commit_store/sample_volume.h"
 
@@ -120,6 +121,33 @@ TEST_CASE("restoring a commit whose blob is missing fails and names it", "[commi
   auto lock = f.store->lock_shared(std::chrono::seconds(1));
   auto outcome = restore_commit(*f.store, committed.id, restored, {"restore", 1}, *lock);
   REQUIRE_FALSE(outcome.has_value());
-  CHECK(outcome.status().code() == Code::kNotFound);
+  // The commit exists; what it needs is gone.
+  CHECK(outcome.status().code() == Code::kDataLoss);
   CHECK(outcome.status().message().find("file \"a\"") != std::string::npos);
+  CHECK(outcome.status().message().find(sha256_hex("content of a")) != std::string::npos);
+}
+
+TEST_CASE("restoring a commit whose blob is damaged fails with DATA_LOSS naming file and blob",
+          "[commit_store]") {
+  Fixture f;
+  std::string source = f.scratch / "source";
+  make_dir(source, 0777);
+  // Longer than one read buffer, so the damage is found in a later chunk of the copy.
+  std::string big(3 << 20, 'b');
+  write_file(source + "/big", big);
+  for (int i = 0; i < 8; ++i)
+    write_file(source + "/small" + std::to_string(i), "intact " + std::to_string(i));
+  CommitOutcome committed = f.commit(source, "local-src");
+  damage_middle(object_path(f.scratch / "store", "blobs", sha256_hex(big)));
+  for (int workers : {1, 2}) {
+    std::string restored = f.scratch / ("restored" + std::to_string(workers));
+    make_dir(restored, 0700);
+    auto lock = f.store->lock_shared(std::chrono::seconds(1));
+    auto outcome = restore_commit(*f.store, committed.id, restored, {"restore", workers}, *lock);
+    REQUIRE_FALSE(outcome.has_value());
+    CHECK(outcome.status().code() == Code::kDataLoss);
+    CHECK(outcome.status().message().find("file \"big\"") != std::string::npos);
+    CHECK(outcome.status().message().find(sha256_hex(big)) != std::string::npos);
+    CHECK(outcome.status().message().find("corrupt") != std::string::npos);
+  }
 }

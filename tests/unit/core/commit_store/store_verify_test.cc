@@ -1,6 +1,7 @@
 // Tests for src/core/commit_store/store_verify.cc: damage is found and named.
 #include "core/commit_store/store_verify.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "core/commit_store/commit_directory.h"
@@ -30,9 +31,10 @@ struct Fixture {
     id = outcome->id;
   }
 
-  VerifyReport verify() {
+  VerifyReport verify(const std::vector<std::string>& ids = {}) {
     auto lock = store->lock_shared(std::chrono::seconds(1));
-    auto report = verify_commits(*store, {id}, 2, nullptr, *lock);
+    auto report =
+        verify_commits(*store, ids.empty() ? std::vector<std::string>{id} : ids, 2, nullptr, *lock);
     REQUIRE(report.has_value());
     return *report;
   }
@@ -75,4 +77,30 @@ TEST_CASE("verify reports a commit that no longer hashes to its id", "[commit_st
   VerifyReport report = f.verify();
   REQUIRE(report.problems.size() == 1);
   CHECK(report.problems[0].find("is corrupt") != std::string::npos);
+}
+
+TEST_CASE("verify names every commit that holds a damaged blob", "[commit_store]") {
+  Fixture f;
+  make_dir(f.scratch / "w");
+  write_file(f.scratch / "w/also-alpha", "alpha");
+  write_file(f.scratch / "w/gamma", "gamma");
+  std::string other;
+  {
+    auto lock = f.store->lock_shared(std::chrono::seconds(1));
+    auto outcome =
+        commit_directory(*f.store, {f.scratch / "w", "local-w", "w", "", "", 1, 1}, *lock);
+    REQUIRE(outcome.has_value());
+    other = outcome->id;
+  }
+  REQUIRE(::chmod(f.blob_path("alpha").c_str(), 0644) == 0);
+  write_file(f.blob_path("alpha"), "ALPHA");
+  VerifyReport report = f.verify({f.id, other});
+  REQUIRE(report.problems.size() == 2);
+  std::string all = report.problems[0] + "\n" + report.problems[1];
+  CHECK(all.find("commit " + f.id + " file \"a\"") != std::string::npos);
+  CHECK(all.find("commit " + other + " file \"also-alpha\"") != std::string::npos);
+  CHECK(report.blobs == 3);  // alpha, beta, gamma: alpha hashed once for both commits
+  std::vector<std::string> expected{f.id, other};
+  std::sort(expected.begin(), expected.end());
+  CHECK(report.damaged_commits == expected);
 }
