@@ -1,5 +1,6 @@
-# rosetctl_grpc_runtime: gRPC (without its TLS layer, unused on unix sockets), protobuf and
-# abseil, linked from Debian's static archives by default. Loaded as shared libraries they are
+# rosetctl_grpc_runtime: gRPC (with its TLS layer, for the mutual-TLS TCP listeners and the
+# consumer's channel to a controller), protobuf and abseil, linked from Debian's static archives
+# by default; OpenSSL, which the TLS layer uses, stays a shared library. Loaded as shared libraries they are
 # ~50 of rosetctl's ~90, and the dynamic loader's work on them was most of a CLI run's start-up
 # (bench/README.md, "CLI start-up"). -DROSETCTL_STATIC_GRPC=OFF links the shared libraries.
 option(ROSETCTL_STATIC_GRPC "Link gRPC, protobuf and abseil statically" ON)
@@ -11,7 +12,7 @@ if(NOT ROSETCTL_STATIC_GRPC)
 endif()
 
 set(archives)
-foreach(name IN ITEMS grpc++_unsecure grpc_unsecure gpr upb address_sorting cares re2 protobuf)
+foreach(name IN ITEMS grpc++ grpc gpr upb address_sorting cares re2 protobuf)
   find_library(ROSETCTL_ARCHIVE_${name} NAMES lib${name}.a)
   if(NOT ROSETCTL_ARCHIVE_${name})
     message(FATAL_ERROR "lib${name}.a not found: install the -dev packages scripts/install-deps.sh "
@@ -27,5 +28,5 @@ find_package(ZLIB REQUIRED)
 target_include_directories(rosetctl_grpc_runtime
                            INTERFACE $<TARGET_PROPERTY:gRPC::grpc++,INTERFACE_INCLUDE_DIRECTORIES>)
 target_link_libraries(rosetctl_grpc_runtime INTERFACE -Wl,--start-group ${archives} ${absl_archives}
-                                                      -Wl,--end-group ZLIB::ZLIB Threads::Threads
+                                                      -Wl,--end-group ZLIB::ZLIB OpenSSL::SSL OpenSSL::Crypto Threads::Threads
                                                       ${CMAKE_DL_LIBS} m rt)
