@@ -86,6 +86,14 @@ Status run_plugin_info(const GlobalOptions& globals) {
 }
 
 Status run_probe(const GlobalOptions& globals) {
+  // A check must not build what it checks: a mistyped --state-dir is reported, not created.
+  if (!state_exists(globals)) {
+    print_line_or_json(globals.output, "not ready", {{"ready", false}});
+    return error(Code::kUnavailable,
+                 "no state in \"{}\" yet (the first `volume create`, or `serve`, makes it); is "
+                 "--state-dir right?",
+                 globals.state_dir);
+  }
   auto session = Session::open(globals);
   if (!session) return session.status();
   csi::v1::ProbeResponse probe;

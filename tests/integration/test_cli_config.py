@@ -83,6 +83,16 @@ def test_read_only_verbs_do_not_create_the_state_directory(workdir):
     assert rc == 3 and "ghost" in err
     rc, _, _ = run("--state-dir", str(state), "volume", "stats", "ghost")
     assert rc == 3
+    rc, out, _ = run("--state-dir", str(state), "snapshot", "list", "-o", "json")
+    assert rc == 0 and out.strip() == "[]"
+    for args in (["snapshot", "show", "s1"], ["snapshot", "diff", "s1", "s2"],
+                 ["snapshot", "verify", "s1"], ["snapshot", "list", "--volume", "ghost"]):
+        rc, _, err = run("--state-dir", str(state), *args)
+        assert rc == 3 and "no state" in err, f"{args}: {rc} {err}"
+    rc, out, _ = run("--state-dir", str(state), "snapshot", "verify", "-o", "json")
+    assert rc == 0 and '"snapshots": 0' in out
+    rc, _, err = run("--state-dir", str(state), "probe")
+    assert rc == 6 and str(state) in err, f"expected probe to report the missing state: {rc} {err}"
     assert not state.exists(), f"expected {state} not to be created by read-only verbs"
 
 
