@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git clang-format
   # libraries (README.md "Dependencies" says why each one is here)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libcli11-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libspdlog-dev libfmt-dev
+  libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libspdlog-dev libfmt-dev
   libcurl4-openssl-dev catch2 libblkid-dev
   # what the node side uses at run time
   util-linux mount

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/completion_cmd.h"
+#include "cli/config_file.h"
 #include "cli/exit_codes.h"
 #include "cli/info_cmd.h"
 #include "cli/serve_cmd.h"
@@ -72,6 +73,7 @@ void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) 
   app.set_config("--config", config != nullptr ? config : kDefaultConfig,
                  "TOML file of defaults for these flags (env ROSETCTL_CONFIG, default " +
                      std::string(kDefaultConfig) + " when it exists)");
+  read_config_as_toml(app);
   app.add_option("--output,-o", raw.output, "Output format: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->envname("ROSETCTL_OUTPUT")
@@ -186,8 +188,9 @@ int run(int argc, char** argv) {
   thaw_on_fatal_signals();  // Ctrl-C mid-snapshot must not leave a volume's filesystem frozen
   CLI::App app("rosetctl: provision volumes, attach them to hosts and serve them over CSI.",
                "rosetctl");
-  app.fallthrough();                                        // global flags work after the verb too
-  app.allow_config_extras(CLI::config_extras_mode::error);  // a typo in the config file is an error
+  app.fallthrough();  // global flags work after the verb too
+  // Unknown keys are refused by the TOML reader (cli/config_file.h), naming their line.
+  app.allow_config_extras(CLI::config_extras_mode::error);
   app.require_subcommand(1);
   app.set_version_flag("--version", version_text());
   app.footer(

@@ -1,15 +1,17 @@
 // The CLI's side of "CSI is the internal API": typed calls on a channel, with deadlines, the
 // run's CSI secrets on every request that carries secrets, and a patient retry when another
-// operation on the same volume is in flight (ABORTED).
+// operation on the same volume is in flight (ABORTED), announced once on stderr.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "core/status.h"
@@ -80,17 +82,34 @@ class CsiClient {
               std::chrono::system_clock::duration deadline) {
     auto give_up = std::chrono::steady_clock::now() + kBusyPatience;
     auto pause = std::chrono::milliseconds(20);
+    bool said_waiting = false;
     while (true) {
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + deadline);
       Status status = from_grpc((stub.*method)(&context, request, response));
-      // Every CSI call is idempotent, so repeating one that met a concurrent call is safe.
+      // ABORTED is CSI's "another call on this volume or snapshot is in flight": it goes away
+      // by itself, and every CSI call is idempotent, so repeating the call is safe. Conditions
+      // that last (a frozen filesystem, a file that keeps changing) are FAILED_PRECONDITION and
+      // are reported at once.
       if (status.code() != Code::kAborted || std::chrono::steady_clock::now() > give_up) {
         return status;
+      }
+      if (!said_waiting) {
+        say_waiting(status.message());
+        said_waiting = true;
       }
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::milliseconds(500));
     }
+  }
+
+  // One line on stderr for the whole wait, not one per attempt.
+  static void say_waiting(std::string_view busy) {
+    for (std::string_view hint : {"; retry later", "; retry"}) {
+      if (busy.ends_with(hint)) busy.remove_suffix(hint.size());
+    }
+    std::fprintf(stderr, "rosetctl: %.*s; waiting up to %lld s\n", static_cast<int>(busy.size()),
+                 busy.data(), static_cast<long long>(kBusyPatience.count()));
   }
 
   std::unique_ptr<csi::v1::Identity::Stub> identity_;

@@ -1,8 +1,18 @@
 // NodeGetInfo, GetPluginInfo + capabilities, and Probe, rendered.
 #include "cli/info_cmd.h"
 
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+
 #include "cli/render.h"
 #include "cli/session.h"
+#include "core/remove_tree.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -85,13 +95,51 @@ Status run_plugin_info(const GlobalOptions& globals) {
   return Status::ok();
 }
 
+// A state directory that lives only as long as one probe: the providers can then be asked
+// without building a tree at a --state-dir that has none (most likely a mistyped one).
+class ScratchState {
+ public:
+  static Expected<ScratchState> make() {
+    std::string path = std::filesystem::temp_directory_path() / "rosetctl-probe-XXXXXX";
+    if (::mkdtemp(path.data()) == nullptr) {
+      return errno_status(errno, "cannot make a scratch state directory for the probe");
+    }
+    return ScratchState(std::move(path));
+  }
+  ScratchState(ScratchState&& other) noexcept : path_(std::exchange(other.path_, "")) {}
+  ScratchState& operator=(ScratchState&&) = delete;
+  ~ScratchState() {
+    if (!path_.empty()) (void)remove_tree(path_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit ScratchState(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
 Status run_probe(const GlobalOptions& globals) {
-  auto session = Session::open(globals);
+  // Declared before the session, so it goes after the plugin using it is closed.
+  std::optional<ScratchState> scratch;
+  GlobalOptions options = globals;
+  if (!state_exists(globals)) {
+    auto made = ScratchState::make();
+    if (!made) return made.status();
+    scratch.emplace(std::move(*made));
+    options.state_dir = scratch->path();
+  }
+  auto session = Session::open(options);
   if (!session) return session.status();
   csi::v1::ProbeResponse probe;
   ROSETCTL_RETURN_IF_ERROR((*session)->client().identity(&csi::v1::Identity::Stub::Probe,
                                                          csi::v1::ProbeRequest(), &probe));
   bool ready = probe.has_ready() ? probe.ready().value() : true;
+  if (scratch) {
+    std::fprintf(stderr,
+                 "rosetctl: note: no state in \"%s\" yet (the first `volume create`, or `serve`, "
+                 "makes it); the providers were checked without it\n",
+                 globals.state_dir.c_str());
+  }
   print_line_or_json(globals.output, ready ? "ready" : "not ready", {{"ready", ready}});
   return ready ? Status::ok() : error(Code::kUnavailable, "the plugin is not ready yet");
 }

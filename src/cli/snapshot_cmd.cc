@@ -12,6 +12,7 @@
 #include "cli/session.h"
 #include "cli/snapshot_lookup.h"
 #include "cli/snapshot_view.h"
+#include "cli/volume_cmd.h"
 #include "cli/volume_lookup.h"
 #include "cli/volume_view.h"
 #include "core/random_id.h"
@@ -117,6 +118,11 @@ Expected<std::string> volume_filter(Session& session, const std::string& volume)
 }
 
 Status run_list(const GlobalOptions& globals, const SnapshotOptions& options) {
+  if (!state_exists(globals)) {  // read-only: no state yet is an empty list, nothing is created
+    if (!options.volume.empty()) return no_state(globals, options.volume);
+    print_list(globals.output, nlohmann::json::array(), snapshot_columns());
+    return Status::ok();
+  }
   auto session = Session::open(globals);
   if (!session) return session.status();
   auto volume_id = volume_filter(**session, options.volume);
@@ -150,6 +156,7 @@ Expected<SnapshotRecord> settled(Session& session, const std::string& id) {
 }
 
 Status run_show(const GlobalOptions& globals, const SnapshotOptions& options) {
+  if (!state_exists(globals)) return no_snapshot_state(globals, options.snapshot);
   auto session = Session::open(globals);
   if (!session) return session.status();
   auto record = resolve_snapshot((*session)->store(), options.snapshot);

@@ -59,6 +59,14 @@ Expected<SnapshotRecord> resolve_snapshot(StateStore& store, std::string_view re
                reference);
 }
 
+Status no_snapshot_state(const GlobalOptions& globals, std::string_view reference) {
+  ROSETCTL_RETURN_IF_ERROR(validate_name(reference, "snapshot"));
+  return error(Code::kNotFound,
+               "no snapshot has the commit id, commit id prefix, snapshot id or name \"{}\" (no "
+               "state in \"{}\" yet)",
+               reference, globals.state_dir);
+}
+
 bool is_block_snapshot(const SnapshotRecord& snapshot) {
   auto access = snapshot.context.find("access");
   return access != snapshot.context.end() && access->second == "block";

@@ -5,6 +5,7 @@
 
 #include <string_view>
 
+#include "cli/global_options.h"
 #include "core/state_store.h"
 
 namespace rosetctl::cli {
@@ -12,6 +13,10 @@ namespace rosetctl::cli {
 // NOT_FOUND when nothing matches; INVALID_ARGUMENT listing the candidates when a prefix is
 // ambiguous.
 Expected<SnapshotRecord> resolve_snapshot(StateStore& store, std::string_view reference);
+
+// NOT_FOUND for `reference` when this host has no state yet (after validating it): read-only
+// snapshot verbs answer so instead of creating the state directory (as `volume show` does).
+Status no_snapshot_state(const GlobalOptions& globals, std::string_view reference);
 
 // Whether the snapshot holds a raw block volume (restores of it need block access).
 bool is_block_snapshot(const SnapshotRecord& snapshot);

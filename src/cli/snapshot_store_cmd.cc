@@ -71,6 +71,7 @@ std::string diff_text(const std::vector<TreeChange>& changes) {
 }
 
 Status run_diff(const GlobalOptions& globals, const DiffOptions& options) {
+  if (!state_exists(globals)) return no_snapshot_state(globals, options.from);
   auto session = Session::open(globals);
   if (!session) return session.status();
   auto from = resolve_snapshot((*session)->store(), options.from);
@@ -108,10 +109,8 @@ Expected<std::vector<SnapshotRecord>> snapshots_to_verify(StateStore& store,
   return records;
 }
 
-Status run_verify(const GlobalOptions& globals, const VerifyOptions& options) {
-  auto session = Session::open(globals);
-  if (!session) return session.status();
-  auto records = snapshots_to_verify((*session)->store(), options);
+Expected<SnapshotVerification> verify_snapshots(Session& session, const VerifyOptions& options) {
+  auto records = snapshots_to_verify(session.store(), options);
   if (!records) return records.status();
   std::map<std::string, std::vector<SnapshotRecord>> by_provider;
   for (SnapshotRecord& record : *records)
@@ -119,9 +118,9 @@ Status run_verify(const GlobalOptions& globals, const VerifyOptions& options) {
   if (by_provider.empty()) by_provider["local"];  // still report unrecorded leftovers
   SnapshotVerification total;
   for (const auto& [name, snapshots] : by_provider) {
-    auto provider = (*session)->providers().by_name(name);
+    auto provider = session.providers().by_name(name);
     if (!provider) return provider.status();
-    auto checked = (*provider)->verify_snapshots(snapshots, (*session)->progress());
+    auto checked = (*provider)->verify_snapshots(snapshots, session.progress());
     if (!checked) return checked.status();
     total.snapshots += checked->snapshots;
     total.objects += checked->objects;
@@ -131,6 +130,10 @@ Status run_verify(const GlobalOptions& globals, const VerifyOptions& options) {
     total.damaged.insert(total.damaged.end(), checked->damaged.begin(), checked->damaged.end());
   }
   std::sort(total.damaged.begin(), total.damaged.end());
+  return total;
+}
+
+Status report_verification(const GlobalOptions& globals, const SnapshotVerification& total) {
   std::string text = fmt::format("verified {} snapshots: {} objects, {} read and hashed",
                                  total.snapshots, total.objects, approximate_size(total.bytes));
   for (const std::string& problem : total.problems)
@@ -155,6 +158,18 @@ Status run_verify(const GlobalOptions& globals, const VerifyOptions& options) {
                  total.problems.size());
   }
   return Status::ok();
+}
+
+Status run_verify(const GlobalOptions& globals, const VerifyOptions& options) {
+  if (!state_exists(globals)) {  // read-only: nothing to verify, and nothing is created
+    if (!options.snapshots.empty()) return no_snapshot_state(globals, options.snapshots.front());
+    return report_verification(globals, SnapshotVerification());
+  }
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  auto total = verify_snapshots(**session, options);
+  if (!total) return total.status();
+  return report_verification(globals, *total);
 }
 
 Status run_gc(const GlobalOptions& globals) {

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <filesystem>
 #include <vector>
 
@@ -116,7 +117,8 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   // mount already (connecting again is a no-op).
   auto existing = (*session)->store().find_node_publication(*target);
   if (!existing) return existing.status();
-  if (!existing->has_value() || (*existing)->volume_id != id) {
+  bool already_connected = existing->has_value() && (*existing)->volume_id == id;
+  if (!already_connected) {
     ROSETCTL_RETURN_IF_ERROR(block ? check_block_target(*target) : check_publish_target(*target));
   }
   std::string staging = fmt::format("{}/{}", (*session)->layout().staging_dir(), id);
@@ -185,6 +187,12 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   if (!out) return out.status();
   (*out)["path"] = path;
   (*out)["readonly"] = read_only;
+  (*out)["already_connected"] = already_connected;
+  // Idempotent verbs say when there was nothing to do; stdout stays the path for scripts.
+  if (already_connected && globals.output == OutputFormat::kTable) {
+    std::fprintf(stderr, "rosetctl: volume \"%s\" was already connected at %s; nothing to do\n",
+                 volume_name(info->volume).c_str(), path.c_str());
+  }
   print_line_or_json(globals.output, path, *out);
   return Status::ok();
 }
@@ -314,16 +322,21 @@ Status run_stats(const GlobalOptions& globals, const AttachOptions& options) {
       (*session)->client().node(&csi::v1::Node::Stub::NodeGetVolumeStats, request, &response));
 
   nlohmann::json out = {{"id", id}, {"name", volume_name(info->volume)}, {"path", path}};
+  bool block = attach_capability(info->volume).has_block();
   for (const auto& usage : response.usage()) {
     std::string unit = usage.unit() == csi::v1::VolumeUsage::INODES ? "inodes" : "bytes";
-    out[unit] = {
-        {"total", usage.total()}, {"used", usage.used()}, {"available", usage.available()}};
+    out[unit] = {{"total", usage.total()}};
+    // A raw device has a size but no notion of used or free: 0 would read as "full".
+    if (block) continue;
+    out[unit]["used"] = usage.used();
+    out[unit]["available"] = usage.available();
   }
   out["condition"] = {{"abnormal", response.volume_condition().abnormal()},
                       {"message", response.volume_condition().message()}};
   auto number = [](const char* unit, const char* field) {
     return Column{fmt::format("{} {}", unit, field), [unit, field](const nlohmann::json& v) {
-                    return v.contains(unit) ? text_of(v[unit][field]) : std::string("-");
+                    return v.contains(unit) && v[unit].contains(field) ? text_of(v[unit][field])
+                                                                       : std::string("-");
                   }};
   };
   print_object(globals.output, out,

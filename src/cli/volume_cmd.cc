@@ -132,6 +132,14 @@ Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
   if (options.size) {
     auto bytes = parse_size(*options.size);
     if (!bytes) return bytes.status();
+    // CSI reads required_bytes 0 as "no size given" (an image then gets the plugin's default),
+    // so a 0 the user typed must be refused here, like any other size below the minimum.
+    if (*bytes == 0) {
+      return error(Code::kOutOfRange,
+                   "--size {} is no size: a volume needs at least 1 byte (an image volume 1Mi, "
+                   "an xfs one 300Mi)",
+                   *options.size);
+    }
     request.mutable_capacity_range()->set_required_bytes(*bytes);
   }
   ROSETCTL_RETURN_IF_ERROR(parse_parameters(options.parameters, request.mutable_parameters()));

@@ -8,11 +8,16 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <thread>
 
 #include "core/log.h"
 
 namespace rosetctl {
 namespace {
+
+// How long a freeze waits for another one to go: longer than filesystem_is_frozen holds one.
+constexpr auto kProbePatience = std::chrono::milliseconds(500);
 
 Expected<UniqueFd> open_mount_point(const std::string& mount_point) {
   UniqueFd fd(::open(mount_point.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -66,14 +71,21 @@ void thaw_on_fatal_signals() {
 Expected<FrozenFilesystem> FrozenFilesystem::freeze(const std::string& mount_point) {
   auto fd = open_mount_point(mount_point);
   if (!fd) return fd.status();
-  if (::ioctl(fd->get(), FIFREEZE, 0) != 0) {
-    if (errno == EBUSY) {
-      return error(Code::kAborted,
+  // A health check (filesystem_is_frozen) holds a freeze for a moment: wait that out.
+  auto give_up = std::chrono::steady_clock::now() + kProbePatience;
+  while (::ioctl(fd->get(), FIFREEZE, 0) != 0) {
+    if (errno != EBUSY) {
+      return errno_status(errno,
+                          fmt::format("cannot freeze the filesystem at \"{}\"", mount_point));
+    }
+    if (std::chrono::steady_clock::now() >= give_up) {
+      // Not a call in flight (CSI's ABORTED, which callers retry): it stays frozen until thawed.
+      return error(Code::kFailedPrecondition,
                    "the filesystem at \"{}\" is frozen already (by fsfreeze, or by a process "
                    "that died while copying it); thaw it with `fsfreeze -u {}` and retry",
                    mount_point, mount_point);
     }
-    return errno_status(errno, fmt::format("cannot freeze the filesystem at \"{}\"", mount_point));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   remember_frozen(fd->get());
   return FrozenFilesystem(std::move(*fd), mount_point);
@@ -94,6 +106,26 @@ FrozenFilesystem::~FrozenFilesystem() {
     spdlog::error("{}: writers to it stay blocked until it is thawed (`fsfreeze -u {}`)",
                   thawed.message(), mount_point_);
   }
+}
+
+Expected<bool> filesystem_is_frozen(const std::string& mount_point) {
+  auto fd = open_mount_point(mount_point);
+  if (!fd) return fd.status();
+  if (::ioctl(fd->get(), FIFREEZE, 0) != 0) {
+    if (errno == EBUSY) return true;
+    if (errno == EOPNOTSUPP || errno == ENOTTY) return false;  // cannot be frozen at all
+    return errno_status(errno, fmt::format("cannot check whether the filesystem at \"{}\" is "
+                                           "frozen",
+                                           mount_point));
+  }
+  remember_frozen(fd->get());  // a signal now must not leave it frozen
+  int thawed = ::ioctl(fd->get(), FITHAW, 0);
+  int err = errno;
+  forget_frozen(fd->get());
+  if (thawed != 0 && err != EINVAL) {
+    return errno_status(err, fmt::format("cannot thaw the filesystem at \"{}\"", mount_point));
+  }
+  return false;
 }
 
 Expected<bool> thaw_filesystem(const std::string& mount_point) {

@@ -17,8 +17,9 @@ namespace rosetctl {
 class FrozenFilesystem {
  public:
   // Freezes the filesystem mounted at `mount_point` (any directory of it will do): its dirty
-  // data and metadata are written to its device and new writes wait until the thaw. ABORTED
-  // when it is frozen already (by `fsfreeze`, or by a process that died holding a freeze).
+  // data and metadata are written to its device and new writes wait until the thaw.
+  // FAILED_PRECONDITION when it is frozen already (by `fsfreeze`, or by a process that died
+  // holding a freeze): that lasts until someone thaws it, so it is no call in flight (ABORTED).
   static Expected<FrozenFilesystem> freeze(const std::string& mount_point);
 
   FrozenFilesystem(FrozenFilesystem&& other) noexcept = default;
@@ -39,6 +40,11 @@ class FrozenFilesystem {
 // process holds frozen, then die of the signal as they would have. For the CLI: Ctrl-C during a
 // snapshot of a connected image volume must not leave its writers blocked.
 void thaw_on_fatal_signals();
+
+// Whether the filesystem at `mount_point` is frozen now, for health checks. The kernel tells
+// only through FIFREEZE (EBUSY when frozen already), so a filesystem that is not frozen is frozen
+// and thawed at once: its dirty data is written out meanwhile, and writers wait that long.
+Expected<bool> filesystem_is_frozen(const std::string& mount_point);
 
 // Thaws the filesystem at `mount_point` if it is frozen. True when it was.
 Expected<bool> thaw_filesystem(const std::string& mount_point);

@@ -88,18 +88,28 @@ Expected<int64_t> parse_size(std::string_view text) {
 
 std::string format_size(int64_t bytes) {
   if (bytes <= 0) return std::to_string(bytes);
-  // Largest binary unit giving a value >= 1 that is exact to two decimals.
-  for (int i = 5; i >= 0; --i) {
-    int64_t unit = kUnits[i].multiplier;
-    if (bytes < unit) continue;
+  // The shortest exact form to two decimals, binary or decimal ("500M", never "488281.25Ki"),
+  // binary when both are as short; plain bytes when no unit fits exactly.
+  std::string best;
+  // Largest units first within each family, so "1.25Gi" beats the equally long "1280Mi".
+  constexpr std::array<int, 12> kOrder = {5, 4, 3, 2, 1, 0, 12, 11, 10, 9, 8, 6};  // not "K"
+  for (int index : kOrder) {
+    const Unit& unit = kUnits[index];
+    if (bytes < unit.multiplier) continue;
     unsigned __int128 hundredths = static_cast<unsigned __int128>(bytes) * 100;
-    if (hundredths % unit != 0) continue;
-    int64_t h = static_cast<int64_t>(hundredths / unit);
-    if (h % 100 == 0) return fmt::format("{}{}", h / 100, kUnits[i].suffix);
-    if (h % 10 == 0) return fmt::format("{}.{}{}", h / 100, (h % 100) / 10, kUnits[i].suffix);
-    return fmt::format("{}.{:02}{}", h / 100, h % 100, kUnits[i].suffix);
+    if (hundredths % unit.multiplier != 0) continue;
+    int64_t h = static_cast<int64_t>(hundredths / unit.multiplier);
+    std::string text;
+    if (h % 100 == 0) {
+      text = fmt::format("{}{}", h / 100, unit.suffix);
+    } else if (h % 10 == 0) {
+      text = fmt::format("{}.{}{}", h / 100, (h % 100) / 10, unit.suffix);
+    } else {
+      text = fmt::format("{}.{:02}{}", h / 100, h % 100, unit.suffix);
+    }
+    if (best.empty() || text.size() < best.size()) best = std::move(text);
   }
-  return std::to_string(bytes);
+  return best.empty() ? std::to_string(bytes) : best;
 }
 
 }  // namespace rosetctl

@@ -14,7 +14,8 @@ namespace rosetctl {
 // Errors (INVALID_ARGUMENT / OUT_OF_RANGE) name the offending text.
 Expected<int64_t> parse_size(std::string_view text);
 
-// The shortest exact binary form ("64Mi", "1.5Ti"), up to two decimals, else plain bytes.
+// The shortest exact form to two decimals, binary or decimal ("64Mi", "1.5Ti", "500M"; binary
+// on a tie), else plain bytes. Parses back to the same number of bytes.
 std::string format_size(int64_t bytes);
 
 }  // namespace rosetctl

@@ -660,7 +660,7 @@ def test_module_rejects_bad_sizes_clearly(given, message):
 
 def test_module_formats_sizes_as_rosetctl_does(cli):
     module = load_plugin("plugins/modules/storage.py", "rosetctl_storage_module")
-    for size in ("1Gi", "1.5Gi", "1536Mi", "1.25Ti", "123456789", "64Mi"):
+    for size in ("1Gi", "1.5Gi", "1536Mi", "1.25Ti", "123456789", "64Mi", "500M", "1.5G"):
         shown = cli.create(f"v{len(size)}-{size.replace('.', '-')}", "--size", size)
         assert module.format_size(shown["capacity_bytes"]) == shown["size"], (
             f"expected the module to write {shown['capacity_bytes']} bytes as rosetctl does ({shown['size']})")

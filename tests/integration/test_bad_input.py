@@ -93,6 +93,14 @@ def test_name_that_is_another_volumes_id_is_refused(world, cli):
     world.assert_unchanged("create with a name equal to an id")
 
 
+@pytest.mark.parametrize("kind", [[], ["--type", "image"], ["--block"]])
+def test_size_zero_is_refused_not_taken_as_no_size(world, cli, kind):
+    """CSI reads required_bytes 0 as "no size", which made --size 0 a 1 GiB image."""
+    result = cli.run("volume", "create", "zero", "--size", "0", *kind)
+    assert_refused(result, EXIT_USAGE, "--size 0", "at least")
+    world.assert_unchanged("create --size 0")
+
+
 # ---------------------------------------------------------------- unknown volumes
 
 @pytest.mark.parametrize("verb", ["show", "connect", "disconnect", "expand", "map", "unmap", "stats"])

@@ -39,6 +39,42 @@ def test_unknown_config_key_is_a_usage_error_naming_it(workdir):
     assert rc == 2 and "state_dirr" in err, f"expected exit 2 naming the key, got {rc}: {err}"
 
 
+BROKEN_CONFIGS = [
+    # (file text, line, column, what the message must say)
+    ('state-dir = "/srv/x\n', 1, None, "while parsing string"),  # no closing quote
+    ("state-dir = /a b\n", 1, 13, "while parsing value"),
+    ('# comment\nstate_dirr = "/tmp/x"\n', 2, 1, 'unknown key "state_dirr"'),
+    ('[volumes]\nsize = "1Gi"\n', 1, 2, "unknown section [volumes]"),
+    ('[serve]\nlisten = "x"\n', 2, 1, 'unknown key "listen" in [serve]'),
+    ('output = "yaml"\n', 1, 10, "yaml not in"),
+    ('capacity-overcommit = "yes"\n', 1, 23, "takes true or false"),
+    ('state-dir = ["/a", "/b"]\n', 1, 13, "takes one value, not a list"),
+]
+
+
+def test_broken_config_files_are_usage_errors_naming_file_line_and_problem(workdir):
+    """A real TOML parser reads the file: a broken value is never taken as a path."""
+    config = workdir / "config.toml"
+    for text, line, column, what in BROKEN_CONFIGS:
+        config.write_text(text)
+        rc, _, err = run("--state-dir", str(workdir / "state"), "volume", "list",
+                         env_extra={"ROSETCTL_CONFIG": str(config)})
+        where = f'config file "{config}", line {line}, column {column if column else ""}'
+        assert rc == 2 and where in err and what in err, (
+            f"{text!r}: expected exit 2 with {where!r} and {what!r}, got {rc}: {err}")
+        assert "INI" not in err and "++" not in err, err
+
+
+def test_config_sections_set_verb_flags_and_flags_still_win(workdir):
+    config = workdir / "config.toml"
+    config.write_text('state-dir = "{}"\n\n[volume.create]\nsize = "64Mi"\n'.format(workdir / "s"))
+    env = {"ROSETCTL_CONFIG": str(config)}
+    rc, out, err = run("volume", "create", "a", "-o", "json", env_extra=env)
+    assert rc == 0 and '"size": "64Mi"' in out, err
+    rc, out, err = run("volume", "create", "b", "--size", "128Mi", "-o", "json", env_extra=env)
+    assert rc == 0 and '"size": "128Mi"' in out, err
+
+
 def test_read_only_verbs_do_not_create_the_state_directory(workdir):
     state = workdir / "never"
     rc, out, _ = run("--state-dir", str(state), "volume", "list", "-o", "json")
@@ -47,6 +83,17 @@ def test_read_only_verbs_do_not_create_the_state_directory(workdir):
     assert rc == 3 and "ghost" in err
     rc, _, _ = run("--state-dir", str(state), "volume", "stats", "ghost")
     assert rc == 3
+    rc, out, _ = run("--state-dir", str(state), "snapshot", "list", "-o", "json")
+    assert rc == 0 and out.strip() == "[]"
+    for args in (["snapshot", "show", "s1"], ["snapshot", "diff", "s1", "s2"],
+                 ["snapshot", "verify", "s1"], ["snapshot", "list", "--volume", "ghost"]):
+        rc, _, err = run("--state-dir", str(state), *args)
+        assert rc == 3 and "no state" in err, f"{args}: {rc} {err}"
+    rc, out, _ = run("--state-dir", str(state), "snapshot", "verify", "-o", "json")
+    assert rc == 0 and '"snapshots": 0' in out
+    rc, out, err = run("--state-dir", str(state), "probe")
+    assert rc == 0 and out.strip() == "ready", f"expected the providers checked all the same: {rc} {err}"
+    assert f'no state in "{state}"' in err, f"expected probe to note the missing state: {err}"
     assert not state.exists(), f"expected {state} not to be created by read-only verbs"
 
 

@@ -211,6 +211,16 @@ def test_connect_same_target_again_is_a_no_op(cli, workdir, mounts_in):
     stacked = [m for m in mounts_in() if m == str(target)]
     assert len(stacked) == 1, f"expected exactly one mount at {target}, got {len(stacked)}"
     assert connection_targets(cli.volume("idem")) == [str(target)], "expected one recorded connection"
+    assert first["already_connected"] is False and second["already_connected"] is True
+    table = cli.ok("volume", "connect", "idem", "--target", str(target))
+    assert table.stdout.strip() == str(target), "expected stdout to stay the path, for scripts"
+    assert "already connected" in table.stderr and "nothing to do" in table.stderr, (
+        f"expected an idempotent connect to say so (README): {table.describe()}")
+
+
+def test_decimal_sizes_show_as_given_not_as_fractional_kibibytes(cli):
+    assert cli.create("half-giga", "--size", "500M")["size"] == "500M"
+    assert "500M" in cli.ok("volume", "show", "half-giga").stdout
 
 
 def test_disconnect_again_and_when_never_connected_succeeds(cli, workdir):

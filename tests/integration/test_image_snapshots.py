@@ -10,13 +10,14 @@ import struct
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import grpc
 import pytest
 
 from csi_server import CALL_TIMEOUT, expect_code
-from rosetctl_cli import EXIT_USAGE
+from rosetctl_cli import EXIT_PRECONDITION, EXIT_USAGE
 from rosetctl_loops import loop_devices_of
 from rosetctl_mounts import mount_at
 
@@ -339,6 +340,33 @@ def test_ctrl_c_or_sigterm_while_frozen_thaws_before_dying(cli, workdir, signal_
         assert unfrozen.returncode != 0, "expected the filesystem to be thawed already"
     finally:
         subprocess.run(["fsfreeze", "-u", str(target)], capture_output=True)
+
+
+def test_a_frozen_filesystem_fails_a_commit_at_once_and_shows_in_the_condition(cli, workdir):
+    """A freeze lasts until someone thaws it: no retry loop (it printed ~65 warnings and gave up
+    after 31 s), one volume prefix, and `volume show` says it is frozen and how to thaw it."""
+    cli.create("frozen", "--size", "64Mi", "--type", "image")
+    target = workdir / "frozen"
+    cli.connect("frozen", target)
+    assert cli.volume("frozen")["condition"]["abnormal"] is False
+    subprocess.run(["fsfreeze", "-f", str(target)], check=True)
+    try:
+        started = time.monotonic()
+        result = cli.run("snapshot", "commit", "frozen")
+        took = time.monotonic() - started
+        assert result.rc == EXIT_PRECONDITION, result.describe()
+        assert took < 10, f"expected no retry loop, took {took:.1f} s"
+        assert "frozen already" in result.stderr and "fsfreeze -u" in result.stderr, result.describe()
+        assert result.stderr.count("warning:") <= 1 and "waiting" not in result.stderr, result.describe()
+        assert 'volume "frozen": volume "frozen"' not in result.stderr, result.describe()
+        condition = cli.volume("frozen")["condition"]
+        assert condition["abnormal"] and "frozen" in condition["message"], condition
+        assert "fsfreeze -u" in condition["message"], condition
+    finally:
+        subprocess.run(["fsfreeze", "-u", str(target)], capture_output=True)
+    assert cli.volume("frozen")["condition"]["abnormal"] is False, "expected ok once thawed"
+    (target / "after").write_text("2")  # the health check left it thawed
+    assert cli.ok_json("snapshot", "commit", "frozen")["ready"]
 
 
 def test_a_restore_killed_before_its_image_is_named_leaves_nothing(cli, workdir):

@@ -542,6 +542,33 @@ def test_image_volumes_bigger_than_the_free_space_are_refused_unless_overcommit(
     assert allowed["capacity_bytes"] >= too_big
 
 
+def test_images_beyond_the_filesystems_largest_file_are_out_of_range_and_leave_nothing(cli):
+    """ext4 (this host's /tmp) stores files up to just under 16 TiB: asking for more is a capacity
+    the plugin cannot provide (OUT_OF_RANGE, exit 2) naming that limit, not "File too large"."""
+    if _fs_type(cli.cwd) != "ext4":
+        pytest.skip("needs the test directory on ext4 (16 TiB file limit)")
+    cli.create("img", "--size", "64Mi", "--type", "image")
+    for args in (["volume", "create", "big", "--type", "image", "--size", "17Ti"],
+                 ["volume", "expand", "img", "--size", "17Ti"]):
+        result = cli.run("--capacity-overcommit", *args)
+        assert result.rc == EXIT_USAGE, result.describe()
+        assert "largest file is 17592186040320 bytes (under 16Ti)" in result.stderr, result.describe()
+    images = sorted(p.name for p in (cli.state_dir / "images").iterdir())
+    img = cli.volume("img")
+    assert images == [f"{img['id']}.img"], f"expected no .grow marker or other leftover: {images}"
+    assert img["capacity_bytes"] == 64 * MiB and [v["name"] for v in cli.volumes()] == ["img"]
+
+
+def _fs_type(path) -> str:
+    best, kind = "", ""
+    with open("/proc/self/mounts") as mounts:
+        for line in mounts:
+            fields = line.split()
+            if str(path).startswith(fields[1]) and len(fields[1]) >= len(best):
+                best, kind = fields[1], fields[2]
+    return kind
+
+
 def test_get_capacity_subtracts_what_images_promised(csi, cli, start_serve):
     pb2 = csi.pb2
     server = start_serve()

@@ -123,7 +123,9 @@ def test_list_snapshots_pages_filters_and_rejects_foreign_tokens(csi, cli, serve
                 grpc.StatusCode.ABORTED, "ListSnapshots with a token the plugin never issued")
 
 
-def test_create_snapshot_of_a_file_that_never_stops_changing_is_aborted(csi, cli, workdir, server, processes):
+def test_create_snapshot_of_a_file_that_never_stops_changing_fails_its_precondition(csi, cli, workdir, server,
+                                                                                    processes):
+    """Not ABORTED: that is CSI's "another call is in flight", which callers retry at once."""
     pb2 = csi.pb2
     volume = create_volume(server, pb2, "hot")
     mount = Path(cli.connect("hot", workdir / "hot")["path"])
@@ -142,7 +144,7 @@ while not os.path.exists({str(stop)!r}):
     time.sleep(0.2)
     request = snapshot_request(pb2, "hot-snap", volume.volume_id)
     details = expect_code(lambda: create_until_settled(server, request),
-                          grpc.StatusCode.ABORTED, "CreateSnapshot while a file is rewritten non-stop")
+                          grpc.StatusCode.FAILED_PRECONDITION, "CreateSnapshot while a file is rewritten non-stop")
     assert "hot.bin" in details and "changed while being read" in details, f"expected the file named: {details}"
     stop.touch()
     time.sleep(0.3)

@@ -276,7 +276,9 @@ snapshot_id:
   returned: always
   type: str
 stats:
-  description: C(rosetctl volume stats) output, C(bytes) and C(inodes) with C(total), C(used), C(available).
+  description:
+    - C(rosetctl volume stats) output, C(bytes) and C(inodes) with C(total), C(used), C(available);
+      a block volume's C(bytes) has C(total) only.
   returned: with C(state=stats)
   type: dict
   sample: {"bytes": {"total": 10737418240, "used": 4096, "available": 10737414144}}
@@ -303,6 +305,16 @@ cmd:
   returned: when a C(rosetctl) call failed
   type: list
   elements: str
+stdout:
+  description: What the failed C(rosetctl) call printed on stdout.
+  returned: when a C(rosetctl) call failed
+  type: str
+  sample: ''
+stderr:
+  description: What the failed C(rosetctl) call printed on stderr (its message starts C(rosetctl:)).
+  returned: when a C(rosetctl) call failed
+  type: str
+  sample: 'rosetctl: volume "web1" is not connected on this node; connect it to see its usage'
 '''
 
 import json
@@ -408,19 +420,25 @@ def size_to_bytes(value):
 
 
 def format_size(size):
-    """Bytes as rosetctl prints them: the largest binary unit exact to two decimals."""
+    """Bytes as rosetctl prints them (core/size.cc): the shortest form exact to two decimals,
+    binary or decimal (largest unit first, binary on a tie), else plain bytes."""
     if size is None:
         return None
-    for suffix, unit in reversed(SIZE_UNITS[:6]):
+    best = None
+    order = list(reversed(SIZE_UNITS[:6])) + [u for u in reversed(SIZE_UNITS[6:]) if u[0] != 'K']
+    for suffix, unit in order:
         if size < unit or (size * 100) % unit:
             continue
         hundredths = size * 100 // unit
         if hundredths % 100 == 0:
-            return '%d%s' % (hundredths // 100, suffix)
-        if hundredths % 10 == 0:
-            return '%d.%d%s' % (hundredths // 100, hundredths % 100 // 10, suffix)
-        return '%d.%02d%s' % (hundredths // 100, hundredths % 100, suffix)
-    return str(size)
+            text = '%d%s' % (hundredths // 100, suffix)
+        elif hundredths % 10 == 0:
+            text = '%d.%d%s' % (hundredths // 100, hundredths % 100 // 10, suffix)
+        else:
+            text = '%d.%02d%s' % (hundredths // 100, hundredths % 100, suffix)
+        if best is None or len(text) < len(best):
+            best = text
+    return best if best is not None else str(size)
 
 
 def canonical_target(target):

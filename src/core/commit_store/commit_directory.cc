@@ -149,7 +149,9 @@ Status Capturer::capture(WalkedEntry& walked, FileResult& result, ContentBuffer&
       result.cache = CachedFile{version, entry.content, entry.xattrs};
     return Status::ok();
   }
-  return error(Code::kAborted,
+  // FAILED_PRECONDITION, not ABORTED: the writer is no call in flight that ends by itself, so
+  // the volume must be made quiet before a retry can succeed.
+  return error(Code::kFailedPrecondition,
                "\"{}\" changed while being read, {} times in a row; pause whatever writes to it "
                "(or disconnect the volume) and commit again",
                shown, kMaxCaptureAttempts);

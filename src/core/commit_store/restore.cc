@@ -113,7 +113,7 @@ Expected<RestoreOutcome> clone_directory(const std::string& source, const std::s
       entry.gid = before.st_gid;
       return Status::ok();
     }
-    return error(Code::kAborted,
+    return error(Code::kFailedPrecondition,  // a busy writer, not a call in flight (ABORTED)
                  "\"{}\" changed while being copied, {} times in a row; pause whatever writes to "
                  "it (or disconnect the volume) and clone again",
                  shown, kMaxCaptureAttempts);

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <map>
 
+#include "core/fs_freeze.h"
 #include "core/log.h"
 #include "core/mount_ops.h"
 #include "providers/local/image_node.h"
@@ -55,6 +56,18 @@ std::string staging_problem(const Staging& staging, bool block, const MountTable
         "the loop device staged at \"{}\" ({}:{}) is no longer attached to its "
         "image; disconnect and connect it again",
         staging.staging_path, major, minor);
+  }
+  if (!block) {
+    // Every write to a frozen filesystem waits until it is thawed: the volume looks mounted and
+    // readable, but its users hang.
+    auto frozen = filesystem_is_frozen(staging.staging_path);
+    if (!frozen) return frozen.status().message();
+    if (*frozen) {
+      return fmt::format(
+          "its filesystem at \"{}\" is frozen, so every write to it waits; unless a snapshot "
+          "or clone of it is running now, thaw it with `fsfreeze -u {}`",
+          staging.staging_path, staging.staging_path);
+    }
   }
   return "";
 }

@@ -332,7 +332,7 @@ Expected<HeldImage> ImageNode::hold_still(const VolumeRecord& volume) {
     const MountEntry* mount = mount_of_device(*table, loop.major, loop.minor);
     if (mount == nullptr) continue;
     auto frozen = FrozenFilesystem::freeze(mount->mount_point);
-    if (!frozen) return frozen.status().with_context(fmt::format("volume \"{}\"", volume.name));
+    if (!frozen) return frozen.status();  // the caller names the volume
     held.frozen.emplace(std::move(*frozen));
     break;
   }

@@ -240,7 +240,7 @@ Status LocalProvider::clone_image(std::string_view volume_id, const VolumeRecord
         auto staging = hold_stagings(spec.hold_stagings, source.id);
         if (!staging) return staging.status();
         auto held = image_node_.hold_still(source);  // thawed when this lambda returns
-        if (!held) return held.status();
+        if (!held) return held.status().with_context(fmt::format("volume \"{}\"", source.name));
         struct stat st;
         if (::fstat(image->get(), &st) != 0) {
           return errno_status(errno, fmt::format("cannot inspect image \"{}\"", path));

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <limits>
+#include <optional>
 
 #include "core/crash_point.h"
 #include "core/map_lookup.h"
@@ -49,6 +51,57 @@ Status sync_directory(const std::string& dir) {
     return errno_status(errno, fmt::format("cannot sync directory \"{}\"", dir));
   }
   return Status::ok();
+}
+
+// The largest file the filesystem holding `dir` allows (its s_maxbytes, which no system call
+// reports), found by sizing an unnamed file: sparse, so nothing is allocated. nullopt if unknown.
+std::optional<int64_t> largest_file_bytes(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (!fd.valid()) return std::nullopt;
+  int64_t fits = 0;
+  int64_t too_large = std::numeric_limits<int64_t>::max();
+  while (too_large - fits > 1) {
+    int64_t middle = fits + (too_large - fits) / 2;
+    if (::ftruncate(fd.get(), middle) == 0) {
+      fits = middle;
+    } else if (errno == EFBIG || errno == EINVAL) {
+      too_large = middle;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return fits;
+}
+
+// A limit as people say it: rounded up to whole units of its largest binary unit ("16Ti").
+std::string rounded_up_size(int64_t bytes) {
+  int64_t unit = 1;
+  while (unit <= bytes / 1024)
+    unit *= 1024;
+  return format_size((bytes / unit + (bytes % unit != 0 ? 1 : 0)) * unit);
+}
+
+// Sets the image's size. EFBIG (beyond the filesystem's largest file: just under 16 TiB on ext4
+// with 4 KiB blocks) is OUT_OF_RANGE naming that limit: CSI's code for a capacity the plugin
+// cannot provide, which no retry and no free space would change.
+Status size_image(int fd, int64_t bytes, const std::string& dir, const std::string& path) {
+  if (::ftruncate(fd, bytes) == 0) return Status::ok();
+  int err = errno;
+  if (err != EFBIG) {
+    return errno_status(err, fmt::format("cannot size image \"{}\" to {} bytes", path, bytes));
+  }
+  std::optional<int64_t> limit = largest_file_bytes(dir);
+  if (!limit) {
+    return error(Code::kOutOfRange,
+                 "an image of {} does not fit in one file of the filesystem holding \"{}\" "
+                 "(File too large)",
+                 format_size(bytes), dir);
+  }
+  return error(Code::kOutOfRange,
+               "an image of {} does not fit in one file of the filesystem holding \"{}\": its "
+               "largest file is {} bytes (under {}); ask for less, or keep images on a "
+               "filesystem with larger files (xfs)",
+               format_size(bytes), dir, *limit, rounded_up_size(*limit));
 }
 
 }  // namespace
@@ -154,10 +207,13 @@ Status ImageFiles::create(std::string_view volume_id, int64_t bytes) const {
   std::string path = image(volume_id);
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd.valid()) return errno_status(errno, fmt::format("cannot create image \"{}\"", path));
-  if (::ftruncate(fd.get(), bytes) != 0 || ::fsync(fd.get()) != 0) {
-    Status failed = errno_status(errno, fmt::format("cannot size image \"{}\"", path));
+  Status sized = size_image(fd.get(), bytes, dir_, path);
+  if (sized && ::fsync(fd.get()) != 0) {
+    sized = errno_status(errno, fmt::format("cannot sync image \"{}\"", path));
+  }
+  if (!sized) {
     ::unlink(path.c_str());
-    return failed;
+    return sized;
   }
   return sync_directory(dir_);
 }
@@ -207,8 +263,11 @@ Status ImageFiles::create_filled(std::string_view volume_id, int64_t bytes, bool
   ROSETCTL_RETURN_IF_ERROR(fill(fd.get()));
   crash_point("image-filled");
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0 || (st.st_size < bytes && ::ftruncate(fd.get(), bytes) != 0) ||
-      ::fsync(fd.get()) != 0) {
+  if (::fstat(fd.get(), &st) != 0) {
+    return errno_status(errno, fmt::format("cannot finish image \"{}\"", path));
+  }
+  if (st.st_size < bytes) ROSETCTL_RETURN_IF_ERROR(size_image(fd.get(), bytes, dir_, path));
+  if (::fsync(fd.get()) != 0) {
     return errno_status(errno, fmt::format("cannot finish image \"{}\"", path));
   }
   std::string anonymous = fmt::format("/proc/self/fd/{}", fd.get());
@@ -243,12 +302,18 @@ Status ImageFiles::grow(std::string_view volume_id, int64_t bytes, bool filesyst
   if (!allocating) return allocating.status();
   ROSETCTL_RETURN_IF_ERROR(
       check_room(bytes - st.st_size, fmt::format("growing to {}", format_size(bytes))));
+  // The marker goes first (a crash after the image grew must still grow its filesystem), so a
+  // grow that fails takes back a marker it wrote: nothing grew, and nothing is left to do.
+  bool marked_here = filesystem_follows && !grow_pending(volume_id);
   if (filesystem_follows) ROSETCTL_RETURN_IF_ERROR(mark_grow_pending(volume_id));
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd.valid() || ::ftruncate(fd.get(), bytes) != 0 || ::fsync(fd.get()) != 0) {
-    return errno_status(errno, fmt::format("cannot grow image \"{}\" to {} bytes", path, bytes));
+  Status grown = fd.valid() ? size_image(fd.get(), bytes, dir_, path)
+                            : errno_status(errno, fmt::format("cannot grow image \"{}\"", path));
+  if (grown && ::fsync(fd.get()) != 0) {
+    grown = errno_status(errno, fmt::format("cannot grow image \"{}\" to {} bytes", path, bytes));
   }
-  return Status::ok();
+  if (!grown && marked_here) (void)clear_grow_pending(volume_id);
+  return grown;
 }
 
 bool ImageFiles::grow_pending(std::string_view volume_id) const {

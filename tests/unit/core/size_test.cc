@@ -40,13 +40,21 @@ TEST_CASE("the largest size that fits is accepted", "[size]") {
   CHECK(*rosetctl::parse_size("7Ei") == 7LL << 60);
 }
 
-TEST_CASE("sizes print in their shortest exact binary form", "[size]") {
+TEST_CASE("sizes print in their shortest exact form, binary or decimal", "[size]") {
   CHECK(rosetctl::format_size(64LL << 20) == "64Mi");
   CHECK(rosetctl::format_size(3LL << 39) == "1.5Ti");
   CHECK(rosetctl::format_size(1536) == "1.5Ki");
-  CHECK(rosetctl::format_size(1000) == "1000");
+  CHECK(rosetctl::format_size(1000) == "1k");
+  CHECK(rosetctl::format_size(1023) == "1023");
+  CHECK(rosetctl::format_size(123456789) == "123456789");
+  // Decimal when shorter: --size 500M was shown as 488281.25Ki.
+  CHECK(rosetctl::format_size(500'000'000) == "500M");
+  CHECK(rosetctl::format_size(1'500'000'000'000) == "1.5T");
+  CHECK(rosetctl::format_size(1280LL << 20) == "1.25Gi");
+  CHECK(rosetctl::format_size(1LL << 30) == "1Gi");
   CHECK(rosetctl::format_size(0) == "0");
-  for (int64_t bytes : {int64_t{1} << 30, int64_t{5} << 40, int64_t{1280} << 20}) {
+  for (int64_t bytes : {int64_t{1} << 30, int64_t{5} << 40, int64_t{1280} << 20, int64_t{500000000},
+                        int64_t{1000}, int64_t{12345678}}) {
     CHECK(*rosetctl::parse_size(rosetctl::format_size(bytes)) == bytes);
   }
 }

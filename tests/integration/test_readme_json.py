@@ -1,0 +1,144 @@
+"""README's tables of JSON fields ("JSON output") and the binary's `-o json` output name exactly
+the same fields, both ways: a field the binary prints that README does not list fails, and so
+does a listed field the binary no longer prints."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(os.environ.get("ROSETCTL_SOURCE_DIR") or Path(__file__).resolve().parents[2])
+SPAN = re.compile(r"`([^`]*)`")
+OBJECT = re.compile(r"^\[?\{([\w, ]*)\}\]?$")  # `{a, b}` or `[{a, b}]`, not a sample value
+NESTED = re.compile(r"^(\w+): \{([^{}]*)\}$")  # `name: {a, b}`
+
+
+def names(listing: str) -> set[str]:
+    return {name.strip() for name in listing.split(",") if name.strip()}
+
+
+def readme_tables() -> list[tuple[str, list[list[str]]]]:
+    """Every table of the "JSON output" section: (header, rows of cells)."""
+    text = (SOURCE / "README.md").read_text()
+    section = text[text.index("### JSON output"):]
+    section = section[:section.index("\n### ", 1)]
+    tables, rows, header = [], None, None
+    for line in section.splitlines() + [""]:
+        if line.startswith("|"):
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            if header is None:
+                header, rows = " | ".join(cells), []
+            elif not set(line) <= set("|- "):
+                rows.append(cells)
+        elif header is not None:
+            tables.append((header, rows))
+            header = None
+    return tables
+
+
+class Spec:
+    """What README promises: an object's fields and, for some, the fields of what they hold."""
+
+    def __init__(self, fields: set[str], nested: dict[str, set[str]]):
+        self.fields, self.nested = fields, nested
+
+    def check(self, what: str, value: dict) -> None:
+        assert isinstance(value, dict), f"{what}: expected a JSON object, got {value!r}"
+        printed = set(value)
+        assert printed == self.fields, (
+            f"{what}: README lists {sorted(self.fields - printed)} that the binary does not print, "
+            f"and the binary prints {sorted(printed - self.fields)} that README does not list")
+        for field, inner in self.nested.items():
+            items = value[field] if isinstance(value[field], list) else [value[field]]
+            for item in items:
+                assert set(item) == inner, (
+                    f"{what}.{field}: README lists {sorted(inner)}, the binary prints {sorted(item)}")
+
+
+def field_table(rows: list[list[str]]) -> Spec:
+    fields, nested = set(), {}
+    for field_cell, meaning in rows:
+        listed = SPAN.findall(field_cell)
+        fields |= set(listed)
+        spans = SPAN.findall(meaning)
+        shape = OBJECT.match(spans[0]) if spans else None
+        if len(listed) == 1 and shape:
+            nested[listed[0]] = names(shape.group(1))
+    return Spec(fields, nested)
+
+
+def verb_table(rows: list[list[str]], volume: Spec) -> dict[str, Spec]:
+    specs = {}
+    for verb_cell, prints in rows:
+        fields = set(volume.fields) if prints.startswith("the volume") else set()
+        nested = dict(volume.nested) if fields else {}
+        spans = SPAN.findall(prints)
+        objects = [OBJECT.match(span) for span in spans if span.startswith("{")]
+        if objects and objects[0]:
+            fields |= names(objects[0].group(1))
+        for span in spans:
+            inner = NESTED.match(span)
+            if inner:
+                nested[inner.group(1)] = names(inner.group(2))
+        key = SPAN.sub(lambda m: m.group(1), verb_cell)
+        assert key not in specs, f"README lists {key!r} twice"
+        specs[key] = Spec(fields, nested)
+    return specs
+
+
+@pytest.fixture(scope="module")
+def readme():
+    tables = readme_tables()
+    fields = [rows for header, rows in tables if header == "field | meaning"]
+    verbs = [rows for header, rows in tables if header == "verb | prints"]
+    assert len(fields) == 2 and len(verbs) == 2, f"expected README's volume and snapshot tables: {tables}"
+    volume, snapshot = field_table(fields[0]), field_table(fields[1])
+    specs = {"volume": volume, "snapshot": snapshot}
+    for rows in verbs:
+        specs.update(verb_table(rows, volume))
+    return specs
+
+
+def test_readme_json_tables_match_every_verbs_output(readme, cli, workdir):
+    checked = set()
+
+    def check(key: str, value) -> None:
+        readme[key].check(key, value)
+        checked.add(key)
+
+    for name, extra in (("dir", []), ("img", ["--type", "image", "--size", "64Mi"]),
+                        ("blk", ["--block", "--size", "16Mi"])):
+        check("volume", cli.ok_json("volume", "create", name, *extra))
+    for item in cli.ok_json("volume", "list"):
+        check("volume", item)
+    check("volume connect", cli.ok_json("volume", "connect", "dir", "--target", workdir / "dir"))
+    again = cli.ok_json("volume", "connect", "dir", "--target", workdir / "dir")
+    check("volume connect", again)
+    assert again["already_connected"] is True
+    check("volume", cli.ok_json("volume", "show", "dir"))
+    check("volume stats", cli.ok_json("volume", "stats", "dir"))
+    check("volume connect", cli.ok_json("volume", "connect", "blk"))
+    check("volume stats of a block volume", cli.ok_json("volume", "stats", "blk"))
+    check("volume modify", cli.ok_json("volume", "modify", "blk", "--param", "directIO=false"))
+    check("volume expand", cli.ok_json("volume", "expand", "img", "--size", "128Mi"))
+
+    (workdir / "dir" / "a.txt").write_text("one")
+    first = cli.ok_json("snapshot", "commit", "dir", "-m", "first")
+    check("snapshot", first)
+    (workdir / "dir" / "a.txt").write_text("two")
+    second = cli.ok_json("snapshot", "commit", "dir", "-m", "second")
+    check("snapshot", cli.ok_json("snapshot", "show", second["id"]))
+    for item in cli.ok_json("snapshot", "list"):
+        check("snapshot", item)
+    check("snapshot diff", cli.ok_json("snapshot", "diff", first["id"], second["id"]))
+    check("snapshot verify", cli.ok_json("snapshot", "verify"))
+    check("snapshot restore", cli.ok_json("snapshot", "restore", first["id"], "--name", "back"))
+    check("snapshot delete", cli.ok_json("snapshot", "delete", first["id"]))
+    check("snapshot gc", cli.ok_json("snapshot", "gc"))
+
+    for name in ("dir", "blk"):
+        check("volume disconnect", cli.ok_json("volume", "disconnect", name))
+    check("volume delete", cli.ok_json("volume", "delete", "back"))
+    assert checked == set(readme), f"README tables without a check here: {sorted(set(readme) - checked)}"
