@@ -202,6 +202,33 @@ def test_key_file_readable_by_others_is_refused(cli, roset):
     assert result.rc == EXIT_UNAUTHENTICATED and "chmod 600" in result.stderr, result.describe()
 
 
+@pytest.mark.parametrize("variable", ["ROSET_API_KEY_FILE", "ROSETCTL_SECRETS_FILE"])
+def test_secret_file_that_is_not_a_private_regular_file_is_refused_at_once(cli, roset, workdir, variable):
+    """Both secret files go through one opener: a FIFO is not waited on, a symlink is named as one, and
+    a wrong mode names the access that is wrong; each is exit 7."""
+    content = roset.key + "\n" if variable == "ROSET_API_KEY_FILE" else json.dumps({"api-key": roset.key})
+    real = workdir / "real-secret"
+    real.write_text(content)
+    os.chmod(real, 0o600)
+    fifo = workdir / "secret-fifo"
+    os.mkfifo(fifo, 0o600)
+    link = workdir / "secret-link"
+    link.symlink_to(real)
+    writable = workdir / "secret-0602"
+    writable.write_text(content)
+    os.chmod(writable, 0o602)
+    for path, says in [(fifo, "is a named pipe (FIFO), not a regular file"), (link, "is a symbolic link"),
+                       (writable, "has mode 0602: other users can write it; chmod 600 it")]:
+        cli.env[variable] = str(path)
+        started = time.monotonic()
+        result = cli.run("volume", "create", "never", timeout=30)
+        assert result.rc == EXIT_UNAUTHENTICATED and says in result.stderr, result.describe()
+        assert str(path) in result.stderr and "Too many levels" not in result.stderr, result.describe()
+        assert time.monotonic() - started < 10, f"expected {path.name} refused at once"
+    cli.env[variable] = str(real)
+    cli.create("fine")
+
+
 def test_fuse_that_never_mounts_times_out(cli, roset, workdir):
     hang = workdir / "hanging-fuse"
     hang.write_text("#!/bin/sh\nexec sleep 600\n")
