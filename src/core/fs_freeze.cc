@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "core/log.h"
+#include "core/validate.h"
 
 namespace rosetctl {
 namespace {
@@ -92,7 +93,7 @@ Status FrozenFilesystem::thaw() {
 FrozenFilesystem::~FrozenFilesystem() {
   if (Status thawed = thaw(); !thawed) {
     spdlog::error("{}: writers to it stay blocked until it is thawed (`fsfreeze -u {}`)",
-                  thawed.message(), mount_point_);
+                  escape_text(thawed.message()), mount_point_);
   }
 }
 

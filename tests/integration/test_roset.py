@@ -275,6 +275,15 @@ def test_bad_parameters_name_what_is_wrong(cli, roset):
     assert result.rc == 2 and "raw block" in result.stderr, result.describe()
     result = cli.run("volume", "create", "b", "--param", "basePath=../up")
     assert result.rc == 2 and "basePath" in result.stderr, result.describe()
+    # A newline in what a caller sends is quoted escaped, on the message's one line.
+    result = cli.run("volume", "create", "b", "--param", "x\nFORGED line=1")
+    assert result.rc == 2 and '"x\\x0aFORGED line"' in result.stderr, result.describe()
+    assert result.stderr.count("\n") == 1, result.describe()
+    # ... and never reaches an HTTP header, where it would start another: refused before sending.
+    sent = len(roset.fake.requests())
+    result = cli.run("volume", "create", "b", "--param", "mountId=m\r\nX-Injected: 1")
+    assert result.rc == 2 and "mount id holds a control character" in result.stderr, result.describe()
+    assert len(roset.fake.requests()) == sent, "expected nothing sent with a broken header"
 
 
 def test_retain_and_permanent_delete_policies(cli, roset):

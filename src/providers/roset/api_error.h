@@ -19,7 +19,8 @@ struct ApiErrorBody {
 // Tolerant: a body that is not JSON, or JSON of another shape, gives empty fields.
 ApiErrorBody parse_error_body(std::string_view body);
 
-// `what` says what was attempted: `create folder "/volumes/db"`. The mapping:
+// `what` says what was attempted: `create folder "/volumes/db"`. The server's words are quoted
+// escaped (core/validate.h), as outside text. The mapping:
 // 400 → INVALID_ARGUMENT, 401 → UNAUTHENTICATED, 402 → RESOURCE_EXHAUSTED,
 // 403 → PERMISSION_DENIED, 404 → NOT_FOUND, 409 → ALREADY_EXISTS, 429 → UNAVAILABLE (after
 // retries), 501 → UNIMPLEMENTED, 503/502/504 → UNAVAILABLE, other 5xx → INTERNAL.

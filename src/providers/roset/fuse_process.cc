@@ -180,7 +180,7 @@ std::string last_log_line(const std::string& log_path) {
     text.pop_back();
   size_t newline = text.rfind('\n');
   std::string line = newline == std::string::npos ? text : text.substr(newline + 1);
-  return line.substr(0, 300);
+  return escape_text(line.substr(0, 300));
 }
 
 Status wait_for_fuse_mount(const ProcessIdentity& process, const std::string& mountpoint,

@@ -39,7 +39,7 @@ Expected<ProcessIdentity> spawn_detached(const std::vector<std::string>& argv,
                                          const std::string& log_path);
 
 // Waits until a FUSE filesystem is mounted at `mountpoint`. FAILED_PRECONDITION (with the last
-// line of `log_path`) when the process exits first; DEADLINE_EXCEEDED after `timeout`.
+// line of `log_path`, escaped) when the process exits first; DEADLINE_EXCEEDED after `timeout`.
 Status wait_for_fuse_mount(const ProcessIdentity& process, const std::string& mountpoint,
                            const std::string& log_path, std::chrono::milliseconds timeout);
 

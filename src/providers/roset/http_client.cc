@@ -74,6 +74,19 @@ std::string origin_of(const std::string& url) {
   return url.substr(0, path);
 }
 
+// A header value with a line break would end its header and start another: refused, naming
+// the header, never quoting the value (it may be the key).
+Status check_header_value(std::string_view value, std::string_view header) {
+  for (char c : value) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return error(Code::kInvalidArgument,
+                   "Roset API: the {} holds a control character; it cannot be sent in a header",
+                   header);
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 HttpClient::HttpClient(HttpSettings settings)
@@ -167,6 +180,9 @@ Expected<HttpResponse> HttpClient::send_once(void* handle, const HttpRequest& re
 
 Expected<HttpResponse> HttpClient::send(const HttpRequest& request, const std::string& api_key) {
   if (auto loaded = CurlLibrary::get(); !loaded) return loaded.status();
+  ROSETCTL_RETURN_IF_ERROR(check_header_value(api_key, "API key"));
+  ROSETCTL_RETURN_IF_ERROR(check_header_value(request.mount_id, "mount id"));
+  ROSETCTL_RETURN_IF_ERROR(check_header_value(request.idempotency_key, "Idempotency-Key"));
   struct Borrowed {
     HttpClient& client;
     void* curl;
