@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import secrets
 import signal
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from csi_server import expect_code
+from csi_server import expect_code, mount_capability
 from roset_fixtures import STANDIN_FUSE, fuse_processes_under, mode_of, process_alive, write_key_file
 from rosetctl_mounts import is_mount_point, mount_at
 
@@ -194,6 +195,32 @@ def test_bad_key_is_unauthenticated_with_a_clear_message(cli, roset, workdir, st
                                     secrets={"api-key": "rsk_other_wrong"})),
         grpc.StatusCode.UNAUTHENTICATED, "CreateVolume with a bad key secret")
     assert "not accepted" in details and "rsk_other_wrong" not in server.log()
+
+
+@pytest.mark.parametrize("echo", ["plain", "escaped"])
+def test_a_server_echoing_the_key_never_gets_it_into_a_message_or_log(cli, roset, start_serve, csi, echo):
+    """A 401 whose body quotes the Authorization header back (`bad key Bearer <key>`), as written or
+    in JSON escapes: every message built from it, returned or logged (-v, serve), is scrubbed."""
+    kept = cli.create("kept")
+    roset.fake.echo_auth = echo
+    wrong = "rsk_live_wrong_" + secrets.token_hex(8)
+    write_key_file(roset.key_file, wrong)
+    for args in (["volume", "create", "nope"], ["-v", "volume", "create", "nope"],
+                 ["-v", "volume", "delete", "kept"], ["-v", "snapshot", "commit", "kept", "--name", "s1"]):
+        result = cli.run(*args)
+        assert result.rc == EXIT_UNAUTHENTICATED and "401" in result.stderr, result.describe()
+        assert wrong not in result.stdout + result.stderr, result.describe()
+        assert "bad key Bearer [redacted]" in result.stderr, result.describe()
+    assert roset.node_of(kept)["deletedAt"] is None
+
+    server = start_serve()
+    other = "rsk_live_other_" + secrets.token_hex(8)
+    details = expect_code(lambda: server.controller.CreateVolume(
+        csi.pb2.CreateVolumeRequest(name="nope", volume_capabilities=[mount_capability(csi.pb2)],
+                                    secrets={"api-key": other})),
+        grpc.StatusCode.UNAUTHENTICATED, "CreateVolume with a wrong key a server echoes")
+    assert other not in details and "bad key Bearer [redacted]" in details, details
+    assert other not in server.log() and wrong not in server.log(), server.log()
 
 
 def test_key_file_readable_by_others_is_refused(cli, roset):

@@ -95,12 +95,4 @@ Status status_from_http(long http_status, std::string_view body, std::string_vie
                       request, advice_for(http_status))};
 }
 
-std::string scrub_secret(std::string text, std::string_view secret) {
-  if (secret.empty()) return text;
-  for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
-    text.replace(at, secret.size(), "[redacted]");
-  }
-  return text;
-}
-
 }  // namespace rosetctl

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "providers/roset/api_error.h"
 #include "providers/roset/curl_library.h"
+#include "providers/roset/secret_scrub.h"
 
 namespace rosetctl {
 namespace {
@@ -171,6 +171,9 @@ Expected<HttpResponse> HttpClient::send_once(void* handle, const HttpRequest& re
                                       origin_of(request.url), reason));
   }
   api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+  // The one place bodies come in: nothing built from one (an error message, a log line, a
+  // commit's failure reason) can carry the key, even from a server that echoes the request.
+  response.body = scrub_secret_from_body(std::move(response.body), api_key);
   if (!response.retry_after && response.status == 429) {
     response.retry_after = body_retry_after(response.body);
   }

@@ -31,12 +31,8 @@ Expected<HttpResponse> RosetApi::call(const std::string& method, const std::stri
   request.idempotency_key = idempotency_key;
   request.mount_id = endpoint_.mount_id;
   request.what = what;
-  auto response = http_.send(request, endpoint_.api_key);
-  if (!response) {
-    return Status(response.status().code(),
-                  scrub_secret(response.status().message(), endpoint_.api_key));
-  }
-  return response;
+  // HttpClient hands back bodies and messages with the key scrubbed already.
+  return http_.send(request, endpoint_.api_key);
 }
 
 Expected<json> RosetApi::call_ok(const std::string& method, const std::string& path,
@@ -45,8 +41,7 @@ Expected<json> RosetApi::call_ok(const std::string& method, const std::string& p
   auto response = call(method, path, body, what, idempotency_key);
   if (!response) return response.status();
   if (response->status < 200 || response->status >= 300) {
-    Status failed = status_from_http(response->status, response->body, what);
-    return Status(failed.code(), scrub_secret(failed.message(), endpoint_.api_key));
+    return status_from_http(response->status, response->body, what);
   }
   return parse_json_body(response->body, what);
 }

@@ -148,8 +148,8 @@ Status SharedFuseMounts::start_process(const FuseFiles& files, FuseRecord& recor
   record.credentials_mode = settings_.credentials == FuseCredentials::kEnv ? "env" : "file";
   // Recorded before waiting: a crash now leaves a process a later reconcile knows about.
   ROSETCTL_RETURN_IF_ERROR(save_fuse_record(files, record));
-  Status ready =
-      wait_for_fuse_mount(*process, files.mountpoint(), files.log(), settings_.ready_timeout);
+  Status ready = wait_for_fuse_mount(*process, files.mountpoint(), files.log(),
+                                     settings_.ready_timeout, endpoint.api_key);
   if (!ready) {
     (void)stop_fuse_process(*process, files.mountpoint(), settings_.stop_grace);
     record.process = {};
