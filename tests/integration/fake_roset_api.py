@@ -16,7 +16,9 @@ serve a mount's folders with bindfs. What the document says, this does:
 - Refs: PUT, GET, DELETE ``/v1/refs/{name}``; mounts: GET ``/v1/mounts[/{id}]``.
 - Response shapes switchable (``shape = "bare" | "wrapped"``, ``resolve_shape``), as clients of the
   real API disagree.
-- Faults: latency, 429 bursts (with Retry-After), 500s and dropped connections, per route.
+- Faults: latency, 429 bursts (with Retry-After), 500s and dropped connections, per route; a
+  status fault may answer before reading the request's body (``read_body=False``), as a
+  load-shedding gateway may, leaving the body on the kept-alive connection.
 - ``echo_auth``: a 401 whose message echoes the request's ``Authorization`` header (``"plain"``,
   or ``"escaped"``: every character of it as a JSON ``\\uXXXX`` escape), as some servers do.
 
@@ -53,6 +55,7 @@ class Fault:
     seconds: float = 0.0
     status: int = 500
     retry_after: str | None = None
+    read_body: bool = True  # False: answer without reading the request's body first
 
     def matches(self, method: str, path: str) -> bool:
         return self.count > 0 and (self.method is None or self.method == method) and path.startswith(self.path_prefix)
@@ -249,7 +252,8 @@ class _Handler(BaseHTTPRequestHandler):
         parsed = urlparse(self.path)
         path, query = parsed.path, parse_qs(parsed.query)
         fault = self._take_fault(method, path)
-        body = self._body() if method in ("POST", "PUT", "PATCH", "DELETE") else None
+        early = fault is not None and fault.kind == "status" and not fault.read_body
+        body = self._body() if method in ("POST", "PUT", "PATCH", "DELETE") and not early else None
         key = self.headers.get("Idempotency-Key")
         status = 0
         try:

@@ -173,6 +173,27 @@ def test_rate_limits_and_server_errors_are_retried(cli, roset):
     assert roset.node_of(volume)["name"] == "busy"
 
 
+@pytest.mark.parametrize("read_body", [True, False], ids=["after-reading", "before-reading"])
+def test_a_failing_request_gets_exactly_five_attempts(cli, roset, read_body):
+    """README: a 429, 5xx or connection error is retried up to 5 attempts. Counted in the server's
+    request log, also when the server answers 503 before reading the request's body (a gateway
+    shedding load): the unread body stays on that connection, so a retry must not reuse it."""
+    fake = roset.fake
+    fake.inject("status", method="POST", path_prefix="/v1/nodes", status=503, count=4, read_body=read_body)
+    cli.create("fifth")
+    posts = fake.requests("POST", "/v1/nodes")
+    assert [r.status for r in posts[:5]] == [503] * 4 + [201], [(r.status, r.body) for r in posts]
+    assert len({r.idempotency_key for r in posts[:5]}) == 1, "retries must reuse the Idempotency-Key"
+
+    with fake.lock:
+        fake.log.clear()
+    fake.inject("status", method="POST", path_prefix="/v1/nodes", status=503, count=5, read_body=read_body)
+    result = cli.run("volume", "create", "never")
+    assert result.rc == 6 and "HTTP 503" in result.stderr, result.describe()
+    assert [r.status for r in fake.requests("POST", "/v1/nodes")] == [503] * 5
+    assert "never" not in [n["name"] for n in fake.state.nodes.values()]
+
+
 def test_rate_limit_that_does_not_end_is_unavailable(cli, roset):
     roset.fake.inject("status", method="POST", path_prefix="/v1/nodes", status=429, count=100, retry_after="0")
     result = cli.run("volume", "create", "never")

@@ -192,6 +192,13 @@ Expected<HttpResponse> HttpClient::send(const HttpRequest& request, const std::s
     ~Borrowed() {
       if (curl != nullptr) client.give_back(curl);
     }
+    // A fresh handle, so the next attempt opens a new connection: the old one may be in any
+    // state after a server in trouble answered on it (a request body it never read would be
+    // taken for the start of the next request, losing that attempt).
+    void renew() {
+      curl_api().easy_cleanup(static_cast<CURL*>(curl));
+      curl = curl_api().easy_init();
+    }
   } borrowed{*this, borrow()};
   if (borrowed.curl == nullptr) return error(Code::kInternal, "cannot create a libcurl handle");
 
@@ -221,6 +228,8 @@ Expected<HttpResponse> HttpClient::send(const HttpRequest& request, const std::s
     spdlog::debug("roset api: {} {}: retrying in {} ms", request.method, request.url,
                   pause.count());
     std::this_thread::sleep_for(pause);
+    borrowed.renew();
+    if (borrowed.curl == nullptr) return error(Code::kInternal, "cannot create a libcurl handle");
   }
 }
 
