@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/private_file.h"
+#include "core/validate.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -26,9 +27,9 @@ Expected<std::map<std::string, std::string>> read_secrets_file(const std::string
   for (const auto& [key, value] : json.items()) {
     if (key.empty() || !value.is_string()) {
       return error(Code::kInvalidArgument,
-                   "the secrets file \"{}\" holds a value that is not a string under a key \"{}\": "
+                   "the secrets file \"{}\" holds a value that is not a string under the key {}: "
                    "every secret is a string",
-                   path, key.substr(0, 128));
+                   path, display_quoted(key, 128));
     }
     secrets.emplace(key, value.get<std::string>());
   }

@@ -2,6 +2,7 @@
 #include "cli/serve_cmd.h"
 
 #include "core/log.h"
+#include "core/validate.h"
 #include "daemon/server.h"
 
 namespace rosetctl::cli {
@@ -38,7 +39,7 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
   // Before the first call, so nothing a crash left behind is mistaken for live state. A failed
   // reconcile leaves things as they were; serving is still better than not.
   if (Status reconciled = (*plugin)->reconcile(); !reconciled) {
-    spdlog::error("startup reconcile failed: {}", reconciled.message());
+    spdlog::error("startup reconcile failed: {}", escape_text(reconciled.message()));
   }
   return serve_until_signalled(**plugin, *socket, std::chrono::seconds(options.grace_seconds));
 }

@@ -55,7 +55,8 @@ Status parse_parameters(const std::vector<std::string>& items,
   for (const std::string& item : items) {
     std::size_t equals = item.find('=');
     if (equals == std::string::npos || equals == 0) {
-      return error(Code::kInvalidArgument, "--param \"{}\" must look like KEY=VALUE", item);
+      return error(Code::kInvalidArgument, "--param {} must look like KEY=VALUE",
+                   display_quoted(item, 200));
     }
     (*out)[item.substr(0, equals)] = item.substr(equals + 1);
   }

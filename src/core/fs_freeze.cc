@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "core/validate.h"
 
 namespace rosetctl {
 namespace {
@@ -104,7 +105,7 @@ Status FrozenFilesystem::thaw() {
 FrozenFilesystem::~FrozenFilesystem() {
   if (Status thawed = thaw(); !thawed) {
     spdlog::error("{}: writers to it stay blocked until it is thawed (`fsfreeze -u {}`)",
-                  thawed.message(), mount_point_);
+                  escape_text(thawed.message()), mount_point_);
   }
 }
 

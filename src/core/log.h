@@ -1,4 +1,4 @@
-// Log setup: one stderr logger for the whole process (spdlog).
+// Log setup: one stderr logger for the whole process (spdlog), one line per log call.
 #pragma once
 
 #include <spdlog/spdlog.h>

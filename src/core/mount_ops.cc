@@ -17,6 +17,7 @@
 #include "core/mount_point.h"
 #include "core/real_path.h"
 #include "core/unique_fd.h"
+#include "core/validate.h"
 
 namespace rosetctl {
 namespace {
@@ -74,8 +75,8 @@ Status apply_flag(std::string_view name, MountOptions* options) {
     supported += supported.empty() ? "" : ", ";
     supported += flag.name;
   }
-  return error(Code::kInvalidArgument, "unsupported mount flag \"{}\" (supported: {})", name,
-               supported);
+  return error(Code::kInvalidArgument, "unsupported mount flag {} (supported: {})",
+               display_quoted(name), supported);
 }
 
 // "ro,nosuid,noexec": for error messages about a remount.

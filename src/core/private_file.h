@@ -1,5 +1,6 @@
-// Reading a file that holds a secret (an API key, CSI secrets): it must be a regular file that
-// no other user can read, and its content never appears in an error message.
+// Reading a file that holds a secret (an API key, CSI secrets): the one opener for every such
+// file. It must be a regular file (not a symlink, FIFO, device, ...) that only its owner can
+// access, and its content never appears in an error message.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +12,9 @@
 namespace rosetctl {
 
 // The file's content, at most `max_bytes` of it. `what` names the file in errors ("the Roset API
-// key file"). PERMISSION_DENIED when group or others have any access to it.
+// key file"). PERMISSION_DENIED, saying what the path is, for anything but a regular file (it
+// is never followed or waited on), and, naming the access that is wrong, when group or others
+// have any access to it.
 Expected<std::string> read_private_file(const std::string& path, std::string_view what,
                                         size_t max_bytes);
 

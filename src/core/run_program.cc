@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/unique_fd.h"
+#include "core/validate.h"
 
 extern char** environ;
 
@@ -123,7 +124,8 @@ std::string seconds(std::chrono::milliseconds duration) {
 }  // namespace
 
 std::string ProgramResult::describe() const {
-  std::string detail = last_line(err.empty() ? out : err);
+  // A program's output is outside text: escaped, it cannot add lines to a message or log.
+  std::string detail = escape_text(last_line(err.empty() ? out : err));
   std::string head = signal != 0 ? fmt::format("killed by signal {}", signal)
                                  : fmt::format("exit code {}", exit_code);
   return detail.empty() ? head : fmt::format("{}: {}", head, detail);

@@ -16,17 +16,26 @@ bool is_name_char(char c) {
 
 }  // namespace
 
-std::string display_quoted(std::string_view value) {
-  std::string out = "\"";
-  for (std::size_t i = 0; i < value.size() && i < 64; ++i) {
-    unsigned char c = static_cast<unsigned char>(value[i]);
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-      out += static_cast<char>(c);
+std::string escape_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (byte >= 0x20 && byte < 0x7f) {
+      out.push_back(c);
     } else {
-      out += fmt::format("\\x{:02x}", c);
+      out += fmt::format("\\x{:02x}", byte);
     }
   }
-  if (value.size() > 64) out.append("...");
+  return out;
+}
+
+std::string display_quoted(std::string_view value, std::size_t max_bytes) {
+  std::string out = "\"" + escape_text(value.substr(0, max_bytes));
+  if (value.size() > max_bytes) out.append("...");
   out.push_back('"');
   return out;
 }

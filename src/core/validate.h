@@ -31,9 +31,17 @@ Status validate_node_id(std::string_view value, std::string_view what);
 // (duplicate and trailing slashes removed) so it compares equal to mountinfo entries.
 Expected<std::string> normalize_absolute_path(std::string_view path, std::string_view what);
 
-// `value` in double quotes, safe to put in a message or log line: printable ASCII kept, every
-// other byte shown as \xNN, at most 64 bytes shown.
-std::string display_quoted(std::string_view value);
+// The one rule for showing text that came from outside (a caller's field, a server's answer, a
+// file, a helper program's output) in a message or a log line: printable ASCII is kept, `"` and
+// `\` become `\"` and `\\`, and every other byte (newline, escape sequences, non-ASCII) becomes
+// \xNN. So the text stays on one line, cannot close a quote it sits in, and reads back exactly.
+// Names, ids and normalised paths may be shown without it: their rules above already exclude
+// control characters.
+std::string escape_text(std::string_view text);
+
+// escape_text() of `value` in double quotes, at most `max_bytes` of it shown (then "..."): how a
+// message quotes what a caller sent.
+std::string display_quoted(std::string_view value, std::size_t max_bytes = 64);
 
 // True when `path` is `dir` itself or lies below it (component-aware: /a/bc is not under /a/b).
 bool path_is_within(std::string_view path, std::string_view dir);

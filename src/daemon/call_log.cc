@@ -50,8 +50,10 @@ void log_call_end(std::string_view method, const google::protobuf::Message& requ
   if (status.is_ok()) {
     spdlog::info("{}{} duration={:.2f}ms status=OK", method, subject_of(request), ms);
   } else {
+    // The message quotes what callers and servers said: escaped like every field, it stays
+    // inside its quotes and on this line.
     spdlog::info("{}{} duration={:.2f}ms status={} message=\"{}\"", method, subject_of(request), ms,
-                 code_name(status.code()), status.message());
+                 code_name(status.code()), escape_text(status.message()));
   }
 }
 

@@ -462,9 +462,8 @@ Status ControllerService::list_volumes(const csi::v1::ListVolumesRequest& reques
   const std::string& token = request.starting_token();
   if (!token.empty() && (!check_volume_id(token) || !context_.providers.for_volume(token))) {
     return error(Code::kAborted,
-                 "starting_token \"{}\" is not a token this plugin issued; "
-                 "start the listing again",
-                 token.substr(0, 128));
+                 "starting_token {} is not a token this plugin issued; start the listing again",
+                 display_quoted(token, 128));
   }
   int limit = request.max_entries();
   auto records = context_.store.list_volumes(token, limit > 0 ? limit + 1 : 0);

@@ -30,7 +30,7 @@ constexpr std::string_view kMessageParameter = "message";
 Status validate_snapshot_parameters(const StringMap& parameters) {
   for (const auto& [key, value] : parameters) {
     if (key == kMessageParameter || key.starts_with(kKubernetesParameterPrefix)) continue;
-    return error(Code::kInvalidArgument, "unknown snapshot parameter \"{}\" (known: message)",
+    return error(Code::kInvalidArgument, "unknown snapshot parameter {} (known: message)",
                  display_quoted(key));
   }
   return Status::ok();
@@ -95,11 +95,12 @@ void ControllerService::take_snapshot(SnapshotRecord record, Provider* provider,
   });
   if (!created) {
     spdlog::warn("snapshot \"{}\" of volume \"{}\" failed: {}", record.name,
-                 record.source_volume_name, created.status().message());
+                 record.source_volume_name, escape_text(created.status().message()));
     record.failure_code = static_cast<int>(created.status().code());
     record.failure = created.status().message();
     if (Status noted = context_.store.update_snapshot(record); !noted) {
-      spdlog::warn("cannot record the failure of snapshot {}: {}", record.id, noted.message());
+      spdlog::warn("cannot record the failure of snapshot {}: {}", record.id,
+                   escape_text(noted.message()));
     }
   }
   locks.clear();  // only now may another commit of the volume, or a delete, begin
@@ -241,9 +242,8 @@ Status ControllerService::list_snapshots(const csi::v1::ListSnapshotsRequest& re
   const std::string& token = request.starting_token();
   if (!token.empty() && !is_snapshot_id(token)) {
     return error(Code::kAborted,
-                 "starting_token \"{}\" is not a token this plugin issued; start the listing "
-                 "again",
-                 display_quoted(token));
+                 "starting_token {} is not a token this plugin issued; start the listing again",
+                 display_quoted(token, 128));
   }
   const std::string& source = request.source_volume_id();
   if (!request.snapshot_id().empty()) {

@@ -3,6 +3,7 @@
 
 #include <fmt/ranges.h>
 
+#include "core/validate.h"
 #include "providers/local/local_provider.h"
 #include "providers/roset/roset_provider.h"
 
@@ -31,7 +32,7 @@ Expected<Provider*> ProviderRegistry::by_name(std::string_view name) const {
     return error(Code::kInvalidArgument, "provider \"{}\" is not available yet in this build",
                  name);
   }
-  return error(Code::kInvalidArgument, "unknown provider \"{}\" (available: {})", name,
+  return error(Code::kInvalidArgument, "unknown provider {} (available: {})", display_quoted(name),
                fmt::join(names(), ", "));
 }
 

@@ -16,7 +16,11 @@ serve a mount's folders with bindfs. What the document says, this does:
 - Refs: PUT, GET, DELETE ``/v1/refs/{name}``; mounts: GET ``/v1/mounts[/{id}]``.
 - Response shapes switchable (``shape = "bare" | "wrapped"``, ``resolve_shape``), as clients of the
   real API disagree.
-- Faults: latency, 429 bursts (with Retry-After), 500s and dropped connections, per route.
+- Faults: latency, 429 bursts (with Retry-After), 500s and dropped connections, per route; a
+  status fault may answer before reading the request's body (``read_body=False``), as a
+  load-shedding gateway may, leaving the body on the kept-alive connection.
+- ``echo_auth``: a 401 whose message echoes the request's ``Authorization`` header (``"plain"``,
+  or ``"escaped"``: every character of it as a JSON ``\\uXXXX`` escape), as some servers do.
 
 Test-only: ``GET /_fake/storage?mountId=`` (authenticated) tells the stand-in where a mount's
 folders live.
@@ -51,6 +55,7 @@ class Fault:
     seconds: float = 0.0
     status: int = 500
     retry_after: str | None = None
+    read_body: bool = True  # False: answer without reading the request's body first
 
     def matches(self, method: str, path: str) -> bool:
         return self.count > 0 and (self.method is None or self.method == method) and path.startswith(self.path_prefix)
@@ -91,6 +96,7 @@ class FakeRoset:
         self.commit_forms = ("new", "old")  # which commit endpoints exist
         self.commit_delay = 0.3  # seconds a commit stays pending
         self.fail_commits = False
+        self.echo_auth: str | None = None  # None | "plain" | "escaped"
         self.default_mount = self.add_mount("default", is_default=True)
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class_for(self))
         self.httpd.daemon_threads = True
@@ -201,8 +207,9 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             return {"__invalid__": True}
 
-    def _send(self, status: int, body=None, headers: dict | None = None):
-        data = b"" if body is None or status == 204 else json.dumps(body).encode()
+    def _send(self, status: int, body=None, headers: dict | None = None, data: bytes | None = None):
+        if data is None:
+            data = b"" if body is None or status == 204 else json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -213,13 +220,16 @@ class _Handler(BaseHTTPRequestHandler):
         if data:
             self.wfile.write(data)
 
-    def _apply_faults(self, method: str, path: str) -> int:
-        """The status a fault answered with (-1: connection dropped), or 0 when none did."""
+    def _take_fault(self, method: str, path: str) -> Fault | None:
         fake = self.fake
         with fake.lock:
             fault = next((f for f in fake.faults if f.matches(method, path)), None)
             if fault is not None:
                 fault.count -= 1
+        return fault
+
+    def _apply_fault(self, fault: Fault | None) -> int:
+        """The status `fault` answered with (-1: connection dropped), or 0 when it did not answer."""
         if fault is None:
             return 0
         if fault.kind == "latency":
@@ -241,18 +251,20 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         parsed = urlparse(self.path)
         path, query = parsed.path, parse_qs(parsed.query)
-        body = self._body() if method in ("POST", "PUT", "PATCH", "DELETE") else None
+        fault = self._take_fault(method, path)
+        early = fault is not None and fault.kind == "status" and not fault.read_body
+        body = self._body() if method in ("POST", "PUT", "PATCH", "DELETE") and not early else None
         key = self.headers.get("Idempotency-Key")
         status = 0
         try:
-            status = self._apply_faults(method, path)
+            status = self._apply_fault(fault)
             if status:
                 return
             auth = self.headers.get("Authorization", "")
             tenant = fake.state.keys.get(auth[len("Bearer "):]) if auth.startswith("Bearer ") else None
             if tenant is None:
                 status, out = _error(401, "Missing or invalid API key", "UNAUTHORIZED")
-                self._send(status, out)
+                self._send(status, out, data=_echoing(auth, fake.echo_auth))
                 return
             if body is not None and body.get("__invalid__"):
                 status, out = _error(400, "Request body is not JSON", "INVALID_REQUEST")
@@ -293,6 +305,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self):
         self._handle("DELETE")
+
+
+def _echoing(auth: str, mode: str | None) -> bytes | None:
+    """The body of a 401 that quotes the Authorization header back, or None for the usual one."""
+    if mode is None:
+        return None
+    if mode == "plain":
+        message = json.dumps("bad key " + auth)
+    else:  # the same text, every character of the header written as a \uXXXX escape
+        message = '"bad key ' + "".join(f"\\u{ord(c):04x}" for c in auth) + '"'
+    return ('{"error": ' + message + ', "code": "UNAUTHORIZED"}').encode()
 
 
 def _page(items: list, query: dict, wrapper: str = "items"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import secrets
 import signal
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from csi_server import expect_code
+from csi_server import expect_code, mount_capability
 from roset_fixtures import STANDIN_FUSE, fuse_processes_under, mode_of, process_alive, write_key_file
 from rosetctl_mounts import is_mount_point, mount_at
 
@@ -172,6 +173,27 @@ def test_rate_limits_and_server_errors_are_retried(cli, roset):
     assert roset.node_of(volume)["name"] == "busy"
 
 
+@pytest.mark.parametrize("read_body", [True, False], ids=["after-reading", "before-reading"])
+def test_a_failing_request_gets_exactly_five_attempts(cli, roset, read_body):
+    """README: a 429, 5xx or connection error is retried up to 5 attempts. Counted in the server's
+    request log, also when the server answers 503 before reading the request's body (a gateway
+    shedding load): the unread body stays on that connection, so a retry must not reuse it."""
+    fake = roset.fake
+    fake.inject("status", method="POST", path_prefix="/v1/nodes", status=503, count=4, read_body=read_body)
+    cli.create("fifth")
+    posts = fake.requests("POST", "/v1/nodes")
+    assert [r.status for r in posts[:5]] == [503] * 4 + [201], [(r.status, r.body) for r in posts]
+    assert len({r.idempotency_key for r in posts[:5]}) == 1, "retries must reuse the Idempotency-Key"
+
+    with fake.lock:
+        fake.log.clear()
+    fake.inject("status", method="POST", path_prefix="/v1/nodes", status=503, count=5, read_body=read_body)
+    result = cli.run("volume", "create", "never")
+    assert result.rc == 6 and "HTTP 503" in result.stderr, result.describe()
+    assert [r.status for r in fake.requests("POST", "/v1/nodes")] == [503] * 5
+    assert "never" not in [n["name"] for n in fake.state.nodes.values()]
+
+
 def test_rate_limit_that_does_not_end_is_unavailable(cli, roset):
     roset.fake.inject("status", method="POST", path_prefix="/v1/nodes", status=429, count=100, retry_after="0")
     result = cli.run("volume", "create", "never")
@@ -196,10 +218,63 @@ def test_bad_key_is_unauthenticated_with_a_clear_message(cli, roset, workdir, st
     assert "not accepted" in details and "rsk_other_wrong" not in server.log()
 
 
+@pytest.mark.parametrize("echo", ["plain", "escaped"])
+def test_a_server_echoing_the_key_never_gets_it_into_a_message_or_log(cli, roset, start_serve, csi, echo):
+    """A 401 whose body quotes the Authorization header back (`bad key Bearer <key>`), as written or
+    in JSON escapes: every message built from it, returned or logged (-v, serve), is scrubbed."""
+    kept = cli.create("kept")
+    roset.fake.echo_auth = echo
+    wrong = "rsk_live_wrong_" + secrets.token_hex(8)
+    write_key_file(roset.key_file, wrong)
+    for args in (["volume", "create", "nope"], ["-v", "volume", "create", "nope"],
+                 ["-v", "volume", "delete", "kept"], ["-v", "snapshot", "commit", "kept", "--name", "s1"]):
+        result = cli.run(*args)
+        assert result.rc == EXIT_UNAUTHENTICATED and "401" in result.stderr, result.describe()
+        assert wrong not in result.stdout + result.stderr, result.describe()
+        assert "bad key Bearer [redacted]" in result.stderr, result.describe()
+    assert roset.node_of(kept)["deletedAt"] is None
+
+    server = start_serve()
+    other = "rsk_live_other_" + secrets.token_hex(8)
+    details = expect_code(lambda: server.controller.CreateVolume(
+        csi.pb2.CreateVolumeRequest(name="nope", volume_capabilities=[mount_capability(csi.pb2)],
+                                    secrets={"api-key": other})),
+        grpc.StatusCode.UNAUTHENTICATED, "CreateVolume with a wrong key a server echoes")
+    assert other not in details and "bad key Bearer [redacted]" in details, details
+    assert other not in server.log() and wrong not in server.log(), server.log()
+
+
 def test_key_file_readable_by_others_is_refused(cli, roset):
     os.chmod(roset.key_file, 0o644)
     result = cli.run("volume", "create", "x")
     assert result.rc == EXIT_UNAUTHENTICATED and "chmod 600" in result.stderr, result.describe()
+
+
+@pytest.mark.parametrize("variable", ["ROSET_API_KEY_FILE", "ROSETCTL_SECRETS_FILE"])
+def test_secret_file_that_is_not_a_private_regular_file_is_refused_at_once(cli, roset, workdir, variable):
+    """Both secret files go through one opener: a FIFO is not waited on, a symlink is named as one, and
+    a wrong mode names the access that is wrong; each is exit 7."""
+    content = roset.key + "\n" if variable == "ROSET_API_KEY_FILE" else json.dumps({"api-key": roset.key})
+    real = workdir / "real-secret"
+    real.write_text(content)
+    os.chmod(real, 0o600)
+    fifo = workdir / "secret-fifo"
+    os.mkfifo(fifo, 0o600)
+    link = workdir / "secret-link"
+    link.symlink_to(real)
+    writable = workdir / "secret-0602"
+    writable.write_text(content)
+    os.chmod(writable, 0o602)
+    for path, says in [(fifo, "is a named pipe (FIFO), not a regular file"), (link, "is a symbolic link"),
+                       (writable, "has mode 0602: other users can write it; chmod 600 it")]:
+        cli.env[variable] = str(path)
+        started = time.monotonic()
+        result = cli.run("volume", "create", "never", timeout=30)
+        assert result.rc == EXIT_UNAUTHENTICATED and says in result.stderr, result.describe()
+        assert str(path) in result.stderr and "Too many levels" not in result.stderr, result.describe()
+        assert time.monotonic() - started < 10, f"expected {path.name} refused at once"
+    cli.env[variable] = str(real)
+    cli.create("fine")
 
 
 def test_fuse_that_never_mounts_times_out(cli, roset, workdir):
@@ -248,6 +323,15 @@ def test_bad_parameters_name_what_is_wrong(cli, roset):
     assert result.rc == 2 and "raw block" in result.stderr, result.describe()
     result = cli.run("volume", "create", "b", "--param", "basePath=../up")
     assert result.rc == 2 and "basePath" in result.stderr, result.describe()
+    # A newline in what a caller sends is quoted escaped, on the message's one line.
+    result = cli.run("volume", "create", "b", "--param", "x\nFORGED line=1")
+    assert result.rc == 2 and '"x\\x0aFORGED line"' in result.stderr, result.describe()
+    assert result.stderr.count("\n") == 1, result.describe()
+    # ... and never reaches an HTTP header, where it would start another: refused before sending.
+    sent = len(roset.fake.requests())
+    result = cli.run("volume", "create", "b", "--param", "mountId=m\r\nX-Injected: 1")
+    assert result.rc == 2 and "mount id holds a control character" in result.stderr, result.describe()
+    assert len(roset.fake.requests()) == sent, "expected nothing sent with a broken header"
 
 
 def test_retain_and_permanent_delete_policies(cli, roset):

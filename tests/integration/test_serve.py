@@ -235,3 +235,87 @@ def test_endpoint_that_is_a_regular_file_is_refused(start_serve, workdir):
     assert rc != 0, "expected serve to refuse an endpoint that is a regular file"
     assert "not a socket" in refused.log(), f"expected the message to say it is not a socket: {refused.log()}"
     assert path.read_text() == "keep me", "expected the file to be left untouched"
+
+
+# ---------------------------------------------------------------- log forging
+
+FORGED = "FORGED line"
+LOG_LINE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:?\d\d) \w+ ")
+
+
+def test_caller_text_with_a_newline_cannot_forge_a_log_line_or_split_a_message(csi, server, workdir):
+    """Every string field a caller sends may hold a newline: the refusal quotes it escaped, and serve's
+    log stays one line per call (the text after the newline never starts a line of its own)."""
+    pb2 = csi.pb2
+    forged = f"x\n{FORGED}"
+
+    def capability(fs_type="", flags=()):
+        return pb2.VolumeCapability(
+            mount=pb2.VolumeCapability.MountVolume(fs_type=fs_type, mount_flags=list(flags)),
+            access_mode=pb2.VolumeCapability.AccessMode(mode=pb2.VolumeCapability.AccessMode.SINGLE_NODE_WRITER))
+
+    def create(name, **fields):
+        fields.setdefault("volume_capabilities", [capability()])
+        return lambda: server.controller.CreateVolume(pb2.CreateVolumeRequest(name=name, **fields),
+                                                      timeout=CALL_TIMEOUT)
+
+    node_id = server.node.NodeGetInfo(pb2.NodeGetInfoRequest(), timeout=CALL_TIMEOUT).node_id
+    image = server.controller.CreateVolume(pb2.CreateVolumeRequest(
+        name="forge-image", parameters={"type": "image"}, volume_capabilities=[capability("ext4")],
+        capacity_range=pb2.CapacityRange(required_bytes=64 * 2**20)), timeout=CALL_TIMEOUT).volume
+    staging = workdir / "forge-staging"
+    server.node.NodeStageVolume(pb2.NodeStageVolumeRequest(
+        volume_id=image.volume_id, staging_target_path=str(staging), volume_capability=capability("ext4"),
+        volume_context=image.volume_context), timeout=CALL_TIMEOUT)
+    refused = {
+        "parameter key": create("forge-a", parameters={f"type{forged}": "dir"}),
+        "parameter value": create("forge-b", parameters={"type": f"dir{forged}"}),
+        "fs_type": create("forge-c", parameters={"type": "image"}, volume_capabilities=[capability(f"ext4{forged}")],
+                          capacity_range=pb2.CapacityRange(required_bytes=64 * 2**20)),
+        "two fs_types": create("forge-d", parameters={"type": "image"},
+                               volume_capabilities=[capability("ext4"), capability(f"xfs{forged}")],
+                               capacity_range=pb2.CapacityRange(required_bytes=64 * 2**20)),
+        "topology": create("forge-e", accessibility_requirements=pb2.TopologyRequirement(
+            requisite=[pb2.Topology(segments={f"zone{forged}": f"a{forged}"})])),
+        "mutable parameter": create("forge-f", mutable_parameters={f"directIO{forged}": "true"}),
+        "name": create(f"forge{forged}"),
+        "stage fs_type": lambda: server.node.NodeStageVolume(pb2.NodeStageVolumeRequest(
+            volume_id=image.volume_id, staging_target_path=str(staging), volume_capability=capability(f"xfs{forged}"),
+            volume_context=image.volume_context), timeout=CALL_TIMEOUT),
+        "mount flag": lambda: server.node.NodePublishVolume(pb2.NodePublishVolumeRequest(
+            volume_id=image.volume_id, staging_target_path=str(staging), target_path=str(workdir / "forge-target"),
+            volume_capability=capability("ext4", [f"noatime{forged}"]), volume_context=image.volume_context),
+            timeout=CALL_TIMEOUT),
+        "target path": lambda: server.node.NodePublishVolume(pb2.NodePublishVolumeRequest(
+            volume_id=image.volume_id, staging_target_path=str(staging),
+            target_path=str(workdir / f"t{forged}"), volume_capability=capability("ext4")), timeout=CALL_TIMEOUT),
+        "node id": lambda: server.controller.ControllerPublishVolume(pb2.ControllerPublishVolumeRequest(
+            volume_id=image.volume_id, node_id=f"{node_id}{forged}", volume_capability=capability("ext4")),
+            timeout=CALL_TIMEOUT),
+        "modify": lambda: server.controller.ControllerModifyVolume(pb2.ControllerModifyVolumeRequest(
+            volume_id=image.volume_id, mutable_parameters={f"directIO{forged}": f"true{forged}"}), timeout=CALL_TIMEOUT),
+        "snapshot parameter": lambda: server.controller.CreateSnapshot(pb2.CreateSnapshotRequest(
+            source_volume_id=image.volume_id, name="forge-snap", parameters={f"message{forged}": "m"}),
+            timeout=CALL_TIMEOUT),
+        "starting token": lambda: server.controller.ListVolumes(pb2.ListVolumesRequest(starting_token=forged),
+                                                                 timeout=CALL_TIMEOUT),
+    }
+    unescaped = {}
+    for what, call in refused.items():
+        with pytest.raises(grpc.RpcError) as failure:
+            call()
+        details = failure.value.details()
+        # Some refusals do not quote the text at all; those that do must show it escaped.
+        if "\n" in details or details.replace("\\x0a" + FORGED, "").find(FORGED) >= 0:
+            unescaped[what] = details
+    assert not unescaped, f"expected each refusal on one line, quoting the forged text with its newline as \\x0a: {unescaped}"
+    server.node.NodeUnstageVolume(pb2.NodeUnstageVolumeRequest(volume_id=image.volume_id,
+                                                                staging_target_path=str(staging)),
+                                  timeout=CALL_TIMEOUT)
+
+    lines = server.log().splitlines()
+    strays = [line for line in lines if not LOG_LINE.match(line)]
+    assert not strays, f"expected every line of serve's log to be a log line of its own: {strays}"
+    ends = [line for line in lines if re.search(r" info \w+ .*duration=[0-9.]+ms status=", line)]
+    assert len([line for line in ends if "status=OK" not in line]) == len(refused), (
+        f"expected one log line per refused call: {ends}")

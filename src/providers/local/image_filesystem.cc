@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/run_program.h"
+#include "core/validate.h"
 
 namespace rosetctl {
 namespace {
@@ -61,8 +62,8 @@ Expected<std::string> checked_filesystem(std::string_view requested) {
   if (requested.empty()) return std::string(kDefaultFilesystem);
   if (requested == kExt4 || requested == kXfs) return std::string(requested);
   return error(Code::kInvalidArgument,
-               "filesystem \"{}\" is not supported for image volumes (supported: ext4, xfs)",
-               requested);
+               "filesystem {} is not supported for image volumes (supported: ext4, xfs)",
+               display_quoted(requested));
 }
 
 int64_t minimum_filesystem_bytes(std::string_view filesystem) {

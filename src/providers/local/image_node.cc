@@ -16,6 +16,7 @@
 #include "core/mount_ops.h"
 #include "core/mount_point.h"
 #include "core/unique_fd.h"
+#include "core/validate.h"
 #include "providers/local/image_filesystem.h"
 #include "providers/local/mutable_parameters.h"
 
@@ -99,8 +100,8 @@ Status ImageNode::stage_mount(const VolumeRecord& volume, const StageSpec& spec)
   std::string filesystem = filesystem_of(volume);
   if (!spec.capability.fs_type.empty() && spec.capability.fs_type != filesystem) {
     return error(Code::kInvalidArgument,
-                 "it holds an {} filesystem; volume_capability asks for fs_type \"{}\"", filesystem,
-                 spec.capability.fs_type);
+                 "it holds an {} filesystem; volume_capability asks for fs_type {}", filesystem,
+                 display_quoted(spec.capability.fs_type));
   }
   auto table = MountTable::read();
   if (!table) return table.status();
@@ -148,7 +149,7 @@ Status ImageNode::grow_mounted_if_pending(const VolumeRecord& volume, const std:
   spdlog::warn(
       "volume \"{}\": cannot grow {} online ({}); it grows at the next connect where it is not "
       "mounted already",
-      volume.name, filesystem, grown.message());
+      volume.name, filesystem, escape_text(grown.message()));
   return Status::ok();
 }
 

@@ -22,6 +22,7 @@
 #include "core/crash_point.h"
 #include "core/log.h"
 #include "core/unique_fd.h"
+#include "core/validate.h"
 #include "providers/local/local_provider.h"
 #include "providers/local/mutable_parameters.h"
 
@@ -83,9 +84,10 @@ Status check_fits(const CreateVolumeSpec& spec, const SourceContent& source) {
   for (const Capability& capability : spec.capabilities) {
     if (!capability.fs_type.empty() && capability.fs_type != source.image) {
       return error(Code::kInvalidArgument,
-                   "{} holds {}; volume_capabilities ask for fs_type \"{}\" (leave it out, or "
+                   "{} holds {}; volume_capabilities ask for fs_type {} (leave it out, or "
                    "ask for {})",
-                   source.what, describe_kind(source.image), capability.fs_type, source.image);
+                   source.what, describe_kind(source.image), display_quoted(capability.fs_type),
+                   source.image);
     }
   }
   return Status::ok();

@@ -16,6 +16,7 @@
 #include "core/map_lookup.h"
 #include "core/size.h"
 #include "core/unique_fd.h"
+#include "core/validate.h"
 #include "providers/local/image_filesystem.h"
 
 namespace rosetctl {
@@ -36,9 +37,9 @@ Expected<std::string> requested_filesystem(const std::vector<Capability>& capabi
     if (capability.fs_type.empty()) continue;
     if (!chosen.empty() && chosen != capability.fs_type) {
       return error(Code::kInvalidArgument,
-                   "volume_capabilities ask for different filesystems (\"{}\" and \"{}\"); an "
-                   "image volume has one",
-                   chosen, capability.fs_type);
+                   "volume_capabilities ask for different filesystems ({} and {}); an image "
+                   "volume has one",
+                   display_quoted(chosen), display_quoted(capability.fs_type));
     }
     chosen = capability.fs_type;
   }

@@ -13,6 +13,7 @@
 #include "core/mount_ops.h"
 #include "core/random_id.h"
 #include "core/remove_tree.h"
+#include "core/validate.h"
 #include "providers/local/mutable_parameters.h"
 
 namespace rosetctl {
@@ -24,12 +25,13 @@ Status validate_parameters(const StringMap& parameters) {
     if (key == kContextType) {
       if (value == kTypeDir || value == kTypeImage) continue;
       return error(Code::kInvalidArgument,
-                   "parameter type=\"{}\" is not a local volume type (types: dir, image)", value);
+                   "parameter type={} is not a local volume type (types: dir, image)",
+                   display_quoted(value));
     }
     if (key == kParameterDirectIo) continue;  // checked with the mutable parameters
     return error(Code::kInvalidArgument,
-                 "unknown parameter \"{}\" for the local provider (known: type, {})", key,
-                 kParameterDirectIo);
+                 "unknown parameter {} for the local provider (known: type, {})",
+                 display_quoted(key), kParameterDirectIo);
   }
   return Status::ok();
 }
@@ -100,7 +102,7 @@ Status LocalProvider::modify_volume(const VolumeRecord& volume, const StringMap&
       direct_io == direct_io_setting(volume.mutable_parameters)) {
     // Asked again for what is recorded already (a CO's retry): nothing changes, so nothing
     // fails; the kernel still declines it for now, as the stage that ran buffered has logged.
-    spdlog::warn("{}; it stays recorded", applied.message());
+    spdlog::warn("{}; it stays recorded", escape_text(applied.message()));
     return Status::ok();
   }
   return applied;
@@ -175,7 +177,7 @@ std::string LocalProvider::capability_mismatch(const VolumeRecord& volume,
   }
   if (capability.fs_type == filesystem_of(volume)) return "";
   return fmt::format("it holds an {} filesystem, not {}", filesystem_of(volume),
-                     capability.fs_type);
+                     display_quoted(capability.fs_type));
 }
 
 Expected<ExpandedVolume> LocalProvider::expand_volume(const VolumeRecord& volume,

@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/parallel_for.h"
 #include "core/remove_tree.h"
+#include "core/validate.h"
 #include "providers/local/local_provider.h"
 
 namespace rosetctl {
@@ -106,7 +107,8 @@ void remove_abandoned_partials(const std::string& volumes_dir) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd.valid() || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // in progress
     if (Status removed = remove_tree(path); !removed) {
-      spdlog::warn("cannot remove abandoned restore \"{}\": {}", path, removed.message());
+      spdlog::warn("cannot remove abandoned restore \"{}\": {}", path,
+                   escape_text(removed.message()));
     }
   }
 }
@@ -158,7 +160,7 @@ Status LocalProvider::delete_snapshot(const SnapshotRecord& snapshot) {
   auto collected = collect_garbage(std::chrono::milliseconds(0));
   if (!collected) {
     spdlog::warn("snapshot {} deleted, but its storage was not reclaimed: {}", snapshot.id,
-                 collected.status().message());
+                 escape_text(collected.status().message()));
   }
   return Status::ok();
 }

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/validate.h"
+
 namespace rosetctl {
 namespace {
 
@@ -80,22 +82,17 @@ ApiErrorBody parse_error_body(std::string_view body) {
 
 Status status_from_http(long http_status, std::string_view body, std::string_view what) {
   ApiErrorBody parsed = parse_error_body(body);
-  std::string detail = parsed.message.empty() ? "" : ": " + parsed.message.substr(0, 300);
-  std::string code = parsed.code.empty() ? "" : fmt::format(" {}", parsed.code.substr(0, 64));
-  std::string request = parsed.request_id.empty()
-                            ? ""
-                            : fmt::format(" (request {})", parsed.request_id.substr(0, 64));
+  std::string detail =
+      parsed.message.empty() ? "" : ": " + escape_text(parsed.message.substr(0, 300));
+  std::string code =
+      parsed.code.empty() ? "" : fmt::format(" {}", escape_text(parsed.code.substr(0, 64)));
+  std::string request =
+      parsed.request_id.empty()
+          ? ""
+          : fmt::format(" (request {})", escape_text(parsed.request_id.substr(0, 64)));
   return {code_for(http_status),
           fmt::format("Roset API: {} failed: HTTP {}{}{}{}{}", what, http_status, code, detail,
                       request, advice_for(http_status))};
-}
-
-std::string scrub_secret(std::string text, std::string_view secret) {
-  if (secret.empty()) return text;
-  for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
-    text.replace(at, secret.size(), "[redacted]");
-  }
-  return text;
 }
 
 }  // namespace rosetctl

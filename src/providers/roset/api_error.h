@@ -19,14 +19,12 @@ struct ApiErrorBody {
 // Tolerant: a body that is not JSON, or JSON of another shape, gives empty fields.
 ApiErrorBody parse_error_body(std::string_view body);
 
-// `what` says what was attempted: `create folder "/volumes/db"`. The mapping:
+// `what` says what was attempted: `create folder "/volumes/db"`. The server's words are quoted
+// escaped (core/validate.h), as outside text; the body must already be scrubbed of the key
+// (HttpClient does that to every body it receives). The mapping:
 // 400 → INVALID_ARGUMENT, 401 → UNAUTHENTICATED, 402 → RESOURCE_EXHAUSTED,
 // 403 → PERMISSION_DENIED, 404 → NOT_FOUND, 409 → ALREADY_EXISTS, 429 → UNAVAILABLE (after
 // retries), 501 → UNIMPLEMENTED, 503/502/504 → UNAVAILABLE, other 5xx → INTERNAL.
 Status status_from_http(long http_status, std::string_view body, std::string_view what);
-
-// Removes every occurrence of `secret` from `text` (defence in depth: an error message quoting
-// the request must never carry the key).
-std::string scrub_secret(std::string text, std::string_view secret);
 
 }  // namespace rosetctl

@@ -19,6 +19,7 @@
 #include "core/run_program.h"
 #include "core/unique_fd.h"
 #include "core/validate.h"
+#include "providers/roset/secret_scrub.h"
 
 namespace rosetctl {
 namespace {
@@ -174,22 +175,23 @@ bool fuse_mounted_at(const std::string& mountpoint) {
   return entry != nullptr && entry->fs_type.starts_with("fuse");
 }
 
-std::string last_log_line(const std::string& log_path) {
-  std::string text = read_file(log_path);
+std::string last_log_line(const std::string& log_path, std::string_view api_key) {
+  std::string text = scrub_secret(read_file(log_path), api_key);
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r'))
     text.pop_back();
   size_t newline = text.rfind('\n');
   std::string line = newline == std::string::npos ? text : text.substr(newline + 1);
-  return line.substr(0, 300);
+  return escape_text(line.substr(0, 300));
 }
 
 Status wait_for_fuse_mount(const ProcessIdentity& process, const std::string& mountpoint,
-                           const std::string& log_path, std::chrono::milliseconds timeout) {
+                           const std::string& log_path, std::chrono::milliseconds timeout,
+                           std::string_view api_key) {
   auto deadline = Clock::now() + timeout;
   while (true) {
     if (fuse_mounted_at(mountpoint)) return Status::ok();
     if (!is_running(process)) {
-      std::string line = last_log_line(log_path);
+      std::string line = last_log_line(log_path, api_key);
       return error(Code::kFailedPrecondition,
                    "roset-fuse (pid {}) exited before mounting \"{}\"{}{}", process.pid, mountpoint,
                    line.empty() ? "" : ": ", line);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -39,9 +40,11 @@ Expected<ProcessIdentity> spawn_detached(const std::vector<std::string>& argv,
                                          const std::string& log_path);
 
 // Waits until a FUSE filesystem is mounted at `mountpoint`. FAILED_PRECONDITION (with the last
-// line of `log_path`) when the process exits first; DEADLINE_EXCEEDED after `timeout`.
+// line of `log_path`, escaped and without `api_key`: the client may print what the API answered
+// it) when the process exits first; DEADLINE_EXCEEDED after `timeout`.
 Status wait_for_fuse_mount(const ProcessIdentity& process, const std::string& mountpoint,
-                           const std::string& log_path, std::chrono::milliseconds timeout);
+                           const std::string& log_path, std::chrono::milliseconds timeout,
+                           std::string_view api_key);
 
 // True when a FUSE filesystem is mounted at `mountpoint` (mountinfo, not stat: a dead FUSE
 // mount still shows there).

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "providers/roset/api_error.h"
 #include "providers/roset/curl_library.h"
+#include "providers/roset/secret_scrub.h"
 
 namespace rosetctl {
 namespace {
@@ -72,6 +72,19 @@ std::string origin_of(const std::string& url) {
   size_t scheme = url.find("://");
   size_t path = scheme == std::string::npos ? std::string::npos : url.find('/', scheme + 3);
   return url.substr(0, path);
+}
+
+// A header value with a line break would end its header and start another: refused, naming
+// the header, never quoting the value (it may be the key).
+Status check_header_value(std::string_view value, std::string_view header) {
+  for (char c : value) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return error(Code::kInvalidArgument,
+                   "Roset API: the {} holds a control character; it cannot be sent in a header",
+                   header);
+    }
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -158,6 +171,9 @@ Expected<HttpResponse> HttpClient::send_once(void* handle, const HttpRequest& re
                                       origin_of(request.url), reason));
   }
   api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+  // The one place bodies come in: nothing built from one (an error message, a log line, a
+  // commit's failure reason) can carry the key, even from a server that echoes the request.
+  response.body = scrub_secret_from_body(std::move(response.body), api_key);
   if (!response.retry_after && response.status == 429) {
     response.retry_after = body_retry_after(response.body);
   }
@@ -167,11 +183,21 @@ Expected<HttpResponse> HttpClient::send_once(void* handle, const HttpRequest& re
 
 Expected<HttpResponse> HttpClient::send(const HttpRequest& request, const std::string& api_key) {
   if (auto loaded = CurlLibrary::get(); !loaded) return loaded.status();
+  ROSETCTL_RETURN_IF_ERROR(check_header_value(api_key, "API key"));
+  ROSETCTL_RETURN_IF_ERROR(check_header_value(request.mount_id, "mount id"));
+  ROSETCTL_RETURN_IF_ERROR(check_header_value(request.idempotency_key, "Idempotency-Key"));
   struct Borrowed {
     HttpClient& client;
     void* curl;
     ~Borrowed() {
       if (curl != nullptr) client.give_back(curl);
+    }
+    // A fresh handle, so the next attempt opens a new connection: the old one may be in any
+    // state after a server in trouble answered on it (a request body it never read would be
+    // taken for the start of the next request, losing that attempt).
+    void renew() {
+      curl_api().easy_cleanup(static_cast<CURL*>(curl));
+      curl = curl_api().easy_init();
     }
   } borrowed{*this, borrow()};
   if (borrowed.curl == nullptr) return error(Code::kInternal, "cannot create a libcurl handle");
@@ -202,6 +228,8 @@ Expected<HttpResponse> HttpClient::send(const HttpRequest& request, const std::s
     spdlog::debug("roset api: {} {}: retrying in {} ms", request.method, request.url,
                   pause.count());
     std::this_thread::sleep_for(pause);
+    borrowed.renew();
+    if (borrowed.curl == nullptr) return error(Code::kInternal, "cannot create a libcurl handle");
   }
 }
 

@@ -23,7 +23,7 @@ AttemptOutcome outcome_of_status(long http_status);
 class RetryPolicy {
  public:
   struct Settings {
-    int max_attempts = 5;
+    int max_attempts = 5;  // in all, the first included (README: "up to 5 attempts")
     std::chrono::milliseconds base_delay{200};
     std::chrono::milliseconds max_delay{10'000};
     // A Retry-After longer than this is not waited for: the call fails, saying when to retry.

@@ -2,6 +2,7 @@
 #include "providers/roset/roset_api.h"
 
 #include "core/random_id.h"
+#include "core/validate.h"
 #include "providers/roset/api_error.h"
 
 namespace rosetctl {
@@ -30,12 +31,8 @@ Expected<HttpResponse> RosetApi::call(const std::string& method, const std::stri
   request.idempotency_key = idempotency_key;
   request.mount_id = endpoint_.mount_id;
   request.what = what;
-  auto response = http_.send(request, endpoint_.api_key);
-  if (!response) {
-    return Status(response.status().code(),
-                  scrub_secret(response.status().message(), endpoint_.api_key));
-  }
-  return response;
+  // HttpClient hands back bodies and messages with the key scrubbed already.
+  return http_.send(request, endpoint_.api_key);
 }
 
 Expected<json> RosetApi::call_ok(const std::string& method, const std::string& path,
@@ -44,8 +41,7 @@ Expected<json> RosetApi::call_ok(const std::string& method, const std::string& p
   auto response = call(method, path, body, what, idempotency_key);
   if (!response) return response.status();
   if (response->status < 200 || response->status >= 300) {
-    Status failed = status_from_http(response->status, response->body, what);
-    return Status(failed.code(), scrub_secret(failed.message(), endpoint_.api_key));
+    return status_from_http(response->status, response->body, what);
   }
   return parse_json_body(response->body, what);
 }
@@ -55,7 +51,7 @@ Status RosetApi::check_access() {
       endpoint_.mount_id.empty() ? "/v1/mounts" : "/v1/mounts/" + url_encode(endpoint_.mount_id);
   std::string what = endpoint_.mount_id.empty()
                          ? std::string("list mounts")
-                         : fmt::format("look up mount \"{}\"", endpoint_.mount_id);
+                         : fmt::format("look up mount {}", display_quoted(endpoint_.mount_id));
   return call_ok("GET", path, nullptr, what).status();
 }
 
@@ -92,7 +88,7 @@ Expected<std::optional<RosetNode>> RosetApi::resolve(const std::string& path) {
 }
 
 Expected<RosetNode> RosetApi::get_node(const std::string& id) {
-  std::string what = fmt::format("look up node {}", id);
+  std::string what = fmt::format("look up node {}", display_quoted(id));
   auto parsed = call_ok("GET", "/v1/nodes/" + url_encode(id), nullptr, what);
   if (!parsed) return parsed.status();
   return parse_node(*parsed, what);
@@ -100,7 +96,8 @@ Expected<RosetNode> RosetApi::get_node(const std::string& id) {
 
 Status RosetApi::delete_node(const std::string& id, bool permanent) {
   std::string path = "/v1/nodes/" + url_encode(id) + (permanent ? "/permanent" : "");
-  std::string what = fmt::format("{} node {}", permanent ? "permanently delete" : "delete", id);
+  std::string what =
+      fmt::format("{} node {}", permanent ? "permanently delete" : "delete", display_quoted(id));
   auto response = call("DELETE", path, nullptr, what);
   if (!response) return response.status();
   if (response->status == 404 || (response->status >= 200 && response->status < 300)) {
@@ -112,7 +109,7 @@ Status RosetApi::delete_node(const std::string& id, bool permanent) {
 Expected<RosetCommit> RosetApi::create_commit(const std::string& node_id,
                                               const std::string& message,
                                               const std::string& idempotency_key) {
-  std::string what = fmt::format("commit node {}", node_id);
+  std::string what = fmt::format("commit node {}", display_quoted(node_id));
   json body = {{"message", message}};
   auto response =
       call("POST", "/v1/nodes/" + url_encode(node_id) + "/commit", &body, what, idempotency_key);
@@ -136,7 +133,7 @@ Expected<RosetCommit> RosetApi::create_commit(const std::string& node_id,
 }
 
 Expected<RosetCommit> RosetApi::get_commit(const std::string& id) {
-  std::string what = fmt::format("look up commit {}", id);
+  std::string what = fmt::format("look up commit {}", display_quoted(id));
   auto parsed = call_ok("GET", "/v1/commits/" + url_encode(id), nullptr, what);
   if (!parsed) return parsed.status();
   return parse_commit(*parsed, what);
@@ -144,7 +141,7 @@ Expected<RosetCommit> RosetApi::get_commit(const std::string& id) {
 
 Expected<std::vector<RosetCommit>> RosetApi::list_commits(const std::string& node_id) {
   std::vector<RosetCommit> out;
-  std::string what = fmt::format("list commits of node {}", node_id);
+  std::string what = fmt::format("list commits of node {}", display_quoted(node_id));
   constexpr int kPageSize = 100;  // the API's maximum
   for (int page = 1; page <= 10'000; ++page) {
     std::string path = fmt::format("/v1/commits?nodeId={}&page={}&pageSize={}", url_encode(node_id),
@@ -166,7 +163,7 @@ Expected<std::vector<RosetCommit>> RosetApi::list_commits(const std::string& nod
 Status RosetApi::put_ref(const std::string& name, const std::string& commit_id) {
   json body = {{"commit_id", commit_id}};
   return call_ok("PUT", "/v1/refs/" + url_encode(name), &body,
-                 fmt::format("pin commit {} as ref \"{}\"", commit_id, name))
+                 fmt::format("pin commit {} as ref \"{}\"", display_quoted(commit_id), name))
       .status();
 }
 

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "core/private_file.h"
+#include "core/validate.h"
 
 namespace rosetctl {
 namespace {
@@ -32,8 +33,8 @@ std::string secret_value(const std::map<std::string, std::string>& secrets,
 Expected<std::string> normalize_api_url(std::string_view url, std::string_view what) {
   std::string text = trim(url);
   auto bad = [&](std::string_view why) {
-    return error(Code::kInvalidArgument, "{} \"{}\" is not a Roset API URL: {}", what,
-                 text.substr(0, 200), why);
+    return error(Code::kInvalidArgument, "{} {} is not a Roset API URL: {}", what,
+                 display_quoted(text, 200), why);
   };
   std::string_view rest = text;
   if (rest.starts_with("https://")) {

@@ -53,8 +53,8 @@ std::string join_path(const std::vector<std::string>& segments) {
 Status validate_sub_path(std::string_view sub_path) {
   if (sub_path.empty()) return Status::ok();
   if (sub_path.starts_with('/')) {
-    return error(Code::kInvalidArgument, "subPath \"{}\" must be relative to the volume",
-                 sub_path.substr(0, 200));
+    return error(Code::kInvalidArgument, "subPath {} must be relative to the volume",
+                 display_quoted(sub_path, 200));
   }
   return normalize_absolute_path(fmt::format("/{}", sub_path), "subPath").status();
 }
@@ -130,14 +130,14 @@ Status RosetProvider::validate_create(const CreateVolumeSpec& spec) const {
     if (key == kParamDeletePolicy) {
       if (value == "delete" || value == "permanent" || value == "retain") continue;
       return error(Code::kInvalidArgument,
-                   "parameter deletePolicy=\"{}\" is not one of delete (to the Roset trash, the "
+                   "parameter deletePolicy={} is not one of delete (to the Roset trash, the "
                    "default), permanent, retain",
-                   display_quoted(value).substr(1, 64));
+                   display_quoted(value));
     }
     return error(Code::kInvalidArgument,
-                 "unknown parameter \"{}\" for the roset provider (known: mountId, basePath, "
+                 "unknown parameter {} for the roset provider (known: mountId, basePath, "
                  "deletePolicy, apiUrl, subPath)",
-                 key);
+                 display_quoted(key));
   }
   if (auto url = spec.parameters.find(kRosetApiUrl); url != spec.parameters.end()) {
     ROSETCTL_RETURN_IF_ERROR(normalize_api_url(url->second, "parameter apiUrl").status());
@@ -201,9 +201,8 @@ Expected<ProvisionedVolume> RosetProvider::create_volume(const CreateVolumeSpec&
     }
     if (!(*existing)->type.empty() && (*existing)->type != "folder") {
       return error(Code::kAlreadyExists,
-                   "\"{}\" exists in the Roset mount and is a {}, not a "
-                   "folder",
-                   path, (*existing)->type);
+                   "\"{}\" exists in the Roset mount and is a {}, not a folder", path,
+                   display_quoted((*existing)->type));
     }
     node = **existing;
   }
@@ -211,7 +210,7 @@ Expected<ProvisionedVolume> RosetProvider::create_volume(const CreateVolumeSpec&
   ProvisionedVolume volume;
   volume.id = "roset-" + node->id;
   if (Status valid = validate_id(volume.id, "volume id"); !valid) {
-    return error(Code::kInternal, "Roset API returned node id \"{}\", which cannot be a volume id",
+    return error(Code::kInternal, "Roset API returned node id {}, which cannot be a volume id",
                  display_quoted(node->id));
   }
   volume.capacity_bytes = spec.required_bytes;  // a folder has no size of its own

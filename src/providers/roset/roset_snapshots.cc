@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/map_lookup.h"
 #include "core/random_id.h"
+#include "core/validate.h"
 #include "providers/roset/api_json.h"
 #include "providers/roset/roset_api.h"
 #include "providers/roset/roset_provider.h"
@@ -36,15 +37,17 @@ Expected<RosetCommit> wait_for_commit(RosetApi& api, RosetCommit commit,
   auto deadline = std::chrono::steady_clock::now() + kCommitPatience;
   while (commit.status != "completed") {
     if (commit.status == "failed") {
-      return error(Code::kInternal, "Roset commit {} of volume \"{}\" failed: {}", commit.id,
-                   volume_name,
-                   commit.error_message.empty() ? "no reason given" : commit.error_message);
+      return error(Code::kInternal, "Roset commit {} of volume \"{}\" failed: {}",
+                   display_quoted(commit.id), volume_name,
+                   commit.error_message.empty() ? "no reason given"
+                                                : escape_text(commit.error_message.substr(0, 300)));
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       return error(Code::kUnavailable,
                    "Roset commit {} of volume \"{}\" is still {} after {} s; ask again with the "
                    "same snapshot name to pick it up",
-                   commit.id, volume_name, commit.status.empty() ? "pending" : commit.status,
+                   display_quoted(commit.id), volume_name,
+                   commit.status.empty() ? "pending" : display_quoted(commit.status),
                    kCommitPatience.count());
     }
     std::this_thread::sleep_for(kCommitPoll);
@@ -156,8 +159,8 @@ Expected<ProvisionedVolume> RosetProvider::create_restored_volume(const CreateVo
   auto commit = api.get_commit(commit_id);
   if (!commit) return commit.status();
   if (commit->status != "completed") {
-    return error(Code::kFailedPrecondition, "Roset commit {} is {}, not completed", commit_id,
-                 commit->status);
+    return error(Code::kFailedPrecondition, "Roset commit {} is {}, not completed",
+                 display_quoted(commit_id), display_quoted(commit->status));
   }
   std::string ref = restore_ref(spec.name);
   ROSETCTL_RETURN_IF_ERROR(api.put_ref(ref, commit_id));

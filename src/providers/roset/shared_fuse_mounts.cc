@@ -157,16 +157,16 @@ Status SharedFuseMounts::start_process(const FuseFiles& files, FuseRecord& recor
   record.credentials_mode = settings_.credentials == FuseCredentials::kEnv ? "env" : "file";
   // Recorded before waiting: a crash now leaves a process a later reconcile knows about.
   ROSETCTL_RETURN_IF_ERROR(save_fuse_record(files, record));
-  Status ready =
-      wait_for_fuse_mount(*process, files.mountpoint(), files.log(), settings_.ready_timeout);
+  Status ready = wait_for_fuse_mount(*process, files.mountpoint(), files.log(),
+                                     settings_.ready_timeout, endpoint.api_key);
   if (!ready) {
     (void)stop_fuse_process(*process, files.mountpoint(), settings_.stop_grace);
     record.process = {};
     (void)save_fuse_record(files, record);
     return ready;
   }
-  spdlog::info("roset: started roset-fuse pid {} for {} mount \"{}\" at \"{}\"", process->pid,
-               endpoint.api_url, endpoint.mount_id, files.mountpoint());
+  spdlog::info("roset: started roset-fuse pid {} for {} mount {} at \"{}\"", process->pid,
+               endpoint.api_url, display_quoted(endpoint.mount_id), files.mountpoint());
   return Status::ok();
 }
 
@@ -216,7 +216,7 @@ Status SharedFuseMounts::rebind_users(const FuseFiles& files, const FuseRecord& 
     detach_staging(user.staging_path);
     if (Status bound = bind_user(files, user); !bound) {
       spdlog::warn("roset: cannot bind volume \"{}\" at \"{}\" again: {}", user.volume_id,
-                   user.staging_path, bound.message());
+                   user.staging_path, escape_text(bound.message()));
       if (first_failure.is_ok()) first_failure = bound;
       continue;
     }
@@ -445,14 +445,14 @@ Status SharedFuseMounts::reconcile(const std::function<bool(const FuseUser&)>& s
     auto api_key = read_credentials(files);
     if (!api_key) {
       spdlog::warn("reconcile: roset-fuse at \"{}\" is gone: {}", files.mountpoint(),
-                   api_key.status().message());
+                   escape_text(api_key.status().message()));
       continue;
     }
     RosetEndpoint endpoint{record.api_url, *api_key, record.mount_id};
     bool restarted = false;
     if (Status running = ensure_running(files, record, endpoint, &restarted); !running) {
       spdlog::warn("reconcile: cannot restart roset-fuse at \"{}\": {}", files.mountpoint(),
-                   running.message());
+                   escape_text(running.message()));
       continue;
     }
     (void)rebind_users(files, record);

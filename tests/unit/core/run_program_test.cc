@@ -39,6 +39,12 @@ TEST_CASE("run_program captures stdout, stderr and the exit code", "[run_program
   CHECK(result.describe() == "exit code 3: err");
 }
 
+TEST_CASE("a program's words reach a message escaped", "[run_program]") {
+  // Its last line, with a carriage return and a terminal escape that could rewrite the line.
+  ProgramResult result = run_sh(R"(printf 'first\nbad\r\033[2Kfake "ok"\n' >&2; exit 1)");
+  CHECK(result.describe() == R"(exit code 1: bad\x0d\x1b[2Kfake \"ok\")");
+}
+
 TEST_CASE("run_program passes arguments verbatim, never through a shell", "[run_program]") {
   auto echo = find_program("echo", "coreutils");
   REQUIRE(echo);

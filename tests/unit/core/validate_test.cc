@@ -34,6 +34,26 @@ TEST_CASE("error messages show hostile values escaped and bounded", "[validate]"
   CHECK(long_status.message().size() < 200);
 }
 
+TEST_CASE("escape_text keeps text on one line and its quotes closed", "[validate]") {
+  using rosetctl::escape_text;
+  CHECK(escape_text("plain text, 1-2_3.") == "plain text, 1-2_3.");
+  CHECK(escape_text("a\nFORGED") == R"(a\x0aFORGED)");
+  CHECK(escape_text("\r\t\x1b[31m\x7f") == R"(\x0d\x09\x1b[31m\x7f)");
+  CHECK(escape_text(R"(say "hi" \ bye)") == R"(say \"hi\" \\ bye)");
+  CHECK(escape_text("caf\xc3\xa9") == R"(caf\xc3\xa9)");
+  CHECK(escape_text(std::string("a\0b", 3)) == R"(a\x00b)");
+  // Escaped text escaped again stays readable: only its backslashes and quotes double.
+  CHECK(escape_text(escape_text("x\ny")) == R"(x\\x0ay)");
+}
+
+TEST_CASE("display_quoted quotes escaped text, bounded", "[validate]") {
+  using rosetctl::display_quoted;
+  CHECK(display_quoted("key\nFORGED") == R"("key\x0aFORGED")");
+  CHECK(display_quoted(R"(a"b)") == R"("a\"b")");
+  CHECK(display_quoted(std::string(100, 'a')) == "\"" + std::string(64, 'a') + "...\"");
+  CHECK(display_quoted(std::string(100, 'a'), 200) == "\"" + std::string(100, 'a') + "\"");
+}
+
 TEST_CASE("node ids may be longer than names", "[validate]") {
   CHECK(rosetctl::validate_node_id(std::string(192, 'n'), "node_id").is_ok());
   CHECK(rosetctl::validate_node_id(std::string(193, 'n'), "node_id").code() ==

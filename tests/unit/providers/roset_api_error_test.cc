@@ -43,8 +43,12 @@ TEST_CASE("error bodies are parsed tolerantly", "[roset]") {
         std::string::npos);
 }
 
-TEST_CASE("a secret is scrubbed from any text", "[roset]") {
-  CHECK(scrub_secret("key rsk_1 and rsk_1 again", "rsk_1") ==
-        "key [redacted] and [redacted] again");
-  CHECK(scrub_secret("nothing", "") == "nothing");
+TEST_CASE("the server's words are quoted escaped, on one line", "[roset]") {
+  Status status = status_from_http(
+      400, R"({"error":"bad name\nFORGED line","code":"X\r\nY","requestId":"r\"1"})", "x");
+  CHECK(status.message().find('\n') == std::string::npos);
+  CHECK(status.message().find('\r') == std::string::npos);
+  CHECK(status.message().find(R"(bad name\x0aFORGED line)") != std::string::npos);
+  CHECK(status.message().find(R"(X\x0d\x0aY)") != std::string::npos);
+  CHECK(status.message().find(R"((request r\"1))") != std::string::npos);
 }

@@ -26,6 +26,13 @@ TEST_CASE("429, 5xx and connection errors are retried until the attempts run out
   CHECK_FALSE(policy.should_retry(1, AttemptOutcome::kSuccess, "GET", false));
 }
 
+TEST_CASE("by default a request is attempted 5 times in all, as README promises", "[roset]") {
+  RetryPolicy policy;
+  for (int attempt = 1; attempt < 5; ++attempt)
+    CHECK(policy.should_retry(attempt, AttemptOutcome::kServerError, "POST", true));
+  CHECK_FALSE(policy.should_retry(5, AttemptOutcome::kServerError, "POST", true));
+}
+
 TEST_CASE("statuses are classified for retrying", "[roset]") {
   CHECK(outcome_of_status(201) == AttemptOutcome::kSuccess);
   CHECK(outcome_of_status(429) == AttemptOutcome::kRateLimited);
