@@ -19,6 +19,9 @@ packages=(
   # test suites: Debian's Python with pytest and gRPC; bindfs is the stand-in roset-fuse's
   # real FUSE filesystem
   python3 python3-pytest python3-grpcio python3-grpc-tools bindfs
+  # the multi-host tests' "hosts" are network namespaces (tests/integration/host_lab.py): `ip`
+  # builds them, util-linux's nsenter runs commands in them
+  iproute2
   # the Ansible collection (ansible/): ansible-playbook, ansible-doc and ansible-test
   ansible-core
 )

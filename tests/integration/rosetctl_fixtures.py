@@ -26,14 +26,18 @@ def pytest_report_header(config):
     return f"rosetctl binary: {binary_path()}"
 
 
+def skip_or_fail(reason: str):
+    """Skips the test, or fails it under ROSETCTL_REQUIRE_ROOT_TESTS=1 (CI, where nothing may skip)."""
+    if os.environ.get("ROSETCTL_REQUIRE_ROOT_TESTS") == "1":
+        pytest.fail(f"{reason} (ROSETCTL_REQUIRE_ROOT_TESTS=1 forbids skipping)", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(autouse=True)
 def needs_root():
     """The suite mounts for real. Skips as non-root unless ROSETCTL_REQUIRE_ROOT_TESTS=1."""
     if os.geteuid() != 0:
-        reason = "needs root for mount(2)"
-        if os.environ.get("ROSETCTL_REQUIRE_ROOT_TESTS") == "1":
-            pytest.fail(f"{reason} (ROSETCTL_REQUIRE_ROOT_TESTS=1 forbids skipping)", pytrace=False)
-        pytest.skip(reason)
+        skip_or_fail("needs root for mount(2)")
 
 
 @pytest.fixture(scope="session")
