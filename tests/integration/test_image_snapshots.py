@@ -342,6 +342,26 @@ def test_ctrl_c_or_sigterm_while_frozen_thaws_before_dying(cli, workdir, signal_
         subprocess.run(["fsfreeze", "-u", str(target)], capture_output=True)
 
 
+def test_a_health_check_never_freezes_a_volume_without_a_freeze_mark(cli, workdir):
+    """Asking the kernel whether a filesystem is frozen means freezing it; `volume show` (and
+    kubelet's periodic NodeGetVolumeStats) must not do that to a healthy volume. A freeze made by
+    hand is unseen until a snapshot meets it: had the check probed, it would have reported it."""
+    cli.create("quiet", "--size", "64Mi", "--type", "image")
+    target = workdir / "quiet"
+    cli.connect("quiet", target)
+    subprocess.run(["fsfreeze", "-f", str(target)], check=True)
+    try:
+        assert cli.volume("quiet")["condition"]["abnormal"] is False
+        assert not list((cli.state_dir / "images").glob("*.frozen"))
+        assert cli.run("snapshot", "commit", "quiet").rc == EXIT_PRECONDITION
+        assert list((cli.state_dir / "images").glob("*.frozen")), "expected the freeze marked"
+        assert cli.volume("quiet")["condition"]["abnormal"] is True
+    finally:
+        subprocess.run(["fsfreeze", "-u", str(target)], capture_output=True)
+    assert cli.volume("quiet")["condition"]["abnormal"] is False
+    assert not list((cli.state_dir / "images").glob("*.frozen")), "expected the mark gone once thawed"
+
+
 def test_a_frozen_filesystem_fails_a_commit_at_once_and_shows_in_the_condition(cli, workdir):
     """A freeze lasts until someone thaws it: no retry loop (it printed ~65 warnings and gave up
     after 31 s), one volume prefix, and `volume show` says it is frozen and how to thaw it."""

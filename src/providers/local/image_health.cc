@@ -57,19 +57,24 @@ std::string staging_problem(const Staging& staging, bool block, const MountTable
         "image; disconnect and connect it again",
         staging.staging_path, major, minor);
   }
-  if (!block) {
-    // Every write to a frozen filesystem waits until it is thawed: the volume looks mounted and
-    // readable, but its users hang.
-    auto frozen = filesystem_is_frozen(staging.staging_path);
-    if (!frozen) return frozen.status().message();
-    if (*frozen) {
-      return fmt::format(
-          "its filesystem at \"{}\" is frozen, so every write to it waits; unless a snapshot "
-          "or clone of it is running now, thaw it with `fsfreeze -u {}`",
-          staging.staging_path, staging.staging_path);
-    }
-  }
   return "";
+}
+
+// Every write to a frozen filesystem waits until it is thawed: the volume looks mounted and
+// readable, but its users hang. Asked of the kernel only when the volume's freeze mark says a
+// freeze may have been left (freeze_mark.h): a check must not freeze a healthy filesystem.
+std::string freeze_problem(const std::string& mark, const std::string& mount_point) {
+  if (!FreezeMark::unheld(mark)) return "";  // none, or a snapshot of ours holds it now
+  auto frozen = filesystem_is_frozen(mount_point);
+  if (!frozen) return frozen.status().message();
+  if (!*frozen) {
+    FreezeMark::remove(mark);
+    return "";
+  }
+  return fmt::format(
+      "its filesystem at \"{}\" is frozen, so every write to it waits; thaw it with "
+      "`fsfreeze -u {}`",
+      mount_point, mount_point);
 }
 
 }  // namespace
@@ -95,6 +100,8 @@ VolumeCondition ImageNode::condition(const VolumeRecord& volume) const {
   if (!loops) return {true, loops.status().message()};
   for (const Staging& staging : *stagings) {
     std::string problem = staging_problem(staging, is_block_volume(volume), *table, *loops);
+    if (problem.empty() && !is_block_volume(volume))
+      problem = freeze_problem(files_.freeze_marker(volume.id), staging.staging_path);
     if (!problem.empty()) return {true, problem};
   }
   return {};

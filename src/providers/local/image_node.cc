@@ -332,8 +332,15 @@ Expected<HeldImage> ImageNode::hold_still(const VolumeRecord& volume) {
     // One mounted device per image (stage_mount shares it), so one freeze covers every mount.
     const MountEntry* mount = mount_of_device(*table, loop.major, loop.minor);
     if (mount == nullptr) continue;
+    auto mark = FreezeMark::take(files_.freeze_marker(volume.id));
+    if (!mark) return mark.status();
     auto frozen = FrozenFilesystem::freeze(mount->mount_point);
-    if (!frozen) return frozen.status();  // the caller names the volume
+    if (!frozen) {
+      // Frozen by someone else: the mark stays, so the volume's condition reports it.
+      if (frozen.status().code() == Code::kFailedPrecondition) mark->keep();
+      return frozen.status();  // the caller names the volume
+    }
+    held.mark.emplace(std::move(*mark));
     held.frozen.emplace(std::move(*frozen));
     break;
   }
@@ -351,6 +358,7 @@ Status ImageNode::thaw_leftover_freezes(std::string_view volume_id) {
     if (mount == nullptr) continue;
     auto thawed = thaw_filesystem(mount->mount_point);
     if (!thawed) return thawed.status();
+    FreezeMark::remove(files_.freeze_marker(volume_id));
     if (*thawed) {
       spdlog::warn(
           "reconcile: thawed the filesystem of volume \"{}\" at \"{}\": a snapshot or clone "

@@ -20,6 +20,7 @@
 #include "core/loop_device.h"
 #include "core/mountinfo.h"
 #include "core/state_store.h"
+#include "providers/local/freeze_mark.h"
 #include "providers/local/image_volume.h"
 #include "providers/provider.h"
 
@@ -27,6 +28,7 @@ namespace rosetctl {
 
 // What holds an image still while it is copied (ImageNode::hold_still); releases it when it goes.
 struct HeldImage {
+  std::optional<FreezeMark> mark;          // declared first: goes after the thaw
   std::optional<FrozenFilesystem> frozen;  // the filesystem in it, where it is mounted here
 };
 

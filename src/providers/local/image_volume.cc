@@ -184,6 +184,10 @@ std::string ImageFiles::grow_marker(std::string_view volume_id) const {
   return fmt::format("{}/{}.grow", dir_, volume_id);
 }
 
+std::string ImageFiles::freeze_marker(std::string_view volume_id) const {
+  return fmt::format("{}/{}.frozen", dir_, volume_id);
+}
+
 std::string ImageFiles::volume_of_image(std::string_view path) const {
   if (!path.starts_with(dir_) || path.size() <= dir_.size() || path[dir_.size()] != '/' ||
       !path.ends_with(kImageSuffix)) {
@@ -284,7 +288,8 @@ Status ImageFiles::create_filled(std::string_view volume_id, int64_t bytes, bool
 }
 
 Status ImageFiles::remove(std::string_view volume_id) const {
-  for (const std::string& path : {grow_marker(volume_id), image(volume_id)}) {
+  for (const std::string& path :
+       {grow_marker(volume_id), freeze_marker(volume_id), image(volume_id)}) {
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
       return errno_status(errno, fmt::format("cannot remove \"{}\"", path));
     }

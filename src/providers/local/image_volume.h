@@ -68,6 +68,8 @@ class ImageFiles {
   const std::string& dir() const { return dir_; }
   std::string image(std::string_view volume_id) const;
   std::string grow_marker(std::string_view volume_id) const;
+  // <id>.frozen: a freeze of its filesystem may be left (providers/local/freeze_mark.h).
+  std::string freeze_marker(std::string_view volume_id) const;
   // The volume id whose image `path` is, or "" when it is no image of ours.
   std::string volume_of_image(std::string_view path) const;
   // The volume ids of every image in the directory.
@@ -85,7 +87,7 @@ class ImageFiles {
   // the image's size at its first stage (a no-op when it fills the image already).
   Status create_filled(std::string_view volume_id, int64_t bytes, bool filesystem_follows,
                        const std::function<Status(int fd)>& fill) const;
-  // Removes the image and its marker; missing files are fine.
+  // Removes the image and its markers; missing files are fine.
   Status remove(std::string_view volume_id) const;
   // Grows the image to `bytes`. With `filesystem_follows`, the grow marker is written first,
   // so the filesystem's growth is never forgotten, even across a crash.
