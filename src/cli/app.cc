@@ -68,6 +68,28 @@ void add_roset_options(CLI::App& app, GlobalOptions& globals) {
       ->group(group);
 }
 
+// A controller on another host, and this host's certificate (README: rosetctl across hosts).
+void add_network_options(CLI::App& app, GlobalOptions& globals) {
+  const std::string group = "Across hosts (mutual TLS)";
+  app.add_option("--controller", globals.controller,
+                 "Send controller calls (create, delete, list, map, snapshots...) to the "
+                 "controller at HOST:PORT (serve --role controller --listen); node calls stay here")
+      ->envname("ROSETCTL_CONTROLLER")
+      ->type_name("HOST:PORT")
+      ->group(group);
+  app.add_option("--tls-cert", globals.tls_cert,
+                 "This host's certificate (PEM), for --controller and serve --listen")
+      ->envname("ROSETCTL_TLS_CERT")
+      ->group(group);
+  app.add_option("--tls-key", globals.tls_key, "Its private key (PEM, mode 0600)")
+      ->envname("ROSETCTL_TLS_KEY")
+      ->group(group);
+  app.add_option("--tls-ca", globals.tls_ca,
+                 "The CA certificate (PEM) every peer's certificate must be signed by")
+      ->envname("ROSETCTL_TLS_CA")
+      ->group(group);
+}
+
 void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) {
   const char* config = std::getenv("ROSETCTL_CONFIG");
   app.set_config("--config", config != nullptr ? config : kDefaultConfig,
@@ -98,6 +120,7 @@ void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) 
                  "as a CO sends a StorageClass's secret: e.g. {\"api-key\": \"...\"} for roset")
       ->envname("ROSETCTL_SECRETS_FILE");
   add_roset_options(app, globals);
+  add_network_options(app, globals);
 }
 
 // CLI11 reports "A subcommand is required" for `rosetctl volume frobnicate`; name the word
@@ -137,6 +160,10 @@ constexpr EnvFlag kEnvFlags[] = {
     {"ROSET_FUSE_BINARY", "--roset-fuse", nullptr},
     {"ROSET_FUSE_CREDENTIALS", "--fuse-credentials", nullptr},
     {"ROSET_FUSE_TIMEOUT", "--roset-fuse-timeout", nullptr},
+    {"ROSETCTL_CONTROLLER", "--controller", nullptr},
+    {"ROSETCTL_TLS_CERT", "--tls-cert", nullptr},
+    {"ROSETCTL_TLS_KEY", "--tls-key", nullptr},
+    {"ROSETCTL_TLS_CA", "--tls-ca", nullptr},
 };
 
 bool given_on_command_line(const std::vector<std::string>& args, const EnvFlag& flag) {
@@ -182,6 +209,10 @@ RosetConfig roset_config(const GlobalOptions& options) {
       options.fuse_credentials == "env" ? FuseCredentials::kEnv : FuseCredentials::kFile;
   config.fuse_ready_timeout = std::chrono::seconds(options.roset_fuse_timeout_seconds);
   return config;
+}
+
+TlsFiles tls_files(const GlobalOptions& options) {
+  return TlsFiles{options.tls_cert, options.tls_key, options.tls_ca};
 }
 
 int run(int argc, char** argv) {

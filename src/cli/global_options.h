@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/state_layout.h"
+#include "daemon/tls_files.h"
 #include "providers/roset/roset_config.h"
 
 namespace rosetctl::cli {
@@ -29,9 +30,17 @@ struct GlobalOptions {
   std::string roset_fuse;
   std::string fuse_credentials = "file";
   int roset_fuse_timeout_seconds = 120;
+  // Across hosts (README: rosetctl across hosts): the controller this host sends controller
+  // calls to, and this host's mutual-TLS files (serve --listen uses them too).
+  std::string controller;  // "HOST:PORT"; empty: this host is its own controller
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
 };
 
 // The roset provider's settings from the flags, plus ROSET_API_KEY from the environment.
 RosetConfig roset_config(const GlobalOptions& options);
+
+TlsFiles tls_files(const GlobalOptions& options);
 
 }  // namespace rosetctl::cli

@@ -10,6 +10,7 @@ namespace {
 
 struct ServeOptions {
   std::string endpoint = "unix:///run/rosetctl/csi.sock";
+  std::vector<std::string> listen;
   std::string role = "all";
   int64_t max_volumes_per_node = 0;
   int grace_seconds = 30;
@@ -20,6 +21,10 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
   setup_logging(globals.verbose ? Verbosity::kDebug : Verbosity::kNormal, /*long_running=*/true);
   auto socket = parse_unix_endpoint(options.endpoint);
   if (!socket) return socket.status();
+  for (const std::string& address : options.listen)
+    ROSETCTL_RETURN_IF_ERROR(check_tcp_address(address, "--listen", /*port_zero_ok=*/true));
+  TlsFiles tls = tls_files(globals);
+  if (!options.listen.empty()) ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--listen"));
 
   PluginOptions plugin_options;
   plugin_options.state_dir = globals.state_dir;
@@ -41,7 +46,8 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
   if (Status reconciled = (*plugin)->reconcile(); !reconciled) {
     spdlog::error("startup reconcile failed: {}", escape_text(reconciled.message()));
   }
-  return serve_until_signalled(**plugin, *socket, std::chrono::seconds(options.grace_seconds));
+  return serve_until_signalled(**plugin, *socket, options.listen, tls,
+                               std::chrono::seconds(options.grace_seconds));
 }
 
 }  // namespace
@@ -52,9 +58,14 @@ void setup_serve(CLI::App& app, const GlobalOptions& globals, Action& action) {
       app.add_subcommand("serve", "Run as a CSI v1.10 plugin (Identity, Controller, Node)");
   serve
       ->add_option("--endpoint,-e", options->endpoint,
-                   "Where to listen: unix:///path/to/csi.sock (TCP is not supported yet)")
+                   "The CSI socket kubelet and the sidecars use: unix:///path/to/csi.sock")
       ->envname("CSI_ENDPOINT")
       ->capture_default_str();
+  serve
+      ->add_option("--listen", options->listen,
+                   "Also listen on TCP at ADDR:PORT (repeatable; [IPV6]:PORT; port 0 picks one), "
+                   "with mutual TLS: needs --tls-cert, --tls-key and --tls-ca")
+      ->type_name("ADDR:PORT");
   serve->add_option("--role", options->role, "Which services to offer")
       ->check(CLI::IsMember({"all", "controller", "node"}))
       ->capture_default_str();
@@ -76,6 +87,9 @@ void setup_serve(CLI::App& app, const GlobalOptions& globals, Action& action) {
       ->capture_default_str();
   serve->footer(
       "The socket is created with mode 0660; a stale socket file is replaced, a live one is not.\n"
+      "A TCP listener (--listen) requires a client certificate of the same CA on every\n"
+      "connection (there is no plaintext TCP); the certificate's role decides what a caller may\n"
+      "do (README: rosetctl across hosts). Replaced certificate files are used within 10 s.\n"
       "Logs go to stderr, one line per call; -v adds request and response bodies with every\n"
       "secret redacted.\n\n"
       "Example:\n  rosetctl serve --endpoint "

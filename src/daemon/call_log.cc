@@ -37,7 +37,8 @@ void log_call_start(std::string_view method, const google::protobuf::Message& re
   }
 }
 
-void log_call_end(std::string_view method, const google::protobuf::Message& request,
+void log_call_end(std::string_view method, const Peer& peer,
+                  const google::protobuf::Message& request,
                   const google::protobuf::Message& response, const Status& status,
                   std::chrono::steady_clock::duration elapsed) {
   double ms = std::chrono::duration<double, std::milli>(elapsed).count();
@@ -47,13 +48,17 @@ void log_call_end(std::string_view method, const google::protobuf::Message& requ
   // subject_of() reflects over the request, which builds the protobuf descriptor pool the first
   // time: a CLI run (which logs calls only with -v) would pay for it on every invocation.
   if (!spdlog::should_log(spdlog::level::info)) return;
+  // Who called, when it was not this host: the audit trail of remote calls.
+  std::string by = peer.role == PeerRole::kLocal
+                       ? ""
+                       : fmt::format(" peer=\"{}\"", escape_text(peer.describe()));
   if (status.is_ok()) {
-    spdlog::info("{}{} duration={:.2f}ms status=OK", method, subject_of(request), ms);
+    spdlog::info("{}{}{} duration={:.2f}ms status=OK", method, subject_of(request), by, ms);
   } else {
     // The message quotes what callers and servers said: escaped like every field, it stays
     // inside its quotes and on this line.
-    spdlog::info("{}{} duration={:.2f}ms status={} message=\"{}\"", method, subject_of(request), ms,
-                 code_name(status.code()), escape_text(status.message()));
+    spdlog::info("{}{}{} duration={:.2f}ms status={} message=\"{}\"", method, subject_of(request),
+                 by, ms, code_name(status.code()), escape_text(status.message()));
   }
 }
 

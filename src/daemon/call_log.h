@@ -13,23 +13,29 @@
 #include "core/status.h"
 #include "daemon/grpc_status.h"
 #include "daemon/handler_pool.h"
+#include "daemon/peer_authority.h"
 
 namespace rosetctl {
 
 void log_call_start(std::string_view method, const google::protobuf::Message& request);
-void log_call_end(std::string_view method, const google::protobuf::Message& request,
+void log_call_end(std::string_view method, const Peer& peer,
+                  const google::protobuf::Message& request,
                   const google::protobuf::Message& response, const Status& status,
                   std::chrono::steady_clock::duration elapsed);
 
-// `handler` returns Status and fills `response`.
+// `handler` returns Status and fills `response`. It runs only when the caller may make the
+// call (daemon/peer_authority.h); a refusal is logged like any other answer.
 template <typename Handler>
-grpc::Status run_logged(std::string_view method, const google::protobuf::Message& request,
+grpc::Status run_logged(const grpc::ServerContextBase& call, std::string_view method,
+                        const google::protobuf::Message& request,
                         google::protobuf::Message* response, Handler&& handler) {
   auto start = std::chrono::steady_clock::now();
   log_call_start(method, request);
-  Status status = handler();
+  Peer peer = peer_of(call);
+  Status status = authorize(peer, call, method, request);
+  if (status.is_ok()) status = handler();
   if (!status.is_ok()) response->Clear();
-  log_call_end(method, request, *response, status, std::chrono::steady_clock::now() - start);
+  log_call_end(method, peer, request, *response, status, std::chrono::steady_clock::now() - start);
   return to_grpc(status);
 }
 
@@ -41,7 +47,7 @@ grpc::ServerUnaryReactor* answer(HandlerPool& pool, grpc::CallbackServerContext*
                                  google::protobuf::Message* response, Handler handler) {
   grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
   pool.run([=, handler = std::move(handler)]() mutable {
-    reactor->Finish(run_logged(method, *request, response, handler));
+    reactor->Finish(run_logged(*call, method, *request, response, handler));
   });
   return reactor;
 }
@@ -52,7 +58,7 @@ grpc::ServerUnaryReactor* answer_now(grpc::CallbackServerContext* call, std::str
                                      const google::protobuf::Message* request,
                                      google::protobuf::Message* response, Handler&& handler) {
   grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
-  reactor->Finish(run_logged(method, *request, response, std::forward<Handler>(handler)));
+  reactor->Finish(run_logged(*call, method, *request, response, std::forward<Handler>(handler)));
   return reactor;
 }
 

@@ -2,6 +2,7 @@
 #include "daemon/plugin.h"
 
 #include <absl/synchronization/mutex.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <climits>
@@ -86,21 +87,41 @@ Plugin::~Plugin() {
   shutdown(std::chrono::milliseconds(0));
 }
 
-Status Plugin::start(const std::optional<std::string>& unix_socket) {
+Status Plugin::start(const std::optional<std::string>& unix_socket,
+                     const std::vector<std::string>& tcp, const TlsFiles& tls,
+                     std::vector<int>* tcp_ports) {
   // Debian builds abseil without NDEBUG, which leaves its lock-order deadlock detector on: every
   // absl::Mutex gRPC takes then updates a process-wide lock graph under a global lock.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   grpc::ServerBuilder builder;
   if (unix_socket)
     builder.AddListeningPort("unix:" + *unix_socket, grpc::InsecureServerCredentials());
+  std::vector<int> ports(tcp.size(), 0);
+  if (!tcp.empty()) {
+    ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--listen"));
+    auto credentials = server_credentials(tls);
+    for (size_t i = 0; i < tcp.size(); ++i)
+      builder.AddListeningPort(tcp[i], credentials, &ports[i]);
+  }
   builder.RegisterService(identity_.get());
   if (context_->options.role != PluginRole::kNode) builder.RegisterService(controller_.get());
   if (context_->options.role != PluginRole::kController) builder.RegisterService(node_.get());
   server_ = builder.BuildAndStart();
   if (!server_) {
-    return error(Code::kUnavailable, "cannot start the gRPC server{}",
-                 unix_socket ? fmt::format(" on unix socket \"{}\"", *unix_socket) : "");
+    return error(Code::kUnavailable, "cannot start the gRPC server{}{}",
+                 unix_socket ? fmt::format(" on unix socket \"{}\"", *unix_socket) : "",
+                 tcp.empty() ? "" : fmt::format(" on {}", fmt::join(tcp, ", ")));
   }
+  for (size_t i = 0; i < tcp.size(); ++i) {
+    if (ports[i] == 0) {
+      shutdown(std::chrono::milliseconds(0));
+      return error(Code::kUnavailable,
+                   "cannot listen on {}: the address is not one of this host's, or the port is "
+                   "taken",
+                   tcp[i]);
+    }
+  }
+  if (tcp_ports != nullptr) *tcp_ports = std::move(ports);
   return Status::ok();
 }
 

@@ -8,12 +8,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "daemon/controller_service.h"
 #include "daemon/handler_pool.h"
 #include "daemon/identity_service.h"
 #include "daemon/node_service.h"
 #include "daemon/service_context.h"
+#include "daemon/tls_files.h"
 
 namespace rosetctl {
 
@@ -25,8 +27,11 @@ class Plugin {
   ~Plugin();
 
   // Starts the services; with `unix_socket`, also listens there (the file must be free: see
-  // server.h for how `serve` prepares it).
-  Status start(const std::optional<std::string>& unix_socket);
+  // server.h for how `serve` prepares it); on each of `tcp` ("ADDR:PORT"), with mutual TLS
+  // from `tls`. Fills `tcp_ports` with the ports bound (a listener asked for port 0 gets one).
+  Status start(const std::optional<std::string>& unix_socket,
+               const std::vector<std::string>& tcp = {}, const TlsFiles& tls = {},
+               std::vector<int>* tcp_ports = nullptr);
   // A channel to the running services within this process.
   std::shared_ptr<grpc::Channel> in_process_channel();
   // Startup reconcile (daemon/reconcile.h): undoes what a crash left on this node.

@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -50,10 +51,10 @@ Expected<std::string> parse_unix_endpoint(std::string_view endpoint) {
   } else if (endpoint.starts_with("unix:")) {
     path.remove_prefix(5);
   } else if (endpoint.starts_with("tcp:") || endpoint.find("://") != std::string_view::npos) {
-    return error(Code::kUnimplemented,
-                 "endpoint \"{}\": only unix sockets are supported yet (TCP needs TLS, which is "
-                 "not implemented)",
-                 endpoint);
+    return error(Code::kInvalidArgument,
+                 "endpoint {}: the CSI endpoint is a unix socket; TCP listeners are given with "
+                 "--listen ADDR:PORT and always use mutual TLS",
+                 display_quoted(endpoint));
   }
   auto normal = normalize_absolute_path(path, "endpoint socket path");
   if (!normal) return normal.status();
@@ -62,6 +63,38 @@ Expected<std::string> parse_unix_endpoint(std::string_view endpoint) {
                  sizeof(sockaddr_un::sun_path) - 1);
   }
   return normal;
+}
+
+Status check_tcp_address(std::string_view address, std::string_view flag, bool port_zero_ok) {
+  auto bad = [&](std::string_view why) {
+    return error(Code::kInvalidArgument, "{} {}: {} (expected HOST:PORT or [IPV6]:PORT)", flag,
+                 display_quoted(address), why);
+  };
+  size_t colon = address.rfind(':');
+  if (colon == std::string_view::npos) return bad("no port");
+  std::string_view host = address.substr(0, colon);
+  std::string_view port = address.substr(colon + 1);
+  if (host.starts_with('[')) {
+    if (!host.ends_with(']') || host.size() < 3) return bad("an IPv6 address needs [ and ]");
+  } else if (host.find(':') != std::string_view::npos) {
+    return bad("an IPv6 address needs [ and ]");
+  }
+  if (host.empty()) return bad("no host");
+  for (char c : host) {
+    bool allowed = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ||
+                   c == ':' || c == '[' || c == ']' || c == '_';
+    if (!allowed) return bad("the host has a character a host name or address cannot have");
+  }
+  int value = 0;
+  if (port.empty() || port.size() > 5) return bad("the port is not a number from 1 to 65535");
+  for (char c : port) {
+    if (c < '0' || c > '9') return bad("the port is not a number from 1 to 65535");
+    value = value * 10 + (c - '0');
+  }
+  if (value > 65535 || (value == 0 && !port_zero_ok)) {
+    return bad("the port is not a number from 1 to 65535");
+  }
+  return Status::ok();
 }
 
 Status prepare_socket_path(const std::string& path) {
@@ -86,6 +119,7 @@ Status prepare_socket_path(const std::string& path) {
 }
 
 Status serve_until_signalled(Plugin& plugin, const std::string& socket_path,
+                             const std::vector<std::string>& tcp, const TlsFiles& tls,
                              std::chrono::milliseconds grace) {
   // Block the signals before gRPC starts its threads, so they inherit the mask and only
   // sigwait() below ever sees them.
@@ -101,7 +135,8 @@ Status serve_until_signalled(Plugin& plugin, const std::string& socket_path,
   ROSETCTL_RETURN_IF_ERROR(prepare_socket_path(socket_path));
   // The socket appears with these permissions; no window where it is world-accessible.
   mode_t old_umask = ::umask(0117);
-  Status started = plugin.start(socket_path);
+  std::vector<int> ports;
+  Status started = plugin.start(socket_path, tcp, tls, &ports);
   ::umask(old_umask);
   ROSETCTL_RETURN_IF_ERROR(started);
   if (::chmod(socket_path.c_str(), 0660) != 0) {
@@ -109,6 +144,10 @@ Status serve_until_signalled(Plugin& plugin, const std::string& socket_path,
   }
   spdlog::info("serving CSI {} as \"{}\" (node \"{}\", version {}) on unix://{}", "v1.10",
                plugin.options().driver_name, plugin.options().node_id, kVersion, socket_path);
+  for (size_t i = 0; i < tcp.size(); ++i) {
+    std::string where = tcp[i].substr(0, tcp[i].rfind(':'));
+    spdlog::info("listening on {}:{} (mutual TLS)", where, ports[i]);
+  }
 
   // Idle between signals, hand what a burst of calls left back to the system: database
   // connections opened for it, and freed heap, which keeps its high-water mark otherwise;

@@ -1,0 +1,122 @@
+// Reading the caller's certificate from gRPC's auth context, and the rules of peer_authority.h.
+#include "daemon/peer_authority.h"
+
+#include <google/protobuf/descriptor.h>
+#include <grpc/grpc_security_constants.h>
+
+#include "core/validate.h"
+
+namespace rosetctl {
+namespace {
+
+// The value of one attribute (OU, CN) in an RFC 2253 subject; our names never hold commas.
+std::string attribute(std::string_view subject, std::string_view key) {
+  size_t start = 0;
+  while (start <= subject.size()) {
+    size_t comma = std::min(subject.find(',', start), subject.size());
+    std::string_view part = subject.substr(start, comma - start);
+    while (!part.empty() && part.front() == ' ')
+      part.remove_prefix(1);
+    if (part.size() > key.size() && part.substr(0, key.size()) == key && part[key.size()] == '=') {
+      return std::string(part.substr(key.size() + 1));
+    }
+    start = comma + 1;
+  }
+  return "";
+}
+
+std::string property(const grpc::AuthContext& context, const char* name) {
+  auto values = context.FindPropertyValues(name);
+  return values.empty() ? std::string() : std::string(values.front().data(), values.front().size());
+}
+
+// The node a request acts for, when it names one (ControllerPublish/Unpublish, the registry).
+std::string node_named_by(const google::protobuf::Message& request) {
+  const auto* field = request.GetDescriptor()->FindFieldByName("node_id");
+  if (field == nullptr || field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_STRING ||
+      field->is_repeated()) {
+    return "";
+  }
+  return request.GetReflection()->GetString(request, field);
+}
+
+bool names_a_node(const google::protobuf::Message& request) {
+  return request.GetDescriptor()->FindFieldByName("node_id") != nullptr;
+}
+
+}  // namespace
+
+std::string Peer::describe() const {
+  switch (role) {
+    case PeerRole::kLocal:
+      return "a local caller";
+    case PeerRole::kAdmin:
+      return fmt::format("admin certificate {}", display_quoted(name));
+    case PeerRole::kController:
+      return fmt::format("controller certificate {}", display_quoted(name));
+    case PeerRole::kNode:
+      return fmt::format("node certificate {}", display_quoted(name));
+    case PeerRole::kUnknown:
+      break;
+  }
+  return fmt::format("certificate {} (no rosetctl role)", display_quoted(name));
+}
+
+Peer peer_from_subject(std::string_view subject) {
+  Peer peer;
+  peer.name = attribute(subject, "CN");
+  std::string role = attribute(subject, "OU");
+  peer.role = role == "admin"        ? PeerRole::kAdmin
+              : role == "controller" ? PeerRole::kController
+              : role == "node"       ? PeerRole::kNode
+                                     : PeerRole::kUnknown;
+  return peer;
+}
+
+Peer peer_of(const grpc::ServerContextBase& call) {
+  std::shared_ptr<const grpc::AuthContext> context = call.auth_context();
+  if (context == nullptr || property(*context, GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME) !=
+                                GRPC_SSL_TRANSPORT_SECURITY_TYPE) {
+    return Peer{};  // in-process channel or unix socket: this host
+  }
+  return peer_from_subject(property(*context, GRPC_X509_SUBJECT_PROPERTY_NAME));
+}
+
+Status authorize(const Peer& peer, const grpc::ServerContextBase& call, std::string_view method,
+                 const google::protobuf::Message& request) {
+  switch (peer.role) {
+    case PeerRole::kLocal:
+    case PeerRole::kAdmin:
+    case PeerRole::kController:
+      return Status::ok();
+    case PeerRole::kUnknown:
+      return error(Code::kPermissionDenied,
+                   "{} may not call {}: its subject names no rosetctl role (OU=admin, node or "
+                   "controller); issue certificates with rosetctl tls issue",
+                   peer.describe(), method);
+    case PeerRole::kNode:
+      break;
+  }
+  const auto& metadata = call.client_metadata();
+  auto proxied = metadata.find(kProxyNodeKey);
+  if (proxied != metadata.end()) {
+    std::string_view target(proxied->second.data(), proxied->second.size());
+    if (target != peer.name) {
+      return error(Code::kPermissionDenied,
+                   "{} may not have {} forwarded to node {}: a node acts only for itself",
+                   peer.describe(), method, display_quoted(target));
+    }
+  }
+  if (names_a_node(request)) {
+    std::string node = node_named_by(request);
+    if (node != peer.name) {
+      return error(Code::kPermissionDenied,
+                   "{} may not call {} for {}: a node acts only for itself", peer.describe(),
+                   method,
+                   node.empty() ? std::string("every node") : "node " + display_quoted(node));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace rosetctl

@@ -1,0 +1,45 @@
+// Who is calling, and what they may do: authorization by certificate, as OIM does it.
+//
+// A call that did not come over TLS came from this host (the in-process channel of a CLI run,
+// or serve's unix socket, mode 0660), and may do everything. Over TLS the client's certificate
+// (rosetctl tls issue) says who it is: its subject's OU is the role and its CN the name.
+//   admin       anything;
+//   controller  anything (a controller calls the nodes it proxies to);
+//   node        anything but acting as another node: a request naming a node (node_id) must
+//               name this one, and a call proxied to a node must go to this one.
+// A refused call is PERMISSION_DENIED naming the certificate and what it tried; nothing runs.
+#pragma once
+
+#include <google/protobuf/message.h>
+#include <grpcpp/server_context.h>
+
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace rosetctl {
+
+enum class PeerRole { kLocal, kAdmin, kController, kNode, kUnknown };
+
+struct Peer {
+  PeerRole role = PeerRole::kLocal;
+  std::string name;  // the certificate's CN; "" for a local caller
+
+  // "node \"node-a\"", "admin \"alice\"", "a local caller": for messages and log lines.
+  std::string describe() const;
+};
+
+// The metadata key that asks a controller to forward a call to a registered node.
+inline constexpr const char* kProxyNodeKey = "rosetctl-node";
+
+Peer peer_of(const grpc::ServerContextBase& call);
+
+// Whether `peer` may make this call.
+Status authorize(const Peer& peer, const grpc::ServerContextBase& call, std::string_view method,
+                 const google::protobuf::Message& request);
+
+// The role and name an RFC 2253 subject ("CN=node-a,OU=node,O=rosetctl") names.
+Peer peer_from_subject(std::string_view subject);
+
+}  // namespace rosetctl

@@ -1,0 +1,78 @@
+// TLS credentials for gRPC from certificate files, reloaded as the files change.
+#include "daemon/tls_files.h"
+
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+#include "core/private_file.h"
+
+namespace rosetctl {
+namespace {
+
+constexpr size_t kMaxPemBytes = 1 << 20;
+
+Status check_certificate_file(const std::string& path, std::string_view flag,
+                              std::string_view purpose) {
+  if (path.empty()) {
+    return error(Code::kInvalidArgument,
+                 "{} needs {} (rosetctl tls init / tls issue make the files)", purpose, flag);
+  }
+  std::ifstream in(path);
+  if (!in) {
+    return errno_status(errno, fmt::format("{} \"{}\" cannot be read", flag, path));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (text.str().size() > kMaxPemBytes ||
+      text.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+    return error(Code::kInvalidArgument, "{} \"{}\" holds no PEM certificate", flag, path);
+  }
+  return Status::ok();
+}
+
+std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider_of(
+    const TlsFiles& files) {
+  return std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      files.key, files.certificate, files.ca, kTlsReloadSeconds);
+}
+
+}  // namespace
+
+Status check_tls_files(const TlsFiles& files, std::string_view purpose) {
+  ROSETCTL_RETURN_IF_ERROR(check_certificate_file(files.certificate, "--tls-cert", purpose));
+  ROSETCTL_RETURN_IF_ERROR(check_certificate_file(files.ca, "--tls-ca", purpose));
+  if (files.key.empty()) {
+    return error(Code::kInvalidArgument,
+                 "{} needs --tls-key (rosetctl tls init / tls issue make the files)", purpose);
+  }
+  auto key = read_private_file(files.key, "the TLS key file (--tls-key)", kMaxPemBytes);
+  if (!key) return key.status();
+  if (key->find("PRIVATE KEY-----") == std::string::npos) {
+    return error(Code::kInvalidArgument, "--tls-key \"{}\" holds no PEM private key", files.key);
+  }
+  return Status::ok();
+}
+
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& files) {
+  grpc::experimental::TlsServerCredentialsOptions options(provider_of(files));
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  return grpc::experimental::TlsServerCredentials(options);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsFiles& files) {
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(provider_of(files));
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  options.set_verify_server_certs(true);
+  return grpc::experimental::TlsCredentials(options);
+}
+
+}  // namespace rosetctl

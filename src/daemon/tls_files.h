@@ -1,0 +1,43 @@
+// The mutual-TLS material of a host (its certificate, its key, the CA both sides trust) and the
+// gRPC credentials made from it: a TCP listener of `serve`, and a client's channel to a
+// controller or node. There is no plaintext TCP: every TCP connection is TLS (1.2 at least, 1.3
+// preferred: gRPC's defaults) and both sides show a certificate of the same CA.
+#pragma once
+
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/security/server_credentials.h>
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+
+namespace rosetctl {
+
+struct TlsFiles {
+  std::string certificate;  // PEM: this host's certificate (rosetctl tls init / issue)
+  std::string key;          // PEM private key, mode 0600
+  std::string ca;           // PEM: the CA that signed every peer's certificate
+
+  bool any() const { return !certificate.empty() || !key.empty() || !ca.empty(); }
+};
+
+// How often a running server or client looks at the files again: a replaced certificate or key
+// (rotation) is used for new connections within this time, without a restart.
+inline constexpr unsigned kTlsReloadSeconds = 10;
+
+// Checks the three files before anything uses them, so a mistake is named now rather than as a
+// failed handshake later: each is given and readable, the certificates are PEM certificates,
+// and the key is a private file (core/private_file.h: a regular file only its owner can read).
+// `purpose` says what needs them ("--listen", "--controller"). INVALID_ARGUMENT or
+// PERMISSION_DENIED naming the flag and file; the key's content never appears in a message.
+Status check_tls_files(const TlsFiles& files, std::string_view purpose);
+
+// Server side: client certificates are required and verified against the CA.
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& files);
+
+// Client side: the server's certificate is verified against the CA and must name the address
+// dialled (a SAN), and this host's certificate is shown.
+std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsFiles& files);
+
+}  // namespace rosetctl
