@@ -19,6 +19,8 @@ packages=(
   # test suites: Debian's Python with pytest and gRPC; bindfs is the stand-in roset-fuse's
   # real FUSE filesystem
   python3 python3-pytest python3-grpcio python3-grpc-tools bindfs
+  # `openssl verify` / `openssl x509` check the certificates `rosetctl tls` makes
+  openssl
   # the Ansible collection (ansible/): ansible-playbook, ansible-doc and ansible-test
   ansible-core
 )
