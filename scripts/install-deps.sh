@@ -22,6 +22,8 @@ packages=(
   # the multi-host tests' "hosts" are network namespaces (tests/integration/host_lab.py): `ip`
   # builds them, util-linux's nsenter runs commands in them
   iproute2
+  # `openssl verify` / `openssl x509` check the certificates `rosetctl tls` makes
+  openssl
   # the Ansible collection (ansible/): ansible-playbook, ansible-doc and ansible-test
   ansible-core
 )

@@ -14,6 +14,7 @@
 #include "cli/info_cmd.h"
 #include "cli/serve_cmd.h"
 #include "cli/snapshot_cmd.h"
+#include "cli/tls_cmd.h"
 #include "cli/volume_cmd.h"
 #include "core/fs_freeze.h"
 #include "core/log.h"
@@ -238,6 +239,7 @@ int run(int argc, char** argv) {
   setup_volume(app, globals, action);
   setup_snapshot(app, globals, action);
   setup_serve(app, globals, action);
+  setup_tls(app, globals, action);
   setup_info(app, globals, action);
   setup_completion(app, action);
 
