@@ -14,6 +14,7 @@
 #include <string_view>
 #include <thread>
 
+#include "cli/network_failure.h"
 #include "core/status.h"
 #include "csi.grpc.pb.h"
 #include "daemon/grpc_status.h"
@@ -26,10 +27,22 @@ class CsiClient {
   // A commit or restore reads or writes a whole volume: hours for a large one.
   static constexpr std::chrono::system_clock::duration kDataCallDeadline = std::chrono::hours(24);
 
-  explicit CsiClient(std::shared_ptr<grpc::Channel> channel)
-      : identity_(csi::v1::Identity::NewStub(channel)),
-        controller_(csi::v1::Controller::NewStub(channel)),
-        node_(csi::v1::Node::NewStub(channel)) {}
+  // Every service on `local` (this host's plugin in this process)...
+  explicit CsiClient(std::shared_ptr<grpc::Channel> local)
+      : identity_(csi::v1::Identity::NewStub(local)),
+        controller_(csi::v1::Controller::NewStub(local)),
+        node_(csi::v1::Node::NewStub(local)) {}
+  // ...or the controller's on `controller`, a TLS channel to `controller_address`: the same
+  // calls over another channel. Its calls that meet an unreachable controller are retried.
+  CsiClient(std::shared_ptr<grpc::Channel> local, std::shared_ptr<grpc::Channel> controller,
+            std::string controller_address)
+      : identity_(csi::v1::Identity::NewStub(local)),
+        controller_(csi::v1::Controller::NewStub(controller)),
+        node_(csi::v1::Node::NewStub(local)),
+        controller_address_(std::move(controller_address)) {}
+
+  // Where controller calls go: "" for this host's plugin.
+  const std::string& controller_address() const { return controller_address_; }
 
   // Sent as `secrets` with every request that has that field and none of its own.
   void set_secrets(std::map<std::string, std::string> secrets) { secrets_ = std::move(secrets); }
@@ -54,7 +67,7 @@ class CsiClient {
   Status controller(ControllerMethod<Request, Response> method, const Request& request,
                     Response* response,
                     std::chrono::system_clock::duration deadline = kCallDeadline) {
-    return call(*controller_, method, request, response, deadline);
+    return call(*controller_, method, request, response, deadline, !controller_address_.empty());
   }
   template <typename Request, typename Response>
   Status node(NodeMethod<Request, Response> method, const Request& request, Response* response) {
@@ -66,20 +79,20 @@ class CsiClient {
 
   template <typename Stub, typename Method, typename Request, typename Response>
   Status call(Stub& stub, Method method, const Request& request, Response* response,
-              std::chrono::system_clock::duration deadline = kCallDeadline) {
+              std::chrono::system_clock::duration deadline = kCallDeadline, bool remote = false) {
     if constexpr (requires(Request r) { r.mutable_secrets(); }) {
       if (!secrets_.empty() && request.secrets().empty()) {
         Request with_secrets = request;
         with_secrets.mutable_secrets()->insert(secrets_.begin(), secrets_.end());
-        return send(stub, method, with_secrets, response, deadline);
+        return send(stub, method, with_secrets, response, deadline, remote);
       }
     }
-    return send(stub, method, request, response, deadline);
+    return send(stub, method, request, response, deadline, remote);
   }
 
   template <typename Stub, typename Method, typename Request, typename Response>
   Status send(Stub& stub, Method method, const Request& request, Response* response,
-              std::chrono::system_clock::duration deadline) {
+              std::chrono::system_clock::duration deadline, bool remote) {
     auto give_up = std::chrono::steady_clock::now() + kBusyPatience;
     auto pause = std::chrono::milliseconds(20);
     bool said_waiting = false;
@@ -87,6 +100,20 @@ class CsiClient {
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + deadline);
       Status status = from_grpc((stub.*method)(&context, request, response));
+      if (remote && status.code() == Code::kUnavailable) {
+        // The controller did not answer. A TLS refusal will not go away; a restart or a
+        // network hiccup may: every CSI call is idempotent, so it is sent again for a while.
+        status = network_failure(controller_address_, status);
+        if (status.code() != Code::kUnavailable || std::chrono::steady_clock::now() > give_up)
+          return status;
+        if (!said_waiting) {
+          say_unreachable(status.message());
+          said_waiting = true;
+        }
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+        continue;
+      }
       // ABORTED is CSI's "another call on this volume or snapshot is in flight": it goes away
       // by itself, and every CSI call is idempotent, so repeating the call is safe. Conditions
       // that last (a frozen filesystem, a file that keeps changing) are FAILED_PRECONDITION and
@@ -103,6 +130,12 @@ class CsiClient {
     }
   }
 
+  static void say_unreachable(std::string_view why) {
+    std::fprintf(stderr, "rosetctl: %.*s; retrying for up to %lld s\n",
+                 static_cast<int>(why.size()), why.data(),
+                 static_cast<long long>(kBusyPatience.count()));
+  }
+
   // One line on stderr for the whole wait, not one per attempt.
   static void say_waiting(std::string_view busy) {
     for (std::string_view hint : {"; retry later", "; retry"}) {
@@ -116,6 +149,7 @@ class CsiClient {
   std::unique_ptr<csi::v1::Controller::Stub> controller_;
   std::unique_ptr<csi::v1::Node::Stub> node_;
   std::map<std::string, std::string> secrets_;
+  std::string controller_address_;
 };
 
 }  // namespace rosetctl::cli

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include "cli/secrets_file.h"
+#include "daemon/server.h"
+#include "daemon/tls_files.h"
 
 namespace rosetctl::cli {
 
@@ -35,11 +37,23 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
     session->progress_ = std::make_unique<TerminalProgress>();
     plugin_options.progress = session->progress_.get();
   }
+  std::shared_ptr<grpc::Channel> controller;
+  if (!options.controller.empty()) {
+    // A consumer host: controller calls go to the remote controller over mutual TLS, node calls
+    // stay with this host's plugin, which offers the node service only.
+    ROSETCTL_RETURN_IF_ERROR(check_tcp_address(options.controller, "--controller", false));
+    TlsFiles tls = tls_files(options);
+    ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--controller"));
+    controller = grpc::CreateChannel(options.controller, channel_credentials(tls));
+    plugin_options.role = PluginRole::kNode;
+  }
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();
   ROSETCTL_RETURN_IF_ERROR((*plugin)->start(std::nullopt));
 
-  session->client_ = std::make_unique<CsiClient>((*plugin)->in_process_channel());
+  session->client_ = controller ? std::make_unique<CsiClient>((*plugin)->in_process_channel(),
+                                                              controller, options.controller)
+                                : std::make_unique<CsiClient>((*plugin)->in_process_channel());
   session->client_->set_secrets(std::move(secrets));
   session->plugin_ = std::move(*plugin);
   return session;

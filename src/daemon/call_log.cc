@@ -49,9 +49,7 @@ void log_call_end(std::string_view method, const Peer& peer,
   // time: a CLI run (which logs calls only with -v) would pay for it on every invocation.
   if (!spdlog::should_log(spdlog::level::info)) return;
   // Who called, when it was not this host: the audit trail of remote calls.
-  std::string by = peer.role == PeerRole::kLocal
-                       ? ""
-                       : fmt::format(" peer=\"{}\"", escape_text(peer.describe()));
+  std::string by = peer.role == PeerRole::kLocal ? "" : fmt::format(" peer={}", peer.log_field());
   if (status.is_ok()) {
     spdlog::info("{}{}{} duration={:.2f}ms status=OK", method, subject_of(request), by, ms);
   } else {

@@ -62,6 +62,11 @@ std::string Peer::describe() const {
   return fmt::format("certificate {} (no rosetctl role)", display_quoted(name));
 }
 
+std::string Peer::log_field() const {
+  static constexpr const char* kRoles[] = {"local", "admin", "controller", "node", "unknown"};
+  return fmt::format("{}:{}", kRoles[static_cast<int>(role)], escape_text(name));
+}
+
 Peer peer_from_subject(std::string_view subject) {
   Peer peer;
   peer.name = attribute(subject, "CN");
@@ -75,11 +80,17 @@ Peer peer_from_subject(std::string_view subject) {
 
 Peer peer_of(const grpc::ServerContextBase& call) {
   std::shared_ptr<const grpc::AuthContext> context = call.auth_context();
-  if (context == nullptr || property(*context, GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME) !=
-                                GRPC_SSL_TRANSPORT_SECURITY_TYPE) {
-    return Peer{};  // in-process channel or unix socket: this host
-  }
-  return peer_from_subject(property(*context, GRPC_X509_SUBJECT_PROPERTY_NAME));
+  if (context == nullptr) return Peer{};
+  // Failing closed: only a connection without transport security and without a certificate is
+  // this host's (the in-process channel, the unix socket; TCP listeners are TLS only). Anything
+  // else is judged by its certificate, and one without a rosetctl role may do nothing.
+  std::string security = property(*context, GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME);
+  std::string subject = property(*context, GRPC_X509_SUBJECT_PROPERTY_NAME);
+  bool insecure = security.empty() || security == "insecure" || security == "local";
+  if (insecure && subject.empty()) return Peer{};
+  Peer peer = peer_from_subject(subject);
+  if (peer.name.empty()) peer.role = PeerRole::kUnknown;
+  return peer;
 }
 
 Status authorize(const Peer& peer, const grpc::ServerContextBase& call, std::string_view method,

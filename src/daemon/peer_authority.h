@@ -26,8 +26,10 @@ struct Peer {
   PeerRole role = PeerRole::kLocal;
   std::string name;  // the certificate's CN; "" for a local caller
 
-  // "node \"node-a\"", "admin \"alice\"", "a local caller": for messages and log lines.
+  // "node certificate \"node-a\"", "a local caller": for messages.
   std::string describe() const;
+  // "node:node-a", "admin:alice", escaped: the peer= field of a call's log line.
+  std::string log_field() const;
 };
 
 // The metadata key that asks a controller to forward a call to a registered node.

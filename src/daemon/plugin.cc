@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "core/validate.h"
+#include "daemon/grpc_logging.h"
 #include "daemon/reconcile.h"
 
 namespace rosetctl {
@@ -93,6 +94,7 @@ Status Plugin::start(const std::optional<std::string>& unix_socket,
   // Debian builds abseil without NDEBUG, which leaves its lock-order deadlock detector on: every
   // absl::Mutex gRPC takes then updates a process-wide lock graph under a global lock.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  route_grpc_logs(!context_->options.one_command);
   grpc::ServerBuilder builder;
   if (unix_socket)
     builder.AddListeningPort("unix:" + *unix_socket, grpc::InsecureServerCredentials());
