@@ -964,7 +964,11 @@ Expected<NodeRemoval> StateStore::delete_node(std::string_view node_id, bool for
                 node_id),
         read_text);
     if (!published) return published.status();
-    if (!published->empty() && !force) {
+    Expected<std::optional<std::string>> registered = select_one<std::string>(
+        prepare(connection, "SELECT node_id FROM nodes WHERE node_id = ?1", node_id), read_text);
+    if (!registered) return registered.status();
+    // Removing what is not there is done already, whatever is still published to it.
+    if (registered->has_value() && !published->empty() && !force) {
       Expected<std::vector<std::string>> names = select_all<std::string>(
           prepare(connection,
                   "SELECT '\"' || v.name || '\"' FROM controller_publications p JOIN volumes v "

@@ -217,9 +217,9 @@ class StateStore {
   Expected<NodeRecord> upsert_node(const NodeRecord& node);
   Expected<std::optional<NodeRecord>> find_node(std::string_view node_id);
   Expected<std::vector<NodeRecord>> list_nodes();  // ordered by node id
-  // A missing node is OK (removed: false). While volumes are published to the node it is
-  // FAILED_PRECONDITION naming them, unless `force`: then the node goes and its publications
-  // stay, listed in the result.
+  // A missing node is OK (removed: false). While volumes are published to a registered node
+  // it is FAILED_PRECONDITION naming them, unless `force`: then the node goes and its
+  // publications stay. The result lists the publications left either way.
   Expected<NodeRemoval> delete_node(std::string_view node_id, bool force);
 
  private:

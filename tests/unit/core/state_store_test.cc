@@ -367,6 +367,11 @@ TEST_CASE("state store: a node with publications is removed only by force, which
   CHECK(removal->published_volume_ids == std::vector<std::string>{"v1", "v2"});
   CHECK_FALSE(store->find_node("n1")->has_value());
   CHECK(*store->count_controller_publications_on_node("n1") == 2);
+  // Gone already: removing it again is done, publications or not.
+  removal = store->delete_node("n1", false);
+  REQUIRE(removal.has_value());
+  CHECK_FALSE(removal->removed);
+  CHECK(removal->published_volume_ids == std::vector<std::string>{"v1", "v2"});
 
   // Without publications no force is needed; a second removal finds nothing.
   REQUIRE(store->upsert_node(make_node("n2", 1)).has_value());
