@@ -15,7 +15,7 @@ bool is_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-bool all_of(std::string_view text, bool (*allowed)(char)) {
+bool every_char(std::string_view text, bool (*allowed)(char)) {
   return std::all_of(text.begin(), text.end(), allowed);
 }
 
@@ -30,7 +30,7 @@ Status bad_address(std::string_view address, std::string_view why) {
 // The port of an address: 1-65535, decimal digits only.
 Status validate_port(std::string_view address, std::string_view port) {
   if (port.empty() || port.size() > 5 ||
-      !all_of(port, [](char c) { return c >= '0' && c <= '9'; })) {
+      !every_char(port, [](char c) { return c >= '0' && c <= '9'; })) {
     return bad_address(address, "must end in :PORT, a port number from 1 to 65535");
   }
   uint32_t value = 0;
@@ -71,7 +71,8 @@ Status validate_node_address(std::string_view address) {
   if (host.find(':') != std::string_view::npos) {
     return bad_address(address, "holds an IPv6 address without brackets; write [fd00::1]:9443");
   }
-  if (host.empty() || !all_of(host, is_host_char) || host.front() == '-' || host.front() == '.') {
+  if (host.empty() || !every_char(host, is_host_char) || host.front() == '-' ||
+      host.front() == '.') {
     return bad_address(address,
                        "must start with a host name or IPv4 address (letters, digits, '.' and "
                        "'-')");
@@ -92,7 +93,7 @@ Status validate_initiator_name(std::string_view name) {
                       [](char a, char b) { return a == (b | 0x20); });
   };
   bool chars_ok =
-      all_of(name, [](char c) { return is_alnum(c) || c == '.' || c == '-' || c == ':'; });
+      every_char(name, [](char c) { return is_alnum(c) || c == '.' || c == '-' || c == ':'; });
   if (!chars_ok || !(has_prefix("iqn.") || has_prefix("eui.") || has_prefix("naa."))) {
     return error(Code::kInvalidArgument,
                  "iscsi_initiator {} is not an iSCSI name: it must start with iqn., eui. or naa. "
@@ -110,7 +111,7 @@ Status validate_topology(const std::map<std::string, std::string>& topology) {
   }
   for (const auto& [key, value] : topology) {
     bool key_ok = !key.empty() && key.size() <= kMaxTopologyKeyBytes && is_alnum(key.front()) &&
-                  all_of(key, [](char c) {
+                  every_char(key, [](char c) {
                     return is_alnum(c) || c == '.' || c == '_' || c == '-' || c == '/';
                   });
     if (!key_ok) {
@@ -121,7 +122,7 @@ Status validate_topology(const std::map<std::string, std::string>& topology) {
     }
     bool value_ok =
         !value.empty() && value.size() <= kMaxTopologyValueBytes &&
-        all_of(value, [](char c) { return is_alnum(c) || c == '.' || c == '_' || c == '-'; });
+        every_char(value, [](char c) { return is_alnum(c) || c == '.' || c == '_' || c == '-'; });
     if (!value_ok) {
       return error(Code::kInvalidArgument,
                    "topology value {} of key {} must be 1-{} bytes of letters, digits, '.', '_' "
@@ -134,7 +135,7 @@ Status validate_topology(const std::map<std::string, std::string>& topology) {
 
 Status validate_version(std::string_view version) {
   bool ok = version.size() <= kMaxVersionBytes &&
-            all_of(version, [](char c) { return c > 0x20 && c < 0x7f; });
+            every_char(version, [](char c) { return c > 0x20 && c < 0x7f; });
   if (ok) return Status::ok();
   return error(Code::kInvalidArgument,
                "version {} must be at most {} bytes of printable ASCII without spaces",
