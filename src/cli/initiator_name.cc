@@ -20,7 +20,7 @@ std::string_view trim_blanks(std::string_view text) {
 }
 
 // The file is one line; anything much longer is not open-iscsi's.
-constexpr std::size_t kMaxFileBytes = 64 * 1024;
+constexpr std::size_t kMaxInitiatorFileBytes = 64 * 1024;
 
 }  // namespace
 
@@ -34,7 +34,7 @@ Expected<std::optional<std::string>> read_initiator_name(const std::string& path
   }
   std::string content;
   char buffer[4096];
-  while (content.size() < kMaxFileBytes) {
+  while (content.size() < kMaxInitiatorFileBytes) {
     ssize_t got = ::read(fd.get(), buffer, sizeof(buffer));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {

@@ -25,15 +25,15 @@ struct NodeOptions {
   bool force = false;
 };
 
-nlohmann::json or_null(const std::string& text) {
+nlohmann::json null_if_empty(const std::string& text) {
   return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
 }
 
 // The JSON model of a registered node (README "JSON output"): add fields, never rename them.
 nlohmann::json node_json(const v1::Node& node) {
   return {{"node_id", node.node_id()},
-          {"address", or_null(node.address())},
-          {"iscsi_initiator", or_null(node.iscsi_initiator())},
+          {"address", null_if_empty(node.address())},
+          {"iscsi_initiator", null_if_empty(node.iscsi_initiator())},
           {"topology",
            std::map<std::string, std::string>(node.topology().begin(), node.topology().end())},
           {"version", node.version()},

@@ -11,7 +11,7 @@
 namespace rosetctl {
 namespace {
 
-bool is_alnum(char c) {
+bool is_registration_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
@@ -20,7 +20,7 @@ bool every_char(std::string_view text, bool (*allowed)(char)) {
 }
 
 bool is_host_char(char c) {
-  return is_alnum(c) || c == '.' || c == '-';
+  return is_registration_alnum(c) || c == '.' || c == '-';
 }
 
 Status bad_address(std::string_view address, std::string_view why) {
@@ -92,8 +92,8 @@ Status validate_initiator_name(std::string_view name) {
            std::equal(prefix.begin(), prefix.end(), name.begin(),
                       [](char a, char b) { return a == (b | 0x20); });
   };
-  bool chars_ok =
-      every_char(name, [](char c) { return is_alnum(c) || c == '.' || c == '-' || c == ':'; });
+  bool chars_ok = every_char(
+      name, [](char c) { return is_registration_alnum(c) || c == '.' || c == '-' || c == ':'; });
   if (!chars_ok || !(has_prefix("iqn.") || has_prefix("eui.") || has_prefix("naa."))) {
     return error(Code::kInvalidArgument,
                  "iscsi_initiator {} is not an iSCSI name: it must start with iqn., eui. or naa. "
@@ -110,9 +110,9 @@ Status validate_topology(const std::map<std::string, std::string>& topology) {
                  topology.size(), kMaxTopologySegments);
   }
   for (const auto& [key, value] : topology) {
-    bool key_ok = !key.empty() && key.size() <= kMaxTopologyKeyBytes && is_alnum(key.front()) &&
-                  every_char(key, [](char c) {
-                    return is_alnum(c) || c == '.' || c == '_' || c == '-' || c == '/';
+    bool key_ok = !key.empty() && key.size() <= kMaxTopologyKeyBytes &&
+                  is_registration_alnum(key.front()) && every_char(key, [](char c) {
+                    return is_registration_alnum(c) || c == '.' || c == '_' || c == '-' || c == '/';
                   });
     if (!key_ok) {
       return error(Code::kInvalidArgument,
@@ -121,8 +121,9 @@ Status validate_topology(const std::map<std::string, std::string>& topology) {
                    display_quoted(key), kMaxTopologyKeyBytes);
     }
     bool value_ok =
-        !value.empty() && value.size() <= kMaxTopologyValueBytes &&
-        every_char(value, [](char c) { return is_alnum(c) || c == '.' || c == '_' || c == '-'; });
+        !value.empty() && value.size() <= kMaxTopologyValueBytes && every_char(value, [](char c) {
+          return is_registration_alnum(c) || c == '.' || c == '_' || c == '-';
+        });
     if (!value_ok) {
       return error(Code::kInvalidArgument,
                    "topology value {} of key {} must be 1-{} bytes of letters, digits, '.', '_' "

@@ -12,7 +12,7 @@ namespace rosetctl {
 namespace {
 
 // How long a removal waits for ControllerPublishVolume calls to this node that are in flight.
-constexpr std::chrono::seconds kPublishPatience{10};
+constexpr std::chrono::seconds kNodeRemovalPatience{10};
 
 void fill_node(const NodeRecord& record, v1::Node* node) {
   node->set_node_id(record.node_id);
@@ -107,7 +107,7 @@ Status RegistryService::remove_node(const v1::RemoveNodeRequest& request,
   // ControllerPublishVolume holds it shared from its check of the registry to its record.
   auto lock =
       context_.locks.wait_lock(node_lock_key(id), LockMode::kExclusive,
-                               busy_message(fmt::format("node \"{}\"", id)), kPublishPatience);
+                               busy_message(fmt::format("node \"{}\"", id)), kNodeRemovalPatience);
   if (!lock) return lock.status();
   auto removal = context_.store.delete_node(id, request.force());
   if (!removal) {
