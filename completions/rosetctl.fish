@@ -21,8 +21,7 @@ complete -c rosetctl -n '__fish_use_subcommand' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_use_subcommand' -a volume -d 'Create, attach, inspect and delete volumes'
 complete -c rosetctl -n '__fish_use_subcommand' -a snapshot -d 'Commit volumes, list, compare and restore their snapshots'
 complete -c rosetctl -n '__fish_use_subcommand' -a serve -d 'Run as a CSI v1.10 plugin (Identity, Controller, Node)'
-complete -c rosetctl -n '__fish_use_subcommand' -a tls -d 'Certificates for serve\'s mutual TLS: a CA, the controller, nodes and admins'
-complete -c rosetctl -n '__fish_use_subcommand' -a node -d 'This node as the CSI Node service sees it'
+complete -c rosetctl -n '__fish_use_subcommand' -a node -d 'This node (NodeGetInfo) and the nodes registered with the controller'
 complete -c rosetctl -n '__fish_use_subcommand' -a plugin -d 'The plugin\'s identity and capabilities'
 complete -c rosetctl -n '__fish_use_subcommand' -a probe -d 'Check that the state store and providers are ready (Probe)'
 complete -c rosetctl -n '__fish_use_subcommand' -a completion -d 'Print a shell completion script'
@@ -469,94 +468,6 @@ complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-fuse-timeout
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l help
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l version
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l config
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l output
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l state-dir
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l provider
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l node-id
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l driver-name
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l capacity-overcommit
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l verbose
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l secrets-file
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-api-url
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-api-key-file
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-mount-id
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-ca-bundle
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-fuse
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l fuse-credentials
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-fuse-timeout
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -a init -d 'Make a CA and the controller\'s certificate'
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -a issue -d 'Issue a node\'s (or with --admin an admin\'s) certificate'
-complete -c rosetctl -n '__fish_seen_subcommand_from tls' -a show -d 'Subject, role, SANs, issuer and validity of a certificate'
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l help
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l dir
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l name
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l dns
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l ip
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l days
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l force
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l new-ca
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l version
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l config
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l output
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l state-dir
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l provider
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l node-id
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l driver-name
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l capacity-overcommit
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l verbose
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l secrets-file
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-api-url
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-api-key-file
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-mount-id
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-ca-bundle
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-fuse
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l fuse-credentials
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-fuse-timeout
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l help
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l dir
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l admin
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l dns
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l ip
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l days
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l force
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l version
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l config
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l output
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l state-dir
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l provider
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l node-id
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l driver-name
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l capacity-overcommit
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l verbose
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l secrets-file
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-api-url
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-api-key-file
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-mount-id
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-ca-bundle
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-fuse
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l fuse-credentials
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-fuse-timeout
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l help
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l version
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l config
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l output
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l state-dir
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l provider
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l node-id
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l driver-name
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l capacity-overcommit
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l verbose
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l secrets-file
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-api-url
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-api-key-file
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-mount-id
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-ca-bundle
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-fuse
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l fuse-credentials
-complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l config
@@ -576,6 +487,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -a info -d 'Node id, volume limit and topology (NodeGetInfo)'
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -a register -d 'Register this node with the controller, so volumes can be mapped to it'
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -a list -d 'List the nodes registered with the controller'
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -a show -d 'Show one registered node'
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -a remove -d 'Remove a node from the controller\'s registry'
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l config
@@ -594,6 +509,81 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l address
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l iscsi-initiator
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l force
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l config

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "cli/node_cmd.h"
 #include "cli/render.h"
 #include "cli/session.h"
 #include "core/remove_tree.h"
@@ -147,10 +148,12 @@ Status run_probe(const GlobalOptions& globals) {
 }  // namespace
 
 void setup_info(CLI::App& app, const GlobalOptions& globals, Action& action) {
-  CLI::App* node = app.add_subcommand("node", "This node as the CSI Node service sees it");
+  CLI::App* node = app.add_subcommand(
+      "node", "This node (NodeGetInfo) and the nodes registered with the controller");
   node->require_subcommand(1);
   node->add_subcommand("info", "Node id, volume limit and topology (NodeGetInfo)")
       ->callback([&globals, &action] { action = [&globals] { return run_node_info(globals); }; });
+  setup_node_registry(*node, globals, action);
 
   CLI::App* plugin = app.add_subcommand("plugin", "The plugin's identity and capabilities");
   plugin->require_subcommand(1);

@@ -1,4 +1,5 @@
-// `rosetctl node info`, `rosetctl plugin info`, `rosetctl probe`: what the plugin reports.
+// `rosetctl node info`, `rosetctl plugin info`, `rosetctl probe`: what the plugin reports. The
+// `node` command also holds the registry verbs (node_cmd.h).
 #pragma once
 
 #include <CLI/CLI.hpp>

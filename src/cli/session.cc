@@ -55,6 +55,7 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
                                                               controller, options.controller)
                                 : std::make_unique<CsiClient>((*plugin)->in_process_channel());
   session->client_->set_secrets(std::move(secrets));
+  session->registry_ = std::make_unique<RegistryClient>((*plugin)->in_process_channel());
   session->plugin_ = std::move(*plugin);
   return session;
 }

@@ -1,11 +1,12 @@
-// One CLI invocation's connection to the CSI services: the plugin hosted in this process,
-// reached over gRPC's in-process channel (the same code path `serve` exposes).
+// One CLI invocation's connection to the CSI services and our node registry: the plugin hosted
+// in this process, reached over gRPC's in-process channel (the same code path `serve` exposes).
 #pragma once
 
 #include <memory>
 
 #include "cli/csi_client.h"
 #include "cli/global_options.h"
+#include "cli/registry_client.h"
 #include "cli/terminal_progress.h"
 #include "daemon/plugin.h"
 
@@ -20,6 +21,8 @@ class Session {
   static Expected<std::unique_ptr<Session>> open(const GlobalOptions& options);
 
   CsiClient& client() { return *client_; }
+  // The controller's node registry (rosetctl.v1.Registry).
+  RegistryClient& registry() { return *registry_; }
   // Node-local facts (where volumes are mounted on this host) come from this host's store.
   StateStore& store() { return plugin_->store(); }
   const StateLayout& layout() const { return plugin_->layout(); }
@@ -34,6 +37,7 @@ class Session {
   std::unique_ptr<TerminalProgress> progress_;  // outlives the plugin that reports to it
   std::unique_ptr<Plugin> plugin_;
   std::unique_ptr<CsiClient> client_;
+  std::unique_ptr<RegistryClient> registry_;
 };
 
 }  // namespace rosetctl::cli

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <iterator>
@@ -114,6 +115,20 @@ ALTER TABLE volumes ADD COLUMN mutable_parameters TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE stagings ADD COLUMN mount_id INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE node_publications ADD COLUMN mount_id INTEGER NOT NULL DEFAULT 0;
 )sql"},
+    // The nodes registered with this controller (rosetctl.v1.Registry). No foreign key from
+    // controller_publications: the controller's own node is never registered, and a forced
+    // removal leaves a node's publications for ControllerUnpublishVolume.
+    {8, R"sql(
+CREATE TABLE nodes (
+  node_id TEXT NOT NULL PRIMARY KEY,
+  address TEXT NOT NULL,
+  iscsi_initiator TEXT NOT NULL,
+  topology TEXT NOT NULL,
+  version TEXT NOT NULL,
+  registered_at_ns INTEGER NOT NULL,
+  last_seen_ns INTEGER NOT NULL
+) STRICT;
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");
@@ -131,6 +146,8 @@ constexpr const char* kSnapshotColumns =
     "id, name, provider, source_volume_id, source_volume_name, parent_id, message, parameters, "
     "size_bytes, file_count, new_bytes, created_at_ns, commit_id, ready, failure_code, failure, "
     "context, source_capacity_bytes";
+constexpr const char* kNodeColumns =
+    "node_id, address, iscsi_initiator, topology, version, registered_at_ns, last_seen_ns";
 
 // --- Opening ---------------------------------------------------------------------------------
 
@@ -366,6 +383,20 @@ Expected<SnapshotRecord> read_snapshot(const sqlite::Statement& row) {
   snapshot.context = std::move(*context);
   snapshot.source_capacity_bytes = row.column_int64(17);
   return snapshot;
+}
+
+Expected<NodeRecord> read_node(const sqlite::Statement& row) {
+  NodeRecord node;
+  node.node_id = row.column_text(0);
+  node.address = row.column_text(1);
+  node.iscsi_initiator = row.column_text(2);
+  Expected<StringMap> topology = from_json(row.column_text(3), "nodes.topology");
+  if (!topology) return topology.status();
+  node.topology = std::move(*topology);
+  node.version = row.column_text(4);
+  node.registered_at_ns = row.column_int64(5);
+  node.last_seen_ns = row.column_int64(6);
+  return node;
 }
 
 // What still holds a volume, as phrases: `published to node "n1"`, `staged at "/p"`, ...
@@ -879,6 +910,88 @@ Status StateStore::delete_snapshot(std::string_view id) {
   return write([&](sqlite::Connection& connection) {
     return run(prepare(connection, "DELETE FROM snapshots WHERE id = ?1", id));
   });
+}
+
+// --- Registered nodes ------------------------------------------------------------------------
+
+Expected<NodeRecord> StateStore::upsert_node(const NodeRecord& node) {
+  NodeRecord stored = node;
+  Status status = write([&](sqlite::Connection& connection) -> Status {
+    ROSETCTL_RETURN_IF_ERROR(
+        run(prepare(connection,
+                    fmt::format("INSERT INTO nodes ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON "
+                                "CONFLICT (node_id) DO UPDATE SET address = ?2, iscsi_initiator = "
+                                "?3, topology = ?4, version = ?5, last_seen_ns = ?7",
+                                kNodeColumns),
+                    node.node_id, node.address, node.iscsi_initiator, to_json(node.topology),
+                    node.version, node.registered_at_ns, node.last_seen_ns)));
+    Expected<std::optional<int64_t>> first = select_one(
+        prepare(connection, "SELECT registered_at_ns FROM nodes WHERE node_id = ?1", node.node_id),
+        read_int64);
+    if (!first) return first.status();
+    stored.registered_at_ns = first->value_or(node.registered_at_ns);
+    return Status::ok();
+  });
+  if (!status) return status;
+  return stored;
+}
+
+Expected<std::optional<NodeRecord>> StateStore::find_node(std::string_view node_id) {
+  return read([&](sqlite::Connection& connection) {
+    return select_one(
+        prepare(connection, fmt::format("SELECT {} FROM nodes WHERE node_id = ?1", kNodeColumns),
+                node_id),
+        read_node);
+  });
+}
+
+Expected<std::vector<NodeRecord>> StateStore::list_nodes() {
+  return read([&](sqlite::Connection& connection) {
+    return select_all(
+        prepare(connection, fmt::format("SELECT {} FROM nodes ORDER BY node_id", kNodeColumns)),
+        read_node);
+  });
+}
+
+Expected<NodeRemoval> StateStore::delete_node(std::string_view node_id, bool force) {
+  NodeRemoval removal;
+  Status status = write([&](sqlite::Connection& connection) -> Status {
+    // Checked in the transaction that deletes, so no publication slips in between.
+    Expected<std::vector<std::string>> published = select_all<std::string>(
+        prepare(connection,
+                "SELECT volume_id FROM controller_publications WHERE node_id = ?1 ORDER BY "
+                "volume_id",
+                node_id),
+        read_text);
+    if (!published) return published.status();
+    Expected<std::optional<std::string>> registered = select_one<std::string>(
+        prepare(connection, "SELECT node_id FROM nodes WHERE node_id = ?1", node_id), read_text);
+    if (!registered) return registered.status();
+    // Removing what is not there is done already, whatever is still published to it.
+    if (registered->has_value() && !published->empty() && !force) {
+      Expected<std::vector<std::string>> names = select_all<std::string>(
+          prepare(connection,
+                  "SELECT '\"' || v.name || '\"' FROM controller_publications p JOIN volumes v "
+                  "ON v.id = p.volume_id WHERE p.node_id = ?1 ORDER BY v.name",
+                  node_id),
+          read_text);
+      if (!names) return names.status();
+      constexpr std::size_t kNamed = 10;
+      std::string more = names->size() > kNamed
+                             ? fmt::format(" and {} more", names->size() - kNamed)
+                             : std::string();
+      names->resize(std::min(names->size(), kNamed));
+      return error(Code::kFailedPrecondition, "node \"{}\" still has volumes published to it: {}{}",
+                   node_id, fmt::join(*names, ", "), more);
+    }
+    ROSETCTL_RETURN_IF_ERROR(
+        run(prepare(connection, "DELETE FROM nodes WHERE node_id = ?1", node_id)));
+    removal.removed = connection.changes() > 0;
+    removal.published_volume_ids = std::move(*published);
+    return Status::ok();
+  });
+  if (!status) return status;
+  return removal;
 }
 
 }  // namespace rosetctl

@@ -1,5 +1,6 @@
 // The host's state database (<state_dir>/state.db): volumes, controller publications, stagings,
-// node publications and snapshots as typed records, with versioned schema migrations.
+// node publications, snapshots and registered nodes as typed records, with versioned schema
+// migrations.
 #pragma once
 
 #include <chrono>
@@ -100,13 +101,34 @@ struct SnapshotRecord {
   bool operator==(const SnapshotRecord&) const = default;
 };
 
+// A node registered with this controller (rosetctl.v1.Registry). The controller's own node
+// needs no record to be published to.
+struct NodeRecord {
+  std::string node_id;                          // primary key: the CSI node id
+  std::string address;                          // host:port of its `serve --role node`, or ""
+  std::string iscsi_initiator;                  // its initiator name (IQN), or ""
+  std::map<std::string, std::string> topology;  // its accessible topology
+  std::string version;                          // the rosetctl version it runs
+  int64_t registered_at_ns = 0;                 // unix nanoseconds: first registration
+  int64_t last_seen_ns = 0;                     // unix nanoseconds: latest registration
+
+  bool operator==(const NodeRecord&) const = default;
+};
+
+// What removing a node did: whether it was registered, and the volumes still published to it
+// (a forced removal leaves their publications in place).
+struct NodeRemoval {
+  bool removed = false;
+  std::vector<std::string> published_volume_ids;
+};
+
 // Safe to share between threads; several processes (CLI invocations beside `serve`) may open the
 // same directory at once: every mutating method is exactly one SQLite transaction. Not to be
 // used across fork(): open a new store in the child.
 class StateStore {
  public:
   // The schema version this binary creates and understands (the last migration's number).
-  static constexpr int kSchemaVersion = 7;
+  static constexpr int kSchemaVersion = 8;
 
   // Who opens the store. The first connection of a process reads SQLite's whole WAL to
   // rebuild its index (2.3 ms of CPU at 2.9 MB here). `serve` pays that once and keeps
@@ -189,6 +211,16 @@ class StateStore {
   Expected<std::optional<SnapshotRecord>> latest_snapshot_of(std::string_view source_volume_id);
   // A missing id is OK.
   Status delete_snapshot(std::string_view id);
+
+  // Registered nodes. upsert_node inserts or replaces every field but registered_at_ns, which
+  // the first registration set; returns the record as stored.
+  Expected<NodeRecord> upsert_node(const NodeRecord& node);
+  Expected<std::optional<NodeRecord>> find_node(std::string_view node_id);
+  Expected<std::vector<NodeRecord>> list_nodes();  // ordered by node id
+  // A missing node is OK (removed: false). While volumes are published to a registered node
+  // it is FAILED_PRECONDITION naming them, unless `force`: then the node goes and its
+  // publications stay. The result lists the publications left either way.
+  Expected<NodeRemoval> delete_node(std::string_view node_id, bool force);
 
  private:
   class Lease;

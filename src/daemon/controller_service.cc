@@ -164,6 +164,20 @@ Status check_not_in_use(StateStore& store, const VolumeRecord& volume) {
   return Status::ok();
 }
 
+// ControllerPublishVolume's target: this plugin's own node, or one registered with it
+// (rosetctl.v1.Registry). NOT_FOUND is the spec's code for a node that does not exist.
+Status check_node_registered(ServiceContext& context, std::string_view node_id) {
+  if (node_id == context.options.node_id) return Status::ok();
+  auto node = context.store.find_node(node_id);
+  if (!node) return node.status();
+  if (node->has_value()) return Status::ok();
+  return error(Code::kNotFound,
+               "node \"{}\" is not registered with this controller (rosetctl node list shows the "
+               "registered nodes; a node registers with `rosetctl node register`, `rosetctl serve "
+               "--role node --controller ...` or its first CLI call)",
+               node_id);
+}
+
 int64_t unix_now() {
   return static_cast<int64_t>(::time(nullptr));
 }
@@ -320,11 +334,18 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
 
   auto volume = load_volume(context_, request.volume_id());
   if (!volume) return volume.status();
+  // Held until the publication is recorded, so the node cannot be removed in between.
+  auto node_lock =
+      context_.locks.try_lock(node_lock_key(request.node_id()), LockMode::kShared,
+                              busy_message(fmt::format("node \"{}\"", request.node_id())));
+  if (!node_lock) return node_lock.status();
+  ROSETCTL_RETURN_IF_ERROR(check_node_registered(context_, request.node_id()));
   if (volume->provider->volumes_are_node_local() && request.node_id() != context_.options.node_id) {
     return error(Code::kNotFound,
-                 "node \"{}\" is not known to this controller; {} volumes can only be published "
-                 "to node \"{}\"",
-                 request.node_id(), volume->provider->name(), context_.options.node_id);
+                 "node \"{}\" cannot reach volume \"{}\": {} volumes live on the node that "
+                 "created them and can only be published to node \"{}\"",
+                 request.node_id(), volume->record.name, volume->provider->name(),
+                 context_.options.node_id);
   }
   std::string wanted_type = capability->access_type == AccessType::kBlock ? "block" : "mount";
   if (volume->record.access_type != wanted_type) {

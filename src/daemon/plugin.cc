@@ -81,6 +81,7 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
   plugin->identity_ = std::make_unique<IdentityService>(*plugin->context_, *plugin->handlers_);
   plugin->controller_ = std::make_unique<ControllerService>(*plugin->context_, *plugin->handlers_);
   plugin->node_ = std::make_unique<NodeService>(*plugin->context_, *plugin->handlers_);
+  plugin->registry_ = std::make_unique<RegistryService>(*plugin->context_, *plugin->handlers_);
   return plugin;
 }
 
@@ -107,6 +108,7 @@ Status Plugin::start(const std::optional<std::string>& unix_socket,
   }
   builder.RegisterService(identity_.get());
   if (context_->options.role != PluginRole::kNode) builder.RegisterService(controller_.get());
+  if (context_->options.role != PluginRole::kNode) builder.RegisterService(registry_.get());
   if (context_->options.role != PluginRole::kController) builder.RegisterService(node_.get());
   server_ = builder.BuildAndStart();
   if (!server_) {

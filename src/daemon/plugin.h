@@ -1,4 +1,5 @@
-// The plugin: state store, providers and the three CSI services behind one gRPC server.
+// The plugin: state store, providers, the three CSI services and our node registry behind one
+// gRPC server.
 // The CLI talks to it through gRPC's in-process channel; `serve` also listens on a socket.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include "daemon/handler_pool.h"
 #include "daemon/identity_service.h"
 #include "daemon/node_service.h"
+#include "daemon/registry_service.h"
 #include "daemon/service_context.h"
 #include "daemon/tls_files.h"
 
@@ -54,6 +56,7 @@ class Plugin {
   std::unique_ptr<IdentityService> identity_;
   std::unique_ptr<ControllerService> controller_;
   std::unique_ptr<NodeService> node_;
+  std::unique_ptr<RegistryService> registry_;  // rosetctl.v1.Registry, beside the controller
   // After the services, before the server: destroyed once the server has stopped (no new
   // work) and before the services its handlers use.
   std::unique_ptr<HandlerPool> handlers_;

@@ -3,7 +3,9 @@
 // A volume key is held shared by node and publish work and exclusively by delete/expand; the
 // stage key is exclusive for stage/unstage and shared by publish/unpublish (which need the
 // staging mount to stay put); a target key serialises calls on one target path. Keys are per
-// volume and per target, so different targets of one volume never block each other.
+// volume and per target, so different targets of one volume never block each other. A node key
+// is held shared by ControllerPublishVolume to that node and exclusively by RemoveNode, so no
+// publication lands on a node while it is being removed.
 #pragma once
 
 #include <string>
@@ -24,6 +26,9 @@ inline std::string stage_lock_key(std::string_view id) {
 }
 inline std::string target_lock_key(std::string_view path) {
   return fmt::format("target:{}", path);
+}
+inline std::string node_lock_key(std::string_view node) {
+  return fmt::format("node:{}", node);
 }
 inline std::string node_publish_lock_key(std::string_view id, std::string_view node) {
   return fmt::format("controller-publish:{}:{}", id, node);

@@ -1,4 +1,5 @@
-"""Python gRPC stubs for csi.proto, generated at test time with grpc_tools.protoc."""
+"""Python gRPC stubs for proto/csi.proto (and our own proto/rosetctl.proto), generated at test
+time with grpc_tools.protoc."""
 from __future__ import annotations
 
 import importlib
@@ -9,17 +10,17 @@ from pathlib import Path
 from types import SimpleNamespace
 
 
-def proto_path() -> Path:
+def proto_path(name: str = "csi") -> Path:
     source = os.environ.get("ROSETCTL_SOURCE_DIR")
     root = Path(source) if source else Path(__file__).resolve().parents[2]
-    return root / "proto" / "csi.proto"
+    return root / "proto" / f"{name}.proto"
 
 
-def generate(out_dir: Path) -> SimpleNamespace:
-    """Compiles csi.proto into out_dir and imports it: returns pb2 (messages) and grpc (stubs)."""
-    proto = proto_path()
+def generate(out_dir: Path, name: str = "csi") -> SimpleNamespace:
+    """Compiles proto/<name>.proto into out_dir and imports it: returns pb2 (messages) and grpc (stubs)."""
+    proto = proto_path(name)
     if not proto.is_file():
-        raise FileNotFoundError(f"csi.proto not found at {proto} (set ROSETCTL_SOURCE_DIR)")
+        raise FileNotFoundError(f"{name}.proto not found at {proto} (set ROSETCTL_SOURCE_DIR)")
     done = subprocess.run(
         [sys.executable, "-m", "grpc_tools.protoc", f"-I{proto.parent}",
          f"--python_out={out_dir}", f"--grpc_python_out={out_dir}", str(proto)],
@@ -29,10 +30,10 @@ def generate(out_dir: Path) -> SimpleNamespace:
         raise RuntimeError(f"grpc_tools.protoc failed on {proto}: {done.stderr}")
     sys.path.insert(0, str(out_dir))
     try:
-        for name in ("csi_pb2", "csi_pb2_grpc"):
-            sys.modules.pop(name, None)
-        pb2 = importlib.import_module("csi_pb2")
-        grpc_module = importlib.import_module("csi_pb2_grpc")
+        for module in (f"{name}_pb2", f"{name}_pb2_grpc"):
+            sys.modules.pop(module, None)
+        pb2 = importlib.import_module(f"{name}_pb2")
+        grpc_module = importlib.import_module(f"{name}_pb2_grpc")
     finally:
         sys.path.remove(str(out_dir))
     return SimpleNamespace(pb2=pb2, grpc=grpc_module)

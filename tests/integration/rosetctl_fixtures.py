@@ -98,6 +98,12 @@ def csi(tmp_path_factory):
     return csi_stubs.generate(tmp_path_factory.mktemp("csi-stubs"))
 
 
+@pytest.fixture(scope="session")
+def registry_stubs(tmp_path_factory):
+    """rosetctl_pb2 / rosetctl_pb2_grpc generated from proto/rosetctl.proto (the node registry)."""
+    return csi_stubs.generate(tmp_path_factory.mktemp("rosetctl-stubs"), "rosetctl")
+
+
 @pytest.fixture
 def start_serve(csi, cli, workdir):
     """Factory: start_serve(socket=None, extra=(), wait=True) -> Server. Everything is stopped at teardown."""

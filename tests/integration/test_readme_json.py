@@ -69,11 +69,13 @@ def field_table(rows: list[list[str]]) -> Spec:
     return Spec(fields, nested)
 
 
-def verb_table(rows: list[list[str]], volume: Spec) -> dict[str, Spec]:
+def verb_table(rows: list[list[str]], bases: dict[str, Spec]) -> dict[str, Spec]:
+    """`bases`: what "the volume" or "the node" at the start of a row stands for."""
     specs = {}
     for verb_cell, prints in rows:
-        fields = set(volume.fields) if prints.startswith("the volume") else set()
-        nested = dict(volume.nested) if fields else {}
+        base = next((spec for name, spec in bases.items() if prints.startswith(f"the {name}")), None)
+        fields = set(base.fields) if base else set()
+        nested = dict(base.nested) if base else {}
         spans = SPAN.findall(prints)
         objects = [OBJECT.match(span) for span in spans if span.startswith("{")]
         if objects and objects[0]:
@@ -93,11 +95,11 @@ def readme():
     tables = readme_tables()
     fields = [rows for header, rows in tables if header == "field | meaning"]
     verbs = [rows for header, rows in tables if header == "verb | prints"]
-    assert len(fields) == 2 and len(verbs) == 2, f"expected README's volume and snapshot tables: {tables}"
-    volume, snapshot = field_table(fields[0]), field_table(fields[1])
-    specs = {"volume": volume, "snapshot": snapshot}
+    assert len(fields) == 3 and len(verbs) == 3, f"expected README's volume, snapshot and node tables: {tables}"
+    volume, snapshot, node = (field_table(rows) for rows in fields)
+    specs = {"volume": volume, "snapshot": snapshot, "node": node}
     for rows in verbs:
-        specs.update(verb_table(rows, volume))
+        specs.update(verb_table(rows, {"volume": volume, "node": node}))
     return specs
 
 
@@ -141,4 +143,12 @@ def test_readme_json_tables_match_every_verbs_output(readme, cli, workdir):
     for name in ("dir", "blk"):
         check("volume disconnect", cli.ok_json("volume", "disconnect", name))
     check("volume delete", cli.ok_json("volume", "delete", "back"))
+
+    check("node register", cli.ok_json("node", "register", "--address", "[::1]:9443"))
+    check("node register", cli.ok_json("--node-id", "other", "node", "register",
+                                       "--iscsi-initiator", "iqn.1993-08.org.debian:01:other"))
+    for item in cli.ok_json("node", "list"):
+        check("node", item)
+    check("node", cli.ok_json("node", "show", "other"))
+    check("node remove", cli.ok_json("node", "remove", "other"))
     assert checked == set(readme), f"README tables without a check here: {sorted(set(readme) - checked)}"

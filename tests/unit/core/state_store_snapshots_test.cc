@@ -1,4 +1,5 @@
-// Tests for the snapshot records of src/core/state_store.cc (schema versions 2 to 6).
+// Tests for the snapshot records of src/core/state_store.cc (schema versions 2 to 6); the
+// databases of older schemas they make drop what later versions added, the nodes table (8) too.
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -107,7 +108,7 @@ TEST_CASE("snapshots: a version 1 database migrates and keeps its volumes", "[st
                 ->exec("DROP TABLE snapshots; ALTER TABLE volumes DROP COLUMN mutable_parameters; "
                        "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications "
                        "DROP COLUMN "
-                       "mount_id; PRAGMA user_version = 1")
+                       "mount_id; DROP TABLE nodes; PRAGMA user_version = 1")
                 .is_ok());
   }
   auto store = open_store(dir.path);
@@ -161,7 +162,7 @@ TEST_CASE("snapshots: a version 2 database migrates, its ids kept and copied to 
                        "ALTER TABLE volumes DROP COLUMN mutable_parameters; "
                        "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications "
                        "DROP COLUMN "
-                       "mount_id; PRAGMA user_version = 2")
+                       "mount_id; DROP TABLE nodes; PRAGMA user_version = 2")
                 .is_ok());
   }
   auto store = open_store(dir.path);
@@ -209,7 +210,7 @@ TEST_CASE("snapshots: a version 3 database migrates; old snapshots' source size 
                    "DROP COLUMN source_capacity_bytes; ALTER TABLE snapshots DROP COLUMN context; "
                    "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications DROP "
                    "COLUMN "
-                   "mount_id; PRAGMA user_version = 3")
+                   "mount_id; DROP TABLE nodes; PRAGMA user_version = 3")
             .is_ok());
   }
   auto store = open_store(dir.path);

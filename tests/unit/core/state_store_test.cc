@@ -291,6 +291,125 @@ TEST_CASE("state store: a published or staged volume cannot be deleted", "[state
   CHECK_FALSE(store->find_volume("X")->has_value());
 }
 
+namespace {
+
+NodeRecord make_node(const std::string& id, int64_t seen_ns) {
+  NodeRecord node;
+  node.node_id = id;
+  node.address = "[fd00::7]:9443";
+  node.iscsi_initiator = "iqn.1993-08.org.debian:01:" + id;
+  node.topology = {{"topology.rosetctl.io/node", id}};
+  node.version = "0.1.0";
+  node.registered_at_ns = seen_ns;
+  node.last_seen_ns = seen_ns;
+  return node;
+}
+
+}  // namespace
+
+TEST_CASE("state store: nodes register idempotently and keep their first registration",
+          "[state_store][nodes]") {
+  TempDir tmp;
+  auto store = open_store(tmp.path());
+  CHECK(store->list_nodes()->empty());
+  CHECK_FALSE(store->find_node("n1")->has_value());
+
+  const NodeRecord first = make_node("n1", 1000);
+  CHECK(*store->upsert_node(first) == first);
+  REQUIRE(store->upsert_node(make_node("n0", 500)).has_value());
+  CHECK(*store->find_node("n1") == first);
+
+  // Registering again replaces what the node says about itself and when it was seen, never
+  // when it first came.
+  NodeRecord again = make_node("n1", 2000);
+  again.address = "";
+  again.iscsi_initiator = "";
+  again.topology = {{"zone", "b"}};
+  again.version = "0.2.0";
+  NodeRecord expected = again;
+  expected.registered_at_ns = 1000;
+  CHECK(*store->upsert_node(again) == expected);
+  CHECK(*store->find_node("n1") == expected);
+
+  auto listed = store->list_nodes();
+  REQUIRE(listed.has_value());
+  REQUIRE(listed->size() == 2);
+  CHECK((*listed)[0].node_id == "n0");  // ordered by id
+  CHECK((*listed)[1] == expected);
+}
+
+TEST_CASE("state store: a node with publications is removed only by force, which keeps them",
+          "[state_store][nodes]") {
+  TempDir tmp;
+  auto store = open_store(tmp.path());
+  // Unknown: nothing to do, and that is no error.
+  auto removal = store->delete_node("n1", false);
+  REQUIRE(removal.has_value());
+  CHECK_FALSE(removal->removed);
+
+  REQUIRE(store->upsert_node(make_node("n1", 1)).has_value());
+  REQUIRE(store->insert_volume(make_volume("v2", "logs")).is_ok());
+  REQUIRE(store->insert_volume(make_volume("v1", "db")).is_ok());
+  REQUIRE(store->upsert_controller_publication({"v1", "n1", false, "c", {}}).is_ok());
+  REQUIRE(store->upsert_controller_publication({"v2", "n1", false, "c", {}}).is_ok());
+  REQUIRE(store->upsert_controller_publication({"v2", "n2", false, "c", {}}).is_ok());
+
+  removal = store->delete_node("n1", false);
+  REQUIRE_FALSE(removal.has_value());
+  CHECK(removal.status().code() == Code::kFailedPrecondition);
+  CHECK(removal.status().message() ==
+        "node \"n1\" still has volumes published to it: \"db\", \"logs\"");
+  CHECK(store->find_node("n1")->has_value());
+
+  removal = store->delete_node("n1", true);
+  REQUIRE(removal.has_value());
+  CHECK(removal->removed);
+  CHECK(removal->published_volume_ids == std::vector<std::string>{"v1", "v2"});
+  CHECK_FALSE(store->find_node("n1")->has_value());
+  CHECK(*store->count_controller_publications_on_node("n1") == 2);
+  // Gone already: removing it again is done, publications or not.
+  removal = store->delete_node("n1", false);
+  REQUIRE(removal.has_value());
+  CHECK_FALSE(removal->removed);
+  CHECK(removal->published_volume_ids == std::vector<std::string>{"v1", "v2"});
+
+  // Without publications no force is needed; a second removal finds nothing.
+  REQUIRE(store->upsert_node(make_node("n2", 1)).has_value());
+  REQUIRE(store->delete_controller_publication("v2", "n2").is_ok());
+  removal = store->delete_node("n2", false);
+  REQUIRE(removal.has_value());
+  CHECK(removal->removed);
+  CHECK(removal->published_volume_ids.empty());
+  CHECK_FALSE(store->delete_node("n2", false)->removed);
+}
+
+TEST_CASE("state store: a version 7 database migrates to 8 and keeps its records",
+          "[state_store][nodes]") {
+  TempDir tmp;
+  const std::string db_path = tmp.sub("state.db");
+  const ControllerPublication publication{"v1", "n1", false, "c", {{"readonly", "false"}}};
+  {
+    auto store = open_store(tmp.path());
+    REQUIRE(store->insert_volume(make_volume("v1", "db")).is_ok());
+    REQUIRE(store->upsert_controller_publication(publication).is_ok());
+  }
+  {
+    // Turn it back into what rosetctl with schema 7 wrote.
+    auto connection = sqlite::Connection::open(db_path);
+    REQUIRE(connection.has_value());
+    REQUIRE(connection->exec("DROP TABLE nodes; PRAGMA user_version = 7").is_ok());
+  }
+  REQUIRE(schema_version_on_disk(db_path) == 7);
+  auto store = open_store(tmp.path());
+  CHECK(schema_version_on_disk(db_path) == 8);
+  CHECK(*store->find_volume("v1") == make_volume("v1", "db"));
+  CHECK(*store->controller_publications("v1") == std::vector{publication});
+  // A publication made before nodes were registered is no reason to refuse the registration.
+  CHECK(store->list_nodes()->empty());
+  REQUIRE(store->upsert_node(make_node("n1", 5)).has_value());
+  CHECK(store->delete_node("n1", false).status().code() == Code::kFailedPrecondition);
+}
+
 TEST_CASE("state store: threads share one store", "[state_store]") {
   TempDir tmp;
   auto store = open_store(tmp.path());

@@ -1,0 +1,226 @@
+// Registering this node with the controller, and listing, showing and removing registered nodes.
+#include "cli/node_cmd.h"
+
+#include <fmt/ranges.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "cli/initiator_name.h"
+#include "cli/render.h"
+#include "cli/session.h"
+#include "cli/snapshot_view.h"
+#include "core/validate.h"
+#include "core/version.h"
+
+namespace rosetctl::cli {
+namespace {
+
+struct NodeOptions {
+  std::string node_id;
+  std::string address;
+  std::optional<std::string> iscsi_initiator;  // given (even empty) beats the initiator file
+  bool force = false;
+};
+
+nlohmann::json null_if_empty(const std::string& text) {
+  return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
+}
+
+// The JSON model of a registered node (README "JSON output"): add fields, never rename them.
+nlohmann::json node_json(const v1::Node& node) {
+  return {{"node_id", node.node_id()},
+          {"address", null_if_empty(node.address())},
+          {"iscsi_initiator", null_if_empty(node.iscsi_initiator())},
+          {"topology",
+           std::map<std::string, std::string>(node.topology().begin(), node.topology().end())},
+          {"version", node.version()},
+          {"registered_at", format_time_ns(node.registered_at())},
+          {"registered_at_ns", node.registered_at()},
+          {"last_seen", format_time_ns(node.last_seen())},
+          {"last_seen_ns", node.last_seen()}};
+}
+
+std::string topology_text(const nlohmann::json& node) {
+  std::string text;
+  for (const auto& [key, value] : node["topology"].items())
+    text += fmt::format("{}{}={}", text.empty() ? "" : " ", key, value.get<std::string>());
+  return text.empty() ? "-" : text;
+}
+
+std::vector<Column> node_fields() {
+  return {
+      {"Node id", [](const nlohmann::json& n) { return text_of(n["node_id"]); }},
+      {"Address", [](const nlohmann::json& n) { return text_of(n["address"]); }},
+      {"iSCSI initiator", [](const nlohmann::json& n) { return text_of(n["iscsi_initiator"]); }},
+      {"Topology", topology_text},
+      {"Version", [](const nlohmann::json& n) { return text_of(n["version"]); }},
+      {"Registered", [](const nlohmann::json& n) { return text_of(n["registered_at"]); }},
+      {"Last seen", [](const nlohmann::json& n) { return text_of(n["last_seen"]); }}};
+}
+
+std::vector<Column> node_columns() {
+  return {
+      {"NODE ID", [](const nlohmann::json& n) { return text_of(n["node_id"]); }},
+      {"ADDRESS", [](const nlohmann::json& n) { return text_of(n["address"]); }},
+      {"ISCSI INITIATOR", [](const nlohmann::json& n) { return text_of(n["iscsi_initiator"]); }},
+      {"VERSION", [](const nlohmann::json& n) { return text_of(n["version"]); }},
+      {"LAST SEEN", [](const nlohmann::json& n) { return text_of(n["last_seen"]); }}};
+}
+
+Status run_node_register(const GlobalOptions& globals, const NodeOptions& options) {
+  std::optional<std::string> initiator = options.iscsi_initiator;
+  if (!initiator) {
+    auto from_file = read_initiator_name(kInitiatorNameFile);
+    if (!from_file) return from_file.status();
+    initiator = std::move(*from_file);
+  }
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  // Who this node is and where it sits, as the CSI Node service says: what a CO would see.
+  csi::v1::NodeGetInfoResponse info;
+  ROSETCTL_RETURN_IF_ERROR((*session)->client().node(&csi::v1::Node::Stub::NodeGetInfo,
+                                                     csi::v1::NodeGetInfoRequest(), &info));
+  v1::RegisterNodeRequest request;
+  request.set_node_id(info.node_id());
+  request.set_address(options.address);
+  request.set_iscsi_initiator(initiator.value_or(""));
+  *request.mutable_topology() = info.accessible_topology().segments();
+  request.set_version(kVersion);
+  v1::RegisterNodeResponse response;
+  Status registered =
+      (*session)->registry().call(&v1::Registry::Stub::RegisterNode, request, &response);
+  if (!registered && !options.iscsi_initiator && initiator) {
+    // Say where a bad initiator name came from: the user gave none.
+    return registered.with_context(
+        fmt::format("with the initiator name from {}", kInitiatorNameFile));
+  }
+  ROSETCTL_RETURN_IF_ERROR(registered);
+  print_object(globals.output, node_json(response.node()), node_fields());
+  return Status::ok();
+}
+
+Status run_node_list(const GlobalOptions& globals) {
+  if (!state_exists(globals)) {
+    print_list(globals.output, nlohmann::json::array(), node_columns());
+    return Status::ok();
+  }
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  v1::ListNodesResponse response;
+  ROSETCTL_RETURN_IF_ERROR((*session)->registry().call(&v1::Registry::Stub::ListNodes,
+                                                       v1::ListNodesRequest(), &response));
+  nlohmann::json items = nlohmann::json::array();
+  for (const v1::Node& node : response.nodes())
+    items.push_back(node_json(node));
+  print_list(globals.output, items, node_columns());
+  return Status::ok();
+}
+
+Status run_node_show(const GlobalOptions& globals, const NodeOptions& options) {
+  if (!state_exists(globals)) {
+    ROSETCTL_RETURN_IF_ERROR(validate_node_id(options.node_id, "node id"));
+    return error(Code::kNotFound, "node \"{}\" is not registered (no state in \"{}\" yet)",
+                 options.node_id, globals.state_dir);
+  }
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  v1::GetNodeRequest request;
+  request.set_node_id(options.node_id);
+  v1::GetNodeResponse response;
+  ROSETCTL_RETURN_IF_ERROR(
+      (*session)->registry().call(&v1::Registry::Stub::GetNode, request, &response));
+  print_object(globals.output, node_json(response.node()), node_fields());
+  return Status::ok();
+}
+
+Status run_node_remove(const GlobalOptions& globals, const NodeOptions& options) {
+  auto session = Session::open(globals);
+  if (!session) return session.status();
+  v1::RemoveNodeRequest request;
+  request.set_node_id(options.node_id);
+  request.set_force(options.force);
+  v1::RemoveNodeResponse response;
+  ROSETCTL_RETURN_IF_ERROR(
+      (*session)->registry().call(&v1::Registry::Stub::RemoveNode, request, &response));
+  std::vector<std::string> published(response.published_volume_ids().begin(),
+                                     response.published_volume_ids().end());
+  if (!published.empty() && globals.output != OutputFormat::kJson) {
+    std::fprintf(stderr,
+                 "rosetctl: note: volumes %s stay published to node \"%s\" until unmapped "
+                 "(rosetctl volume unmap VOLUME --node %s)\n",
+                 fmt::format("{}", fmt::join(published, ", ")).c_str(), options.node_id.c_str(),
+                 options.node_id.c_str());
+  }
+  print_line_or_json(
+      globals.output,
+      response.removed()
+          ? fmt::format("removed node \"{}\"", options.node_id)
+          : fmt::format("node \"{}\" is not registered; nothing to remove", options.node_id),
+      {{"node_id", options.node_id},
+       {"removed", response.removed()},
+       {"published_volume_ids", published}});
+  return Status::ok();
+}
+
+void add_node_argument(CLI::App* command, NodeOptions* options) {
+  command->add_option("node", options->node_id, "Node id (as `rosetctl node list` shows it)")
+      ->required();
+}
+
+}  // namespace
+
+void setup_node_registry(CLI::App& node, const GlobalOptions& globals, Action& action) {
+  auto register_options = std::make_shared<NodeOptions>();
+  CLI::App* registration = node.add_subcommand(
+      "register", "Register this node with the controller, so volumes can be mapped to it");
+  registration->add_option("--address", register_options->address,
+                           "HOST:PORT or [IPv6]:PORT where this node's `serve --role node` "
+                           "listens (default: none)");
+  registration->add_option("--iscsi-initiator", register_options->iscsi_initiator,
+                           "This node's iSCSI initiator name (default: InitiatorName= in " +
+                               std::string(kInitiatorNameFile) + ", if any)");
+  registration->footer(
+      "Registers this host's node id (--node-id, default the host name) with its topology as\n"
+      "NodeGetInfo reports it and this rosetctl's version. Registering again is safe: it\n"
+      "updates the entry and its last-seen time, and keeps when the node first registered.\n"
+      "Volume map (ControllerPublish) to a node id is refused with exit code 3 until that node\n"
+      "is registered; the controller's own node id never needs it.\n\n"
+      "Examples:\n  rosetctl node register\n  rosetctl node register --address "
+      "node1.example.com:9443 --iscsi-initiator iqn.1993-08.org.debian:01:node1\n  rosetctl "
+      "--node-id worker-2 node register -o json");
+  registration->callback([&globals, &action, register_options] {
+    action = [&globals, register_options] { return run_node_register(globals, *register_options); };
+  });
+
+  CLI::App* list = node.add_subcommand("list", "List the nodes registered with the controller");
+  list->footer("Example:\n  rosetctl node list -o json");
+  list->callback([&globals, &action] { action = [&globals] { return run_node_list(globals); }; });
+
+  auto show_options = std::make_shared<NodeOptions>();
+  CLI::App* show = node.add_subcommand("show", "Show one registered node");
+  add_node_argument(show, show_options.get());
+  show->footer(
+      "Exit code 3 when the node is not registered.\n\nExample:\n  rosetctl node show worker-2");
+  show->callback([&globals, &action, show_options] {
+    action = [&globals, show_options] { return run_node_show(globals, *show_options); };
+  });
+
+  auto remove_options = std::make_shared<NodeOptions>();
+  CLI::App* remove = node.add_subcommand("remove", "Remove a node from the controller's registry");
+  add_node_argument(remove, remove_options.get());
+  remove->add_flag("--force", remove_options->force,
+                   "Remove it although volumes are mapped to it (they stay mapped)");
+  remove->footer(
+      "Refused (exit code 5) while volumes are mapped to the node, naming them: unmap them\n"
+      "first (rosetctl volume unmap VOLUME --node ID) or pass --force. Removing a node that is\n"
+      "not registered succeeds and says so. A removed node can register again.\n\n"
+      "Examples:\n  rosetctl node remove worker-2\n  rosetctl node remove worker-2 --force");
+  remove->callback([&globals, &action, remove_options] {
+    action = [&globals, remove_options] { return run_node_remove(globals, *remove_options); };
+  });
+}
+
+}  // namespace rosetctl::cli

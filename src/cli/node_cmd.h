@@ -1,0 +1,14 @@
+// `rosetctl node register|list|show|remove`: the controller's node registry
+// (rosetctl.v1.Registry), beside `node info` under the same `node` command.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "cli/global_options.h"
+
+namespace rosetctl::cli {
+
+void setup_node_registry(CLI::App& node, const GlobalOptions& globals, Action& action);
+
+}  // namespace rosetctl::cli

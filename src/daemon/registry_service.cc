@@ -1,0 +1,127 @@
+// Registry RPCs: validation of what a node says about itself, and its record in the store.
+#include "daemon/registry_service.h"
+
+#include "core/clock.h"
+#include "core/validate.h"
+#include "daemon/call_log.h"
+#include "daemon/convert.h"
+#include "daemon/node_registration.h"
+#include "daemon/volume_locks.h"
+
+namespace rosetctl {
+namespace {
+
+// How long a removal waits for ControllerPublishVolume calls to this node that are in flight.
+constexpr std::chrono::seconds kNodeRemovalPatience{10};
+
+void fill_node(const NodeRecord& record, v1::Node* node) {
+  node->set_node_id(record.node_id);
+  node->set_address(record.address);
+  node->set_iscsi_initiator(record.iscsi_initiator);
+  fill_map(record.topology, node->mutable_topology());
+  node->set_version(record.version);
+  node->set_registered_at(record.registered_at_ns);
+  node->set_last_seen(record.last_seen_ns);
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* RegistryService::RegisterNode(Request* call,
+                                                        const v1::RegisterNodeRequest* request,
+                                                        v1::RegisterNodeResponse* response) {
+  return answer(handlers_, call, "RegisterNode", request, response,
+                [=, this] { return register_node(*request, response); });
+}
+
+grpc::ServerUnaryReactor* RegistryService::GetNode(Request* call, const v1::GetNodeRequest* request,
+                                                   v1::GetNodeResponse* response) {
+  return answer(handlers_, call, "GetNode", request, response,
+                [=, this] { return get_node(*request, response); });
+}
+
+grpc::ServerUnaryReactor* RegistryService::ListNodes(Request* call,
+                                                     const v1::ListNodesRequest* request,
+                                                     v1::ListNodesResponse* response) {
+  return answer(handlers_, call, "ListNodes", request, response,
+                [=, this] { return list_nodes(response); });
+}
+
+grpc::ServerUnaryReactor* RegistryService::RemoveNode(Request* call,
+                                                      const v1::RemoveNodeRequest* request,
+                                                      v1::RemoveNodeResponse* response) {
+  return answer(handlers_, call, "RemoveNode", request, response,
+                [=, this] { return remove_node(*request, response); });
+}
+
+Status RegistryService::register_node(const v1::RegisterNodeRequest& request,
+                                      v1::RegisterNodeResponse* response) {
+  ROSETCTL_RETURN_IF_ERROR(validate_node_id(request.node_id(), "node_id"));
+  ROSETCTL_RETURN_IF_ERROR(validate_node_address(request.address()));
+  ROSETCTL_RETURN_IF_ERROR(validate_initiator_name(request.iscsi_initiator()));
+  StringMap topology = to_map(request.topology());
+  ROSETCTL_RETURN_IF_ERROR(validate_topology(topology));
+  ROSETCTL_RETURN_IF_ERROR(validate_version(request.version()));
+
+  const int64_t now = unix_now_ns();
+  NodeRecord node{request.node_id(),
+                  request.address(),
+                  request.iscsi_initiator(),
+                  std::move(topology),
+                  request.version(),
+                  now,
+                  now};
+  auto stored = context_.store.upsert_node(node);
+  if (!stored) {
+    return stored.status().with_context(fmt::format("registering node \"{}\"", node.node_id));
+  }
+  fill_node(*stored, response->mutable_node());
+  return Status::ok();
+}
+
+Status RegistryService::get_node(const v1::GetNodeRequest& request, v1::GetNodeResponse* response) {
+  ROSETCTL_RETURN_IF_ERROR(validate_node_id(request.node_id(), "node_id"));
+  auto node = context_.store.find_node(request.node_id());
+  if (!node) return node.status();
+  if (!node->has_value()) {
+    return error(Code::kNotFound,
+                 "node \"{}\" is not registered with this controller (rosetctl node list shows "
+                 "the registered nodes)",
+                 request.node_id());
+  }
+  fill_node(**node, response->mutable_node());
+  return Status::ok();
+}
+
+Status RegistryService::list_nodes(v1::ListNodesResponse* response) {
+  auto nodes = context_.store.list_nodes();
+  if (!nodes) return nodes.status();
+  for (const NodeRecord& node : *nodes)
+    fill_node(node, response->add_nodes());
+  return Status::ok();
+}
+
+Status RegistryService::remove_node(const v1::RemoveNodeRequest& request,
+                                    v1::RemoveNodeResponse* response) {
+  const std::string& id = request.node_id();
+  ROSETCTL_RETURN_IF_ERROR(validate_node_id(id, "node_id"));
+  // ControllerPublishVolume holds it shared from its check of the registry to its record.
+  auto lock =
+      context_.locks.wait_lock(node_lock_key(id), LockMode::kExclusive,
+                               busy_message(fmt::format("node \"{}\"", id)), kNodeRemovalPatience);
+  if (!lock) return lock.status();
+  auto removal = context_.store.delete_node(id, request.force());
+  if (!removal) {
+    if (removal.status().code() != Code::kFailedPrecondition) return removal.status();
+    return error(Code::kFailedPrecondition,
+                 "{}; unmap them first (rosetctl volume unmap VOLUME --node {}), or remove the "
+                 "node anyway with force (rosetctl node remove {} --force), which leaves them "
+                 "published",
+                 removal.status().message(), id, id);
+  }
+  response->set_removed(removal->removed);
+  for (const std::string& volume_id : removal->published_volume_ids)
+    response->add_published_volume_ids(volume_id);
+  return Status::ok();
+}
+
+}  // namespace rosetctl

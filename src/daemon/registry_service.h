@@ -1,0 +1,36 @@
+// rosetctl.v1.Registry: the nodes this controller serves, kept in its state database. A node
+// registers itself (idempotently) and is then a valid target of ControllerPublishVolume.
+#pragma once
+
+#include "daemon/handler_pool.h"
+#include "daemon/service_context.h"
+#include "rosetctl.grpc.pb.h"
+
+namespace rosetctl {
+
+class RegistryService final : public v1::Registry::CallbackService {
+ public:
+  RegistryService(ServiceContext& context, HandlerPool& handlers)
+      : context_(context), handlers_(handlers) {}
+
+  using Request = grpc::CallbackServerContext;
+  grpc::ServerUnaryReactor* RegisterNode(Request*, const v1::RegisterNodeRequest*,
+                                         v1::RegisterNodeResponse*) override;
+  grpc::ServerUnaryReactor* GetNode(Request*, const v1::GetNodeRequest*,
+                                    v1::GetNodeResponse*) override;
+  grpc::ServerUnaryReactor* ListNodes(Request*, const v1::ListNodesRequest*,
+                                      v1::ListNodesResponse*) override;
+  grpc::ServerUnaryReactor* RemoveNode(Request*, const v1::RemoveNodeRequest*,
+                                       v1::RemoveNodeResponse*) override;
+
+ private:
+  Status register_node(const v1::RegisterNodeRequest& request, v1::RegisterNodeResponse* response);
+  Status get_node(const v1::GetNodeRequest& request, v1::GetNodeResponse* response);
+  Status list_nodes(v1::ListNodesResponse* response);
+  Status remove_node(const v1::RemoveNodeRequest& request, v1::RemoveNodeResponse* response);
+
+  ServiceContext& context_;
+  HandlerPool& handlers_;
+};
+
+}  // namespace rosetctl

@@ -1,0 +1,213 @@
+// Tests for src/daemon/registry_service.cc through the real in-process gRPC channel, and for
+// what the registry means to ControllerPublishVolume (src/daemon/controller_service.cc).
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "csi.grpc.pb.h"
+#include "daemon/plugin.h"
+#include "rosetctl.grpc.pb.h"
+
+namespace {
+
+namespace v1 = rosetctl::v1;
+
+struct Fixture {
+  std::string dir;
+  std::unique_ptr<rosetctl::Plugin> plugin;
+  std::unique_ptr<csi::v1::Controller::Stub> controller;
+  std::unique_ptr<v1::Registry::Stub> registry;
+
+  Fixture() {
+    char pattern[] = "/tmp/rosetctl-registry-XXXXXX";
+    REQUIRE(::mkdtemp(pattern) != nullptr);
+    dir = pattern;
+    rosetctl::PluginOptions options;
+    options.state_dir = dir + "/state";
+    options.node_id = "node-a";
+    auto opened = rosetctl::Plugin::open(options);
+    REQUIRE(opened.has_value());
+    plugin = std::move(*opened);
+    REQUIRE(plugin->start(std::nullopt).is_ok());
+    controller = csi::v1::Controller::NewStub(plugin->in_process_channel());
+    registry = v1::Registry::NewStub(plugin->in_process_channel());
+  }
+  ~Fixture() {
+    controller.reset();
+    registry.reset();
+    plugin.reset();
+    std::filesystem::remove_all(dir);
+  }
+
+  grpc::Status register_node(const v1::RegisterNodeRequest& request, v1::Node* out = nullptr) {
+    grpc::ClientContext context;
+    v1::RegisterNodeResponse response;
+    grpc::Status status = registry->RegisterNode(&context, request, &response);
+    if (out != nullptr) *out = response.node();
+    return status;
+  }
+  grpc::Status remove_node(const std::string& id, bool force, v1::RemoveNodeResponse* out) {
+    grpc::ClientContext context;
+    v1::RemoveNodeRequest request;
+    request.set_node_id(id);
+    request.set_force(force);
+    return registry->RemoveNode(&context, request, out);
+  }
+  std::string create_volume(const std::string& name) {
+    csi::v1::CreateVolumeRequest request;
+    request.set_name(name);
+    *request.add_volume_capabilities() = capability();
+    csi::v1::CreateVolumeResponse response;
+    grpc::ClientContext context;
+    REQUIRE(controller->CreateVolume(&context, request, &response).ok());
+    return response.volume().volume_id();
+  }
+  grpc::Status publish(const std::string& volume_id, const std::string& node_id) {
+    csi::v1::ControllerPublishVolumeRequest request;
+    request.set_volume_id(volume_id);
+    request.set_node_id(node_id);
+    *request.mutable_volume_capability() = capability();
+    csi::v1::ControllerPublishVolumeResponse response;
+    grpc::ClientContext context;
+    return controller->ControllerPublishVolume(&context, request, &response);
+  }
+  static csi::v1::VolumeCapability capability() {
+    csi::v1::VolumeCapability capability;
+    capability.mutable_mount();
+    capability.mutable_access_mode()->set_mode(
+        csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+    return capability;
+  }
+};
+
+v1::RegisterNodeRequest node_request(const std::string& id) {
+  v1::RegisterNodeRequest request;
+  request.set_node_id(id);
+  request.set_address("[fd00::7]:9443");
+  request.set_iscsi_initiator("iqn.1993-08.org.debian:01:" + id);
+  (*request.mutable_topology())["topology.rosetctl.io/node"] = id;
+  request.set_version("0.1.0");
+  return request;
+}
+
+}  // namespace
+
+TEST_CASE("registry: RegisterNode is idempotent and GetNode, ListNodes show the record",
+          "[registry]") {
+  Fixture f;
+  v1::Node first, again;
+  REQUIRE(f.register_node(node_request("node-b"), &first).ok());
+  CHECK(first.node_id() == "node-b");
+  CHECK(first.address() == "[fd00::7]:9443");
+  CHECK(first.registered_at() > 0);
+  CHECK(first.last_seen() == first.registered_at());
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  auto changed = node_request("node-b");
+  changed.set_address("");
+  changed.set_version("0.2.0");
+  REQUIRE(f.register_node(changed, &again).ok());
+  CHECK(again.registered_at() == first.registered_at());
+  CHECK(again.last_seen() > first.last_seen());
+  CHECK(again.address().empty());
+  CHECK(again.version() == "0.2.0");
+
+  grpc::ClientContext get_context;
+  v1::GetNodeRequest get;
+  get.set_node_id("node-b");
+  v1::GetNodeResponse got;
+  REQUIRE(f.registry->GetNode(&get_context, get, &got).ok());
+  CHECK(got.node().SerializeAsString() == again.SerializeAsString());
+
+  REQUIRE(f.register_node(node_request("node-0")).ok());
+  grpc::ClientContext list_context;
+  v1::ListNodesResponse listed;
+  REQUIRE(f.registry->ListNodes(&list_context, v1::ListNodesRequest(), &listed).ok());
+  REQUIRE(listed.nodes_size() == 2);
+  CHECK(listed.nodes(0).node_id() == "node-0");
+  CHECK(listed.nodes(1).node_id() == "node-b");
+}
+
+TEST_CASE("registry: bad registrations are INVALID_ARGUMENT naming the field", "[registry]") {
+  Fixture f;
+  auto bad = [&](auto change, const std::string& says) {
+    auto request = node_request("node-b");
+    change(request);
+    grpc::Status status = f.register_node(request);
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(status.error_message(), Catch::Contains(says));
+  };
+  bad([](auto& r) { r.set_node_id(""); }, "node_id is required");
+  bad([](auto& r) { r.set_node_id("a/b"); }, "node_id \"a/b\"");
+  bad([](auto& r) { r.set_address("node-b"); }, "address \"node-b\"");
+  bad([](auto& r) { r.set_address("node-b:70000"); }, "has port 70000");
+  bad([](auto& r) { r.set_iscsi_initiator("nope"); }, "iscsi_initiator \"nope\"");
+  bad([](auto& r) { (*r.mutable_topology())["k"] = "\n"; }, "topology value \"\\x0a\"");
+  bad([](auto& r) { r.set_version("1 2"); }, "version \"1 2\"");
+  grpc::ClientContext context;
+  v1::ListNodesResponse listed;
+  REQUIRE(f.registry->ListNodes(&context, v1::ListNodesRequest(), &listed).ok());
+  CHECK(listed.nodes_size() == 0);
+}
+
+TEST_CASE("registry: an unknown node is NOT_FOUND for GetNode and already removed for RemoveNode",
+          "[registry]") {
+  Fixture f;
+  grpc::ClientContext context;
+  v1::GetNodeRequest get;
+  get.set_node_id("ghost");
+  v1::GetNodeResponse got;
+  grpc::Status status = f.registry->GetNode(&context, get, &got);
+  CHECK(status.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK_THAT(status.error_message(), Catch::Contains("node \"ghost\" is not registered"));
+  v1::RemoveNodeResponse removed;
+  REQUIRE(f.remove_node("ghost", false, &removed).ok());
+  CHECK_FALSE(removed.removed());
+}
+
+TEST_CASE("registry: ControllerPublishVolume needs a registered node or this one",
+          "[registry][controller]") {
+  Fixture f;
+  std::string volume = f.create_volume("data");
+  CHECK(f.publish(volume, "node-a").ok());  // the plugin's own node needs no registration
+
+  grpc::Status status = f.publish(volume, "node-b");
+  CHECK(status.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK_THAT(status.error_message(),
+             Catch::StartsWith("node \"node-b\" is not registered with this controller"));
+
+  // Registered, node-b is known, but a local volume lives on node-a alone: still NOT_FOUND, now
+  // saying why.
+  REQUIRE(f.register_node(node_request("node-b")).ok());
+  status = f.publish(volume, "node-b");
+  CHECK(status.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK_THAT(status.error_message(),
+             Catch::Contains("local volumes live on the node that created them and can only be "
+                             "published to node \"node-a\""));
+}
+
+TEST_CASE("registry: RemoveNode refuses a node with publications unless forced", "[registry]") {
+  Fixture f;
+  REQUIRE(f.register_node(node_request("node-b")).ok());
+  std::string volume = f.create_volume("data");
+  // A local volume cannot be published to node-b through the controller; the record is what a
+  // provider with remote nodes would leave.
+  REQUIRE(
+      f.plugin->store().upsert_controller_publication({volume, "node-b", false, "c", {}}).is_ok());
+
+  v1::RemoveNodeResponse removed;
+  grpc::Status status = f.remove_node("node-b", false, &removed);
+  CHECK(status.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK_THAT(status.error_message(),
+             Catch::StartsWith("node \"node-b\" still has volumes published to it: \"data\"; "
+                               "unmap them first"));
+  CHECK_THAT(status.error_message(), Catch::Contains("rosetctl node remove node-b --force"));
+
+  REQUIRE(f.remove_node("node-b", true, &removed).ok());
+  CHECK(removed.removed());
+  REQUIRE(removed.published_volume_ids_size() == 1);
+  CHECK(removed.published_volume_ids(0) == volume);
+  REQUIRE(f.remove_node("node-b", false, &removed).ok());
+  CHECK_FALSE(removed.removed());
+}
