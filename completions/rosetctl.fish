@@ -18,9 +18,14 @@ complete -c rosetctl -n '__fish_use_subcommand' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_use_subcommand' -l roset-fuse
 complete -c rosetctl -n '__fish_use_subcommand' -l fuse-credentials
 complete -c rosetctl -n '__fish_use_subcommand' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_use_subcommand' -l controller
+complete -c rosetctl -n '__fish_use_subcommand' -l tls-cert
+complete -c rosetctl -n '__fish_use_subcommand' -l tls-key
+complete -c rosetctl -n '__fish_use_subcommand' -l tls-ca
 complete -c rosetctl -n '__fish_use_subcommand' -a volume -d 'Create, attach, inspect and delete volumes'
 complete -c rosetctl -n '__fish_use_subcommand' -a snapshot -d 'Commit volumes, list, compare and restore their snapshots'
 complete -c rosetctl -n '__fish_use_subcommand' -a serve -d 'Run as a CSI v1.10 plugin (Identity, Controller, Node)'
+complete -c rosetctl -n '__fish_use_subcommand' -a tls -d 'Certificates for serve\'s mutual TLS: a CA, the controller, nodes and admins'
 complete -c rosetctl -n '__fish_use_subcommand' -a node -d 'This node (NodeGetInfo) and the nodes registered with the controller'
 complete -c rosetctl -n '__fish_use_subcommand' -a plugin -d 'The plugin\'s identity and capabilities'
 complete -c rosetctl -n '__fish_use_subcommand' -a probe -d 'Check that the state store and providers are ready (Probe)'
@@ -43,6 +48,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a create -d 'Create a volume (idempotent by name)'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a list -d 'List volumes with where they are connected'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a show -d 'Show one volume: size, nodes, mounts, health'
@@ -79,6 +88,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l config
@@ -97,6 +110,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l config
@@ -115,6 +132,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l size
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l version
@@ -134,6 +155,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l param
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l version
@@ -153,6 +178,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l config
@@ -171,6 +200,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l read-only
@@ -191,6 +224,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l version
@@ -210,6 +247,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l target
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l read-only
@@ -230,6 +271,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l target
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l staging
@@ -250,6 +295,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l target
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l version
@@ -269,6 +318,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l config
@@ -287,6 +340,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-ca-bundl
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a commit -d 'Record a volume\'s content as a commit'
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a list -d 'List snapshots, oldest first'
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -a show -d 'Show one snapshot'
@@ -315,6 +372,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l volume
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l version
@@ -334,6 +395,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l config
@@ -352,6 +417,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l name
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l read-only
@@ -373,6 +442,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l config
@@ -391,6 +464,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l config
@@ -409,6 +486,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l config
@@ -427,6 +508,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l config
@@ -445,8 +530,13 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l endpoint
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l listen
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l role
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l max-volumes-per-node
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l grace-period
@@ -468,6 +558,114 @@ complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l tls-ca
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l tls-ca
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -a init -d 'Make a CA and the controller\'s certificate'
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -a issue -d 'Issue a node\'s (or with --admin an admin\'s) certificate'
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -a show -d 'Subject, role, SANs, issuer and validity of a certificate'
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l dir
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l name
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l dns
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l ip
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l days
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l force
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l new-ca
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l tls-ca
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l dir
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l admin
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l dns
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l ip
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l days
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l force
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l tls-ca
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l config
@@ -486,6 +684,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -a info -d 'Node id, volume limit and topology (NodeGetInfo)'
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -a register -d 'Register this node with the controller, so volumes can be mapped to it'
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -a list -d 'List the nodes registered with the controller'
@@ -509,6 +711,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l address
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l iscsi-initiator
@@ -529,6 +735,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l config
@@ -547,6 +757,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l config
@@ -565,6 +779,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l force
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l version
@@ -584,6 +802,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l config
@@ -602,6 +824,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -a info -d 'Name, version and every advertised capability'
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l version
@@ -621,6 +847,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l config
@@ -639,6 +869,10 @@ complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l config
@@ -657,3 +891,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-ca-bun
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l tls-ca
