@@ -78,6 +78,11 @@ void add_network_options(CLI::App& app, GlobalOptions& globals) {
       ->envname("ROSETCTL_CONTROLLER")
       ->type_name("HOST:PORT")
       ->group(group);
+  app.add_option("--on-node", globals.on_node,
+                 "Send node calls (volume stats, connect, disconnect...) to NODE through the "
+                 "controller's proxy instead of running them here (needs --controller)")
+      ->type_name("NODE")
+      ->group(group);
   app.add_option("--tls-cert", globals.tls_cert,
                  "This host's certificate (PEM), for --controller and serve --listen")
       ->envname("ROSETCTL_TLS_CERT")

@@ -1,4 +1,5 @@
-// The CLI's side of "CSI is the internal API": typed calls on a channel, with deadlines, the
+// The CLI's side of "CSI is the internal API" (and of rosetctl.v1's Catalog and Registry): typed
+// calls on a channel, with deadlines, the
 // run's CSI secrets on every request that carries secrets, and a patient retry when another
 // operation on the same volume is in flight (ABORTED), announced once on stderr.
 #pragma once
@@ -18,6 +19,8 @@
 #include "core/status.h"
 #include "csi.grpc.pb.h"
 #include "daemon/grpc_status.h"
+#include "daemon/peer_authority.h"
+#include "rosetctl.grpc.pb.h"
 
 namespace rosetctl::cli {
 
@@ -31,7 +34,9 @@ class CsiClient {
   explicit CsiClient(std::shared_ptr<grpc::Channel> local)
       : identity_(csi::v1::Identity::NewStub(local)),
         controller_(csi::v1::Controller::NewStub(local)),
-        node_(csi::v1::Node::NewStub(local)) {}
+        node_(csi::v1::Node::NewStub(local)),
+        catalog_(v1::Catalog::NewStub(local)),
+        registry_(v1::Registry::NewStub(local)) {}
   // ...or the controller's on `controller`, a TLS channel to `controller_address`: the same
   // calls over another channel. Its calls that meet an unreachable controller are retried.
   CsiClient(std::shared_ptr<grpc::Channel> local, std::shared_ptr<grpc::Channel> controller,
@@ -39,6 +44,9 @@ class CsiClient {
       : identity_(csi::v1::Identity::NewStub(local)),
         controller_(csi::v1::Controller::NewStub(controller)),
         node_(csi::v1::Node::NewStub(local)),
+        catalog_(v1::Catalog::NewStub(controller)),
+        registry_(v1::Registry::NewStub(controller)),
+        controller_channel_(std::move(controller)),
         controller_address_(std::move(controller_address)) {}
 
   // Where controller calls go: "" for this host's plugin.
@@ -56,6 +64,12 @@ class CsiClient {
   template <typename Request, typename Response>
   using NodeMethod = grpc::Status (csi::v1::Node::Stub::*)(grpc::ClientContext*, const Request&,
                                                            Response*);
+  template <typename Request, typename Response>
+  using CatalogMethod = grpc::Status (v1::Catalog::Stub::*)(grpc::ClientContext*, const Request&,
+                                                            Response*);
+  template <typename Request, typename Response>
+  using RegistryMethod = grpc::Status (v1::Registry::Stub::*)(grpc::ClientContext*, const Request&,
+                                                              Response*);
 
   template <typename Request, typename Response>
   Status identity(IdentityMethod<Request, Response> method, const Request& request,
@@ -71,7 +85,31 @@ class CsiClient {
   }
   template <typename Request, typename Response>
   Status node(NodeMethod<Request, Response> method, const Request& request, Response* response) {
+    if (!proxy_node_.empty() && node_via_controller_) {
+      return call(*node_via_controller_, method, request, response, kCallDeadline, true);
+    }
     return call(*node_, method, request, response);
+  }
+
+  // Node calls go to `node_id` through the controller's proxy (rosetctl --on-node): the same
+  // calls, forwarded by the controller to that node over mutual TLS.
+  void set_proxy_node(std::string node_id) {
+    proxy_node_ = std::move(node_id);
+    node_via_controller_ = csi::v1::Node::NewStub(controller_channel_);
+  }
+  // rosetctl.v1's services live beside the controller, and are reached the same way.
+  template <typename Request, typename Response>
+  Status catalog(CatalogMethod<Request, Response> method, const Request& request,
+                 Response* response, std::chrono::system_clock::duration deadline = kCallDeadline) {
+    return call(*catalog_, method, request, response, deadline, !controller_address_.empty());
+  }
+  // `patient`: retried while a remote controller does not answer, as every call is; a
+  // bookkeeping call that must not hold up the verb passes false.
+  template <typename Request, typename Response>
+  Status registry(RegistryMethod<Request, Response> method, const Request& request,
+                  Response* response, bool patient = true) {
+    return call(*registry_, method, request, response, kCallDeadline,
+                patient && !controller_address_.empty());
   }
 
  private:
@@ -96,14 +134,20 @@ class CsiClient {
     auto give_up = std::chrono::steady_clock::now() + kBusyPatience;
     auto pause = std::chrono::milliseconds(20);
     bool said_waiting = false;
+    int closed_in_a_row = 0;
     while (true) {
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + deadline);
+      if constexpr (std::is_same_v<Stub, csi::v1::Node::Stub>) {
+        if (!proxy_node_.empty()) context.AddMetadata(kProxyNodeKey, proxy_node_);
+      }
       Status status = from_grpc((stub.*method)(&context, request, response));
       if (remote && status.code() == Code::kUnavailable) {
         // The controller did not answer. A TLS refusal will not go away; a restart or a
         // network hiccup may: every CSI call is idempotent, so it is sent again for a while.
-        status = network_failure(controller_address_, status);
+        Status failure = network_failure(controller_address_, status, closed_in_a_row);
+        closed_in_a_row = closed_at_once(status) ? closed_in_a_row + 1 : 0;
+        status = failure;
         if (status.code() != Code::kUnavailable || std::chrono::steady_clock::now() > give_up)
           return status;
         if (!said_waiting) {
@@ -148,6 +192,11 @@ class CsiClient {
   std::unique_ptr<csi::v1::Identity::Stub> identity_;
   std::unique_ptr<csi::v1::Controller::Stub> controller_;
   std::unique_ptr<csi::v1::Node::Stub> node_;
+  std::unique_ptr<v1::Catalog::Stub> catalog_;
+  std::unique_ptr<v1::Registry::Stub> registry_;
+  std::shared_ptr<grpc::Channel> controller_channel_;  // null: the controller is local
+  std::unique_ptr<csi::v1::Node::Stub> node_via_controller_;
+  std::string proxy_node_;
   std::map<std::string, std::string> secrets_;
   std::string controller_address_;
 };

@@ -33,6 +33,7 @@ struct GlobalOptions {
   // Across hosts (README: rosetctl across hosts): the controller this host sends controller
   // calls to, and this host's mutual-TLS files (serve --listen uses them too).
   std::string controller;  // "HOST:PORT"; empty: this host is its own controller
+  std::string on_node;     // node calls go to this node through the controller's proxy
   std::string tls_cert;
   std::string tls_key;
   std::string tls_ca;

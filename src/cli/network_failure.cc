@@ -21,9 +21,22 @@ bool says(std::string_view text, std::string_view words) {
 
 }  // namespace
 
-Status network_failure(std::string_view address, const Status& unavailable) {
+bool closed_at_once(const Status& unavailable) {
+  return says(unavailable.message(), "socket closed");
+}
+
+Status network_failure(std::string_view address, const Status& unavailable, int closed_before) {
   std::string_view details = unavailable.message();
   std::string where = fmt::format("controller {}", display_quoted(address));
+  if (closed_at_once(unavailable) && closed_before >= 2) {
+    return error(Code::kPermissionDenied,
+                 "TLS with {} failed: it closed every connection right after the handshake, "
+                 "which is how it refuses a client certificate (from another CA, expired, or "
+                 "without a rosetctl role); check that --tls-cert and --tls-key come from the CA "
+                 "the controller trusts (rosetctl tls show shows a certificate's issuer and "
+                 "validity)",
+                 where);
+  }
   if (says(details, "certificate") || says(details, "handshake") || says(details, "ssl") ||
       says(details, "tls") || says(details, "alert")) {
     return error(Code::kPermissionDenied,

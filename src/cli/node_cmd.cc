@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cli/initiator_name.h"
+#include "cli/node_announce.h"
 #include "cli/render.h"
 #include "cli/session.h"
 #include "cli/snapshot_view.h"
@@ -71,28 +72,20 @@ std::vector<Column> node_columns() {
 }
 
 Status run_node_register(const GlobalOptions& globals, const NodeOptions& options) {
-  std::optional<std::string> initiator = options.iscsi_initiator;
-  if (!initiator) {
-    auto from_file = read_initiator_name(kInitiatorNameFile);
-    if (!from_file) return from_file.status();
-    initiator = std::move(*from_file);
-  }
   auto session = Session::open(globals);
   if (!session) return session.status();
-  // Who this node is and where it sits, as the CSI Node service says: what a CO would see.
+  // Who this node is, as the CSI Node service says: what a CO would see.
   csi::v1::NodeGetInfoResponse info;
   ROSETCTL_RETURN_IF_ERROR((*session)->client().node(&csi::v1::Node::Stub::NodeGetInfo,
                                                      csi::v1::NodeGetInfoRequest(), &info));
-  v1::RegisterNodeRequest request;
-  request.set_node_id(info.node_id());
-  request.set_address(options.address);
-  request.set_iscsi_initiator(initiator.value_or(""));
+  auto registration = node_registration(info.node_id(), options.address, options.iscsi_initiator);
+  if (!registration) return registration.status();
+  v1::RegisterNodeRequest& request = *registration;
   *request.mutable_topology() = info.accessible_topology().segments();
-  request.set_version(kVersion);
   v1::RegisterNodeResponse response;
   Status registered =
-      (*session)->registry().call(&v1::Registry::Stub::RegisterNode, request, &response);
-  if (!registered && !options.iscsi_initiator && initiator) {
+      (*session)->client().registry(&v1::Registry::Stub::RegisterNode, request, &response);
+  if (!registered && !options.iscsi_initiator && !request.iscsi_initiator().empty()) {
     // Say where a bad initiator name came from: the user gave none.
     return registered.with_context(
         fmt::format("with the initiator name from {}", kInitiatorNameFile));
@@ -110,8 +103,8 @@ Status run_node_list(const GlobalOptions& globals) {
   auto session = Session::open(globals);
   if (!session) return session.status();
   v1::ListNodesResponse response;
-  ROSETCTL_RETURN_IF_ERROR((*session)->registry().call(&v1::Registry::Stub::ListNodes,
-                                                       v1::ListNodesRequest(), &response));
+  ROSETCTL_RETURN_IF_ERROR((*session)->client().registry(&v1::Registry::Stub::ListNodes,
+                                                         v1::ListNodesRequest(), &response));
   nlohmann::json items = nlohmann::json::array();
   for (const v1::Node& node : response.nodes())
     items.push_back(node_json(node));
@@ -131,7 +124,7 @@ Status run_node_show(const GlobalOptions& globals, const NodeOptions& options) {
   request.set_node_id(options.node_id);
   v1::GetNodeResponse response;
   ROSETCTL_RETURN_IF_ERROR(
-      (*session)->registry().call(&v1::Registry::Stub::GetNode, request, &response));
+      (*session)->client().registry(&v1::Registry::Stub::GetNode, request, &response));
   print_object(globals.output, node_json(response.node()), node_fields());
   return Status::ok();
 }
@@ -144,7 +137,7 @@ Status run_node_remove(const GlobalOptions& globals, const NodeOptions& options)
   request.set_force(options.force);
   v1::RemoveNodeResponse response;
   ROSETCTL_RETURN_IF_ERROR(
-      (*session)->registry().call(&v1::Registry::Stub::RemoveNode, request, &response));
+      (*session)->client().registry(&v1::Registry::Stub::RemoveNode, request, &response));
   std::vector<std::string> published(response.published_volume_ids().begin(),
                                      response.published_volume_ids().end());
   if (!published.empty() && globals.output != OutputFormat::kJson) {

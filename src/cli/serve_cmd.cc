@@ -1,16 +1,23 @@
 // Flags of `serve` and the hand-over to the daemon layer.
 #include "cli/serve_cmd.h"
 
+#include "cli/node_announce.h"
 #include "core/log.h"
 #include "core/validate.h"
+#include "daemon/node_heartbeat.h"
 #include "daemon/server.h"
 
 namespace rosetctl::cli {
 namespace {
 
+bool is_wildcard(std::string_view address) {
+  return address.starts_with("0.0.0.0:") || address.starts_with("[::]:");
+}
+
 struct ServeOptions {
   std::string endpoint = "unix:///run/rosetctl/csi.sock";
   std::vector<std::string> listen;
+  std::string advertise;  // the address the registry records; default: the first --listen
   std::string role = "all";
   int64_t max_volumes_per_node = 0;
   int grace_seconds = 30;
@@ -25,6 +32,20 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
     ROSETCTL_RETURN_IF_ERROR(check_tcp_address(address, "--listen", /*port_zero_ok=*/true));
   TlsFiles tls = tls_files(globals);
   if (!options.listen.empty()) ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--listen"));
+  std::string advertise = options.advertise;
+  if (advertise.empty() && !options.listen.empty() && !is_wildcard(options.listen.front()))
+    advertise = options.listen.front();
+  if (!advertise.empty())
+    ROSETCTL_RETURN_IF_ERROR(check_tcp_address(advertise, "--advertise", false));
+  if (!globals.controller.empty()) {
+    if (options.role == "controller") {
+      return error(Code::kInvalidArgument,
+                   "--controller names the controller a node registers with; a serve with "
+                   "--role controller is the controller");
+    }
+    ROSETCTL_RETURN_IF_ERROR(check_tcp_address(globals.controller, "--controller", false));
+    ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--controller"));
+  }
 
   PluginOptions plugin_options;
   plugin_options.state_dir = globals.state_dir;
@@ -46,6 +67,14 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
   if (Status reconciled = (*plugin)->reconcile(); !reconciled) {
     spdlog::error("startup reconcile failed: {}", escape_text(reconciled.message()));
   }
+  std::unique_ptr<NodeHeartbeat> heartbeat;
+  if (!globals.controller.empty()) {
+    auto registration = node_registration((*plugin)->options().node_id, advertise);
+    if (!registration) return registration.status();
+    heartbeat = std::make_unique<NodeHeartbeat>(
+        grpc::CreateChannel(globals.controller, channel_credentials(tls)), globals.controller,
+        std::move(*registration));
+  }
   return serve_until_signalled(**plugin, *socket, options.listen, tls,
                                std::chrono::seconds(options.grace_seconds));
 }
@@ -66,6 +95,11 @@ void setup_serve(CLI::App& app, const GlobalOptions& globals, Action& action) {
                    "Also listen on TCP at ADDR:PORT (repeatable; [IPV6]:PORT; port 0 picks one), "
                    "with mutual TLS: needs --tls-cert, --tls-key and --tls-ca")
       ->type_name("ADDR:PORT");
+  serve
+      ->add_option("--advertise", options->advertise,
+                   "With --controller: the address the controller's registry records for this "
+                   "node (default: the first --listen unless it is a wildcard address)")
+      ->type_name("HOST:PORT");
   serve->add_option("--role", options->role, "Which services to offer")
       ->check(CLI::IsMember({"all", "controller", "node"}))
       ->capture_default_str();

@@ -4,13 +4,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/node_announce.h"
 #include "cli/secrets_file.h"
+#include "core/validate.h"
 #include "daemon/server.h"
 #include "daemon/tls_files.h"
 
 namespace rosetctl::cli {
 
 bool state_exists(const GlobalOptions& options) {
+  if (!options.controller.empty()) return true;  // the controller's state is what answers
   struct stat st;
   return ::stat(StateLayout{options.state_dir}.database().c_str(), &st) == 0;
 }
@@ -38,6 +41,12 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
     plugin_options.progress = session->progress_.get();
   }
   std::shared_ptr<grpc::Channel> controller;
+  if (!options.on_node.empty() && options.controller.empty()) {
+    return error(Code::kInvalidArgument,
+                 "--on-node {} needs --controller: node calls reach another node through the "
+                 "controller's proxy",
+                 display_quoted(options.on_node));
+  }
   if (!options.controller.empty()) {
     // A consumer host: controller calls go to the remote controller over mutual TLS, node calls
     // stay with this host's plugin, which offers the node service only.
@@ -55,7 +64,11 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
                                                               controller, options.controller)
                                 : std::make_unique<CsiClient>((*plugin)->in_process_channel());
   session->client_->set_secrets(std::move(secrets));
-  session->registry_ = std::make_unique<RegistryClient>((*plugin)->in_process_channel());
+  if (controller) announce_node(*session->client_, (*plugin)->options().node_id);
+  if (!options.on_node.empty()) {
+    ROSETCTL_RETURN_IF_ERROR(validate_node_id(options.on_node, "--on-node"));
+    session->client_->set_proxy_node(options.on_node);
+  }
   session->plugin_ = std::move(*plugin);
   return session;
 }

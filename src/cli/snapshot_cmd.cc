@@ -17,6 +17,7 @@
 #include "cli/volume_view.h"
 #include "core/random_id.h"
 #include "core/size.h"
+#include "daemon/catalog_convert.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -42,15 +43,31 @@ std::string default_snapshot_name(const std::string& volume) {
   return fmt::format("{}-{}", volume.substr(0, 110), random_hex(4));
 }
 
-Expected<SnapshotRecord> recorded(Session& session, const std::string& id) {
-  auto record = session.store().find_snapshot(id);
-  if (!record) return record.status();
-  if (!record->has_value()) {
-    return error(Code::kNotFound,
-                 "snapshot {} has no record on this host; run the command on the controller host",
-                 id);
+// The controller's records of these snapshots (what CSI's Snapshot does not carry), oldest
+// first; NOT_FOUND naming the first it has none of.
+Expected<std::vector<SnapshotRecord>> recorded(Session& session,
+                                               const std::vector<std::string>& ids) {
+  v1::ListSnapshotDetailsRequest request;
+  for (const std::string& id : ids)
+    request.add_snapshot_ids(id);
+  v1::ListSnapshotDetailsResponse response;
+  ROSETCTL_RETURN_IF_ERROR(
+      session.client().catalog(&v1::Catalog::Stub::ListSnapshotDetails, request, &response));
+  std::vector<SnapshotRecord> records;
+  for (const v1::SnapshotDetails& details : response.snapshots())
+    records.push_back(snapshot_record_of(details));
+  for (const std::string& id : ids) {
+    bool found = std::any_of(records.begin(), records.end(),
+                             [&](const SnapshotRecord& record) { return record.id == id; });
+    if (!found) return error(Code::kNotFound, "snapshot {} has no record on the controller", id);
   }
-  return std::move(**record);
+  return records;
+}
+
+Expected<SnapshotRecord> recorded(Session& session, const std::string& id) {
+  auto records = recorded(session, std::vector<std::string>{id});
+  if (!records) return records.status();
+  return std::move(records->front());
 }
 
 // Every snapshot through ListSnapshots, optionally of one volume.
@@ -104,11 +121,12 @@ Expected<std::string> volume_filter(Session& session, const std::string& volume)
   auto live = resolve_volume(session, volume);
   if (live) return live->volume.volume_id();
   if (live.status().code() != Code::kNotFound) return live.status();
-  auto records = session.store().list_snapshots("", 0);
-  if (!records) return records.status();
-  for (const SnapshotRecord& record : *records) {
-    if (record.source_volume_id == volume || record.source_volume_name == volume) {
-      return record.source_volume_id;
+  v1::ListSnapshotDetailsResponse all;
+  ROSETCTL_RETURN_IF_ERROR(session.client().catalog(&v1::Catalog::Stub::ListSnapshotDetails,
+                                                    v1::ListSnapshotDetailsRequest(), &all));
+  for (const v1::SnapshotDetails& record : all.snapshots()) {
+    if (record.source_volume_id() == volume || record.source_volume_name() == volume) {
+      return record.source_volume_id();
     }
   }
   return error(Code::kNotFound,
@@ -130,17 +148,16 @@ Status run_list(const GlobalOptions& globals, const SnapshotOptions& options) {
   auto snapshots = list_all_snapshots((*session)->client(), *volume_id);
   if (!snapshots) return snapshots.status();
   // The records give what CSI does not carry; ListSnapshots has settled their state already.
-  std::vector<SnapshotRecord> rows;
-  for (const csi::v1::Snapshot& snapshot : *snapshots) {
-    auto record = recorded(**session, snapshot.snapshot_id());
-    if (!record) return record.status();
-    rows.push_back(std::move(*record));
-  }
-  std::sort(rows.begin(), rows.end(),
-            [](const auto& a, const auto& b) { return a.created_at_ns < b.created_at_ns; });
+  std::vector<std::string> ids;
+  for (const csi::v1::Snapshot& snapshot : *snapshots)
+    ids.push_back(snapshot.snapshot_id());
   nlohmann::json items = nlohmann::json::array();
-  for (const SnapshotRecord& record : rows)
-    items.push_back(snapshot_json(record));
+  if (!ids.empty()) {
+    auto rows = recorded(**session, ids);
+    if (!rows) return rows.status();
+    for (const SnapshotRecord& record : *rows)
+      items.push_back(snapshot_json(record));
+  }
   print_list(globals.output, items, snapshot_columns());
   return Status::ok();
 }
@@ -159,7 +176,7 @@ Status run_show(const GlobalOptions& globals, const SnapshotOptions& options) {
   if (!state_exists(globals)) return no_snapshot_state(globals, options.snapshot);
   auto session = Session::open(globals);
   if (!session) return session.status();
-  auto record = resolve_snapshot((*session)->store(), options.snapshot);
+  auto record = resolve_snapshot(**session, options.snapshot);
   if (!record) return record.status();
   auto now = settled(**session, record->id);
   if (!now) return now.status();
@@ -170,7 +187,7 @@ Status run_show(const GlobalOptions& globals, const SnapshotOptions& options) {
 Status run_restore(const GlobalOptions& globals, const SnapshotOptions& options) {
   auto session = Session::open(globals);
   if (!session) return session.status();
-  auto record = resolve_snapshot((*session)->store(), options.snapshot);
+  auto record = resolve_snapshot(**session, options.snapshot);
   if (!record) return record.status();
   csi::v1::CreateVolumeRequest request;
   request.set_name(options.name);
@@ -196,7 +213,7 @@ Status run_restore(const GlobalOptions& globals, const SnapshotOptions& options)
       &csi::v1::Controller::Stub::CreateVolume, request, &response, CsiClient::kDataCallDeadline));
   auto info = resolve_volume(**session, response.volume().volume_id());
   if (!info) return info.status();
-  auto described = describe_volume((*session)->store(), *info);
+  auto described = describe_volume(**session, *info);
   if (!described) return described.status();
   print_object(globals.output, *described, volume_fields());
   return Status::ok();
@@ -205,7 +222,7 @@ Status run_restore(const GlobalOptions& globals, const SnapshotOptions& options)
 Status run_delete(const GlobalOptions& globals, const SnapshotOptions& options) {
   auto session = Session::open(globals);
   if (!session) return session.status();
-  auto record = resolve_snapshot((*session)->store(), options.snapshot);
+  auto record = resolve_snapshot(**session, options.snapshot);
   if (!record) {
     // Deleting what is not there is done already: the answer DeleteSnapshot gives too.
     if (record.status().code() != Code::kNotFound) return record.status();

@@ -1,18 +1,19 @@
 // Finding a snapshot the way people name one: its full commit id, a unique prefix of it (at
-// least 4 hex digits, like git), or its snapshot name. Read from this host's state store, where
-// the controller keeps snapshot records.
+// least 4 hex digits, like git), its snapshot id or its name, as the controller's catalog answers
+// (daemon/snapshot_lookup.h), wherever the controller runs.
 #pragma once
 
 #include <string_view>
 
 #include "cli/global_options.h"
+#include "cli/session.h"
 #include "core/state_store.h"
 
 namespace rosetctl::cli {
 
 // NOT_FOUND when nothing matches; INVALID_ARGUMENT listing the candidates when a prefix is
 // ambiguous.
-Expected<SnapshotRecord> resolve_snapshot(StateStore& store, std::string_view reference);
+Expected<SnapshotRecord> resolve_snapshot(Session& session, std::string_view reference);
 
 // NOT_FOUND for `reference` when this host has no state yet (after validating it): read-only
 // snapshot verbs answer so instead of creating the state directory (as `volume show` does).

@@ -1,6 +1,6 @@
-// Snapshot maintenance on this host, which CSI has no RPC for: diff (what changed between two
-// commits), verify (re-hash everything) and gc (reclaim what no commit needs). They ask this
-// host's providers directly.
+// Snapshot maintenance, which CSI has no RPC for: diff (what changed between two commits),
+// verify (re-hash everything) and gc (reclaim what no commit needs), asked of the controller's
+// catalog (rosetctl.v1.Catalog) like every other controller call.
 #include <algorithm>
 #include <map>
 
@@ -10,6 +10,7 @@
 #include "cli/snapshot_lookup.h"
 #include "cli/snapshot_view.h"
 #include "cli/terminal_progress.h"
+#include "daemon/catalog_convert.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -74,63 +75,29 @@ Status run_diff(const GlobalOptions& globals, const DiffOptions& options) {
   if (!state_exists(globals)) return no_snapshot_state(globals, options.from);
   auto session = Session::open(globals);
   if (!session) return session.status();
-  auto from = resolve_snapshot((*session)->store(), options.from);
-  if (!from) return from.status();
-  auto to = resolve_snapshot((*session)->store(), options.to);
-  if (!to) return to.status();
-  if (from->provider != to->provider) {
-    return error(Code::kInvalidArgument,
-                 "snapshots of providers \"{}\" and \"{}\" cannot be compared", from->provider,
-                 to->provider);
-  }
-  for (const SnapshotRecord* snapshot : {&*from, &*to}) {
-    if (!snapshot->ready) {
-      return error(Code::kFailedPrecondition, "snapshot {} (\"{}\") is not ready: no commit yet",
-                   snapshot->id, snapshot->name);
-    }
-  }
-  auto provider = (*session)->providers().by_name(from->provider);
-  if (!provider) return provider.status();
-  auto changes = (*provider)->diff_snapshots(*from, *to);
-  if (!changes) return changes.status();
-  print_line_or_json(globals.output, diff_text(*changes), diff_json(*from, *to, *changes));
+  v1::DiffSnapshotsRequest request;
+  request.set_from(options.from);
+  request.set_to(options.to);
+  v1::DiffSnapshotsResponse response;
+  ROSETCTL_RETURN_IF_ERROR((*session)->client().catalog(&v1::Catalog::Stub::DiffSnapshots, request,
+                                                        &response, CsiClient::kDataCallDeadline));
+  std::vector<TreeChange> changes;
+  for (const v1::TreeChange& change : response.changes())
+    changes.push_back(tree_change_of(change));
+  print_line_or_json(
+      globals.output, diff_text(changes),
+      diff_json(snapshot_record_of(response.from()), snapshot_record_of(response.to()), changes));
   return Status::ok();
 }
 
-Expected<std::vector<SnapshotRecord>> snapshots_to_verify(StateStore& store,
-                                                          const VerifyOptions& options) {
-  if (options.snapshots.empty()) return store.list_snapshots("", 0);
-  std::vector<SnapshotRecord> records;
-  for (const std::string& reference : options.snapshots) {
-    auto record = resolve_snapshot(store, reference);
-    if (!record) return record.status();
-    records.push_back(std::move(*record));
-  }
-  return records;
-}
-
 Expected<SnapshotVerification> verify_snapshots(Session& session, const VerifyOptions& options) {
-  auto records = snapshots_to_verify(session.store(), options);
-  if (!records) return records.status();
-  std::map<std::string, std::vector<SnapshotRecord>> by_provider;
-  for (SnapshotRecord& record : *records)
-    by_provider[record.provider].push_back(std::move(record));
-  if (by_provider.empty()) by_provider["local"];  // still report unrecorded leftovers
-  SnapshotVerification total;
-  for (const auto& [name, snapshots] : by_provider) {
-    auto provider = session.providers().by_name(name);
-    if (!provider) return provider.status();
-    auto checked = (*provider)->verify_snapshots(snapshots, session.progress());
-    if (!checked) return checked.status();
-    total.snapshots += checked->snapshots;
-    total.objects += checked->objects;
-    total.bytes += checked->bytes;
-    total.problems.insert(total.problems.end(), checked->problems.begin(), checked->problems.end());
-    total.notes.insert(total.notes.end(), checked->notes.begin(), checked->notes.end());
-    total.damaged.insert(total.damaged.end(), checked->damaged.begin(), checked->damaged.end());
-  }
-  std::sort(total.damaged.begin(), total.damaged.end());
-  return total;
+  v1::VerifySnapshotsRequest request;
+  for (const std::string& reference : options.snapshots)
+    request.add_references(reference);
+  v1::VerifySnapshotsResponse response;
+  ROSETCTL_RETURN_IF_ERROR(session.client().catalog(&v1::Catalog::Stub::VerifySnapshots, request,
+                                                    &response, CsiClient::kDataCallDeadline));
+  return verification_of(response);
 }
 
 Status report_verification(const GlobalOptions& globals, const SnapshotVerification& total) {
@@ -175,24 +142,17 @@ Status run_verify(const GlobalOptions& globals, const VerifyOptions& options) {
 Status run_gc(const GlobalOptions& globals) {
   auto session = Session::open(globals);
   if (!session) return session.status();
+  v1::CollectGarbageRequest request;
+  request.set_patience_ms(
+      std::chrono::duration_cast<std::chrono::milliseconds>(kGcPatience).count());
+  v1::CollectGarbageResponse response;
+  ROSETCTL_RETURN_IF_ERROR((*session)->client().catalog(&v1::Catalog::Stub::CollectGarbage, request,
+                                                        &response, CsiClient::kDataCallDeadline));
   StorageCollection total;
-  for (const std::string& name : (*session)->providers().names()) {
-    auto provider = (*session)->providers().by_name(name);
-    if (!provider) return provider.status();
-    auto collected = (*provider)->collect_garbage(kGcPatience);
-    if (!collected && collected.status().code() == Code::kUnimplemented) continue;
-    if (!collected) return collected.status();
-    if (!collected->ran) {
-      return error(Code::kAborted,
-                   "the {} snapshot storage stayed busy for {} s (commits or restores are "
-                   "running); retry later",
-                   name, kGcPatience.count());
-    }
-    total.snapshots += collected->snapshots;
-    total.unrecorded_removed += collected->unrecorded_removed;
-    total.objects_removed += collected->objects_removed;
-    total.bytes_reclaimed += collected->bytes_reclaimed;
-  }
+  total.snapshots = response.snapshots();
+  total.unrecorded_removed = response.unrecorded_removed();
+  total.objects_removed = response.objects_removed();
+  total.bytes_reclaimed = response.bytes_reclaimed();
   print_line_or_json(
       globals.output,
       fmt::format("removed {} objects ({} reclaimed) and {} unrecorded commits; {} snapshots kept",

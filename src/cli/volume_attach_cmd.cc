@@ -183,7 +183,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
 
   const std::string& path = *target;
   auto refreshed = resolve_volume(**session, id);
-  auto out = describe_volume((*session)->store(), refreshed ? *refreshed : *info);
+  auto out = describe_volume(**session, refreshed ? *refreshed : *info);
   if (!out) return out.status();
   (*out)["path"] = path;
   (*out)["readonly"] = read_only;

@@ -44,7 +44,7 @@ csi::v1::VolumeCapability default_capability() {
 }
 
 Status print_volume(Session& session, OutputFormat format, const VolumeInfo& info) {
-  auto described = describe_volume(session.store(), info);
+  auto described = describe_volume(session, info);
   if (!described) return described.status();
   print_object(format, *described, volume_fields());
   return Status::ok();
@@ -68,7 +68,7 @@ Status parse_parameters(const std::vector<std::string>& items,
 Expected<bool> set_content_source(Session& session, const CreateOptions& options,
                                   csi::v1::CreateVolumeRequest* request) {
   if (!options.from_snapshot.empty()) {
-    auto snapshot = resolve_snapshot(session.store(), options.from_snapshot);
+    auto snapshot = resolve_snapshot(session, options.from_snapshot);
     if (!snapshot) return snapshot.status();
     request->mutable_volume_content_source()->mutable_snapshot()->set_snapshot_id(snapshot->id);
     return is_block_snapshot(*snapshot);
@@ -173,12 +173,11 @@ Status run_list(const GlobalOptions& globals) {
   if (!session) return session.status();
   auto volumes = list_all_volumes((*session)->client());
   if (!volumes) return volumes.status();
+  auto described = describe_volumes(**session, *volumes);
+  if (!described) return described.status();
   nlohmann::json items = nlohmann::json::array();
-  for (const VolumeInfo& info : *volumes) {
-    auto described = describe_volume((*session)->store(), info);
-    if (!described) return described.status();
-    items.push_back(std::move(*described));
-  }
+  for (nlohmann::json& item : *described)
+    items.push_back(std::move(item));
   print_list(globals.output, items, volume_columns());
   return Status::ok();
 }
@@ -226,7 +225,7 @@ Status run_expand(const GlobalOptions& globals, const VolumeOptions& options) {
   if (!expansion) return expansion.status();
   auto updated = resolve_volume(**session, info->volume.volume_id());
   if (!updated) return updated.status();
-  auto out = describe_volume((*session)->store(), *updated);
+  auto out = describe_volume(**session, *updated);
   if (!out) return out.status();
   (*out)["expansion"] = *expansion;
   print_object(globals.output, *out, volume_fields());

@@ -63,10 +63,14 @@ Expected<std::vector<VolumeInfo>> list_all_volumes(CsiClient& client) {
 
 Expected<VolumeInfo> resolve_volume(Session& session, std::string_view name_or_id) {
   ROSETCTL_RETURN_IF_ERROR(validate_name(name_or_id, "volume name or id"));
-  auto named = session.store().find_volume_by_name(name_or_id);
-  if (!named) return named.status();
+  // CSI has no lookup by name: the controller's catalog has.
+  v1::FindVolumeRequest find;
+  find.set_name_or_id(std::string(name_or_id));
+  v1::FindVolumeResponse found;
+  Status looked_up = session.client().catalog(&v1::Catalog::Stub::FindVolume, find, &found);
+  if (!looked_up && looked_up.code() != Code::kNotFound) return looked_up;
   csi::v1::ControllerGetVolumeRequest request;
-  request.set_volume_id(*named ? (*named)->id : std::string(name_or_id));
+  request.set_volume_id(looked_up ? found.volume_id() : std::string(name_or_id));
   csi::v1::ControllerGetVolumeResponse response;
   Status status = session.client().controller(&csi::v1::Controller::Stub::ControllerGetVolume,
                                               request, &response);

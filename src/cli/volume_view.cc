@@ -119,6 +119,7 @@ nlohmann::json volume_json(const VolumeInfo& info, const NodeFacts& node) {
   return out;
 }
 
+// Where the volume is mounted on this host: this host's facts, in both modes.
 Expected<NodeFacts> node_facts(StateStore& store, std::string_view volume_id) {
   NodeFacts facts;
   auto connections = store.node_publications(volume_id);
@@ -133,18 +134,39 @@ Expected<NodeFacts> node_facts(StateStore& store, std::string_view volume_id) {
   for (const Staging& staging : facts.stagings)
     facts.staging_problems.push_back(
         recorded_mount_problem(staging.staging_path, staging.mount_id));
-  auto record = store.find_volume(volume_id);
-  if (!record) return record.status();
-  if (record->has_value()) facts.mutable_parameters = (*record)->mutable_parameters;
   return facts;
 }
 
 }  // namespace
 
-Expected<nlohmann::json> describe_volume(StateStore& store, const VolumeInfo& info) {
-  auto facts = node_facts(store, info.volume.volume_id());
-  if (!facts) return facts.status();
-  return volume_json(info, *facts);
+Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
+                                                       const std::vector<VolumeInfo>& infos) {
+  // What the controller records beside CSI's Volume, in one call for all of them.
+  v1::GetVolumeDetailsRequest request;
+  for (const VolumeInfo& info : infos)
+    request.add_volume_ids(info.volume.volume_id());
+  v1::GetVolumeDetailsResponse response;
+  if (!infos.empty()) {
+    ROSETCTL_RETURN_IF_ERROR(
+        session.client().catalog(&v1::Catalog::Stub::GetVolumeDetails, request, &response));
+  }
+  std::map<std::string, std::map<std::string, std::string>> mutable_parameters;
+  for (const v1::VolumeDetails& details : response.volumes())
+    mutable_parameters[details.volume_id()] = to_map(details.mutable_parameters());
+  std::vector<nlohmann::json> out;
+  for (const VolumeInfo& info : infos) {
+    auto facts = node_facts(session.store(), info.volume.volume_id());
+    if (!facts) return facts.status();
+    facts->mutable_parameters = mutable_parameters[info.volume.volume_id()];
+    out.push_back(volume_json(info, *facts));
+  }
+  return out;
+}
+
+Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info) {
+  auto described = describe_volumes(session, {info});
+  if (!described) return described.status();
+  return std::move(described->front());
 }
 
 std::vector<Column> volume_fields() {

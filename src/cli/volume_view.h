@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/render.h"
+#include "cli/session.h"
 #include "cli/volume_lookup.h"
 #include "core/state_store.h"
 
@@ -14,7 +15,10 @@ namespace rosetctl::cli {
 // The volume as CSI describes it, with what this host's state store knows beside: its mounts
 // here (publications and stagings, each with its condition: a mount that is gone, or someone
 // else's in its place, makes it abnormal) and the mutable parameters in effect.
-Expected<nlohmann::json> describe_volume(StateStore& store, const VolumeInfo& info);
+Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info);
+// The same for many, asking the controller once.
+Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
+                                                       const std::vector<VolumeInfo>& infos);
 
 std::vector<Column> volume_fields();   // `volume show` (one volume)
 std::vector<Column> volume_columns();  // `volume list`

@@ -12,8 +12,8 @@ namespace {
 
 // The object a call is about, for the one-line summary: the first of these fields that is set.
 std::string subject_of(const google::protobuf::Message& request) {
-  static constexpr std::string_view kFields[] = {"volume_id", "source_volume_id", "snapshot_id",
-                                                 "name", "node_id"};
+  static constexpr std::string_view kFields[] = {
+      "volume_id", "source_volume_id", "snapshot_id", "name", "node_id", "name_or_id", "reference"};
   const auto* descriptor = request.GetDescriptor();
   const auto* reflection = request.GetReflection();
   for (std::string_view name : kFields) {

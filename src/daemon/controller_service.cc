@@ -341,9 +341,12 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
   if (!node_lock) return node_lock.status();
   ROSETCTL_RETURN_IF_ERROR(check_node_registered(context_, request.node_id()));
   if (volume->provider->volumes_are_node_local() && request.node_id() != context_.options.node_id) {
-    return error(Code::kNotFound,
+    // The node exists (registered), but this volume cannot reach it: the spec's "volume
+    // incompatible with the node" (FAILED_PRECONDITION), not an unknown node (NOT_FOUND).
+    return error(Code::kFailedPrecondition,
                  "node \"{}\" cannot reach volume \"{}\": {} volumes live on the node that "
-                 "created them and can only be published to node \"{}\"",
+                 "created them and can only be published to node \"{}\"; for volumes that "
+                 "other hosts attach, use the roset provider (--provider roset)",
                  request.node_id(), volume->record.name, volume->provider->name(),
                  context_.options.node_id);
   }

@@ -82,6 +82,7 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
   plugin->controller_ = std::make_unique<ControllerService>(*plugin->context_, *plugin->handlers_);
   plugin->node_ = std::make_unique<NodeService>(*plugin->context_, *plugin->handlers_);
   plugin->registry_ = std::make_unique<RegistryService>(*plugin->context_, *plugin->handlers_);
+  plugin->catalog_ = std::make_unique<CatalogService>(*plugin->context_, *plugin->handlers_);
   return plugin;
 }
 
@@ -107,8 +108,15 @@ Status Plugin::start(const std::optional<std::string>& unix_socket,
       builder.AddListeningPort(tcp[i], credentials, &ports[i]);
   }
   builder.RegisterService(identity_.get());
+  // Whatever this server does not offer itself goes to the proxy, which forwards calls that
+  // name a node (rosetctl-node) and explains the others.
+  proxy_ = std::make_unique<NodeProxy>(*context_, tls);
+  builder.RegisterCallbackGenericService(proxy_.get());
   if (context_->options.role != PluginRole::kNode) builder.RegisterService(controller_.get());
-  if (context_->options.role != PluginRole::kNode) builder.RegisterService(registry_.get());
+  if (context_->options.role != PluginRole::kNode) {
+    builder.RegisterService(registry_.get());
+    builder.RegisterService(catalog_.get());
+  }
   if (context_->options.role != PluginRole::kController) builder.RegisterService(node_.get());
   server_ = builder.BuildAndStart();
   if (!server_) {

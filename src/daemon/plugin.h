@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "daemon/catalog_service.h"
 #include "daemon/controller_service.h"
 #include "daemon/handler_pool.h"
 #include "daemon/identity_service.h"
+#include "daemon/node_proxy.h"
 #include "daemon/node_service.h"
 #include "daemon/registry_service.h"
 #include "daemon/service_context.h"
@@ -56,6 +58,8 @@ class Plugin {
   std::unique_ptr<IdentityService> identity_;
   std::unique_ptr<ControllerService> controller_;
   std::unique_ptr<NodeService> node_;
+  std::unique_ptr<NodeProxy> proxy_;           // calls for a node, forwarded to it
+  std::unique_ptr<CatalogService> catalog_;    // rosetctl.v1.Catalog, beside the controller
   std::unique_ptr<RegistryService> registry_;  // rosetctl.v1.Registry, beside the controller
   // After the services, before the server: destroyed once the server has stopped (no new
   // work) and before the services its handlers use.

@@ -39,6 +39,13 @@ grpc::ServerUnaryReactor* RegistryService::GetNode(Request* call, const v1::GetN
                 [=, this] { return get_node(*request, response); });
 }
 
+grpc::ServerUnaryReactor* RegistryService::TouchNode(Request* call,
+                                                     const v1::TouchNodeRequest* request,
+                                                     v1::TouchNodeResponse* response) {
+  return answer(handlers_, call, "TouchNode", request, response,
+                [=, this] { return touch_node(*request, response); });
+}
+
 grpc::ServerUnaryReactor* RegistryService::ListNodes(Request* call,
                                                      const v1::ListNodesRequest* request,
                                                      v1::ListNodesResponse* response) {
@@ -89,6 +96,23 @@ Status RegistryService::get_node(const v1::GetNodeRequest& request, v1::GetNodeR
                  request.node_id());
   }
   fill_node(**node, response->mutable_node());
+  return Status::ok();
+}
+
+Status RegistryService::touch_node(const v1::TouchNodeRequest& request,
+                                   v1::TouchNodeResponse* response) {
+  ROSETCTL_RETURN_IF_ERROR(validate_node_id(request.node_id(), "node_id"));
+  auto node = context_.store.find_node(request.node_id());
+  if (!node) return node.status();
+  if (!node->has_value()) {
+    return error(Code::kNotFound, "node \"{}\" is not registered with this controller",
+                 request.node_id());
+  }
+  NodeRecord seen = std::move(**node);
+  seen.last_seen_ns = unix_now_ns();
+  auto stored = context_.store.upsert_node(seen);
+  if (!stored) return stored.status();
+  fill_node(*stored, response->mutable_node());
   return Status::ok();
 }
 

@@ -18,6 +18,8 @@ class RegistryService final : public v1::Registry::CallbackService {
                                          v1::RegisterNodeResponse*) override;
   grpc::ServerUnaryReactor* GetNode(Request*, const v1::GetNodeRequest*,
                                     v1::GetNodeResponse*) override;
+  grpc::ServerUnaryReactor* TouchNode(Request*, const v1::TouchNodeRequest*,
+                                      v1::TouchNodeResponse*) override;
   grpc::ServerUnaryReactor* ListNodes(Request*, const v1::ListNodesRequest*,
                                       v1::ListNodesResponse*) override;
   grpc::ServerUnaryReactor* RemoveNode(Request*, const v1::RemoveNodeRequest*,
@@ -26,6 +28,7 @@ class RegistryService final : public v1::Registry::CallbackService {
  private:
   Status register_node(const v1::RegisterNodeRequest& request, v1::RegisterNodeResponse* response);
   Status get_node(const v1::GetNodeRequest& request, v1::GetNodeResponse* response);
+  Status touch_node(const v1::TouchNodeRequest& request, v1::TouchNodeResponse* response);
   Status list_nodes(v1::ListNodesResponse* response);
   Status remove_node(const v1::RemoveNodeRequest& request, v1::RemoveNodeResponse* response);
 

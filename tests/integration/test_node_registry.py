@@ -103,9 +103,11 @@ def test_local_volumes_stay_on_their_node_even_for_registered_nodes(cli):
     cli.create("here")
     cli.ok_json("--node-id", "worker-2", "node", "register")
     refused = cli.run("volume", "map", "here", "--node", "worker-2")
-    assert refused.rc == EXIT_NOT_FOUND, f"expected exit 3 (as for any node that cannot reach it): {refused.describe()}"
+    assert refused.rc == EXIT_PRECONDITION, (
+        f"expected exit 5 (a known node the volume cannot reach): {refused.describe()}")
     assert 'node "worker-2" cannot reach volume "here"' in refused.stderr, refused.stderr
     assert "local volumes live on the node that created them" in refused.stderr, refused.stderr
+    assert "--provider roset" in refused.stderr, "expected the refusal to point to a provider that can"
     assert cli.volume("here")["published_nodes"] == []
 
 

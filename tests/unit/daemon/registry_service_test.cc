@@ -177,11 +177,11 @@ TEST_CASE("registry: ControllerPublishVolume needs a registered node or this one
   CHECK_THAT(status.error_message(),
              Catch::StartsWith("node \"node-b\" is not registered with this controller"));
 
-  // Registered, node-b is known, but a local volume lives on node-a alone: still NOT_FOUND, now
-  // saying why.
+  // Registered, node-b is known, but a local volume lives on node-a alone: FAILED_PRECONDITION
+  // (the volume cannot reach that node), saying why.
   REQUIRE(f.register_node(node_request("node-b")).ok());
   status = f.publish(volume, "node-b");
-  CHECK(status.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(status.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
   CHECK_THAT(status.error_message(),
              Catch::Contains("local volumes live on the node that created them and can only be "
                              "published to node \"node-a\""));

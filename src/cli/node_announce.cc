@@ -1,0 +1,41 @@
+// Building the registration, and the consumer's touch-or-register.
+#include "cli/node_announce.h"
+
+#include "cli/initiator_name.h"
+#include "core/version.h"
+#include "daemon/convert.h"
+
+namespace rosetctl::cli {
+
+Expected<v1::RegisterNodeRequest> node_registration(const std::string& node_id,
+                                                    const std::string& address,
+                                                    std::optional<std::string> initiator) {
+  if (!initiator) {
+    auto from_file = read_initiator_name(kInitiatorNameFile);
+    if (!from_file) return from_file.status();
+    initiator = from_file->value_or("");
+  }
+  v1::RegisterNodeRequest request;
+  request.set_node_id(node_id);
+  request.set_address(address);
+  request.set_iscsi_initiator(*initiator);
+  (*request.mutable_topology())[kTopologyNodeKey] = node_id;
+  request.set_version(kVersion);
+  return request;
+}
+
+void announce_node(CsiClient& client, const std::string& node_id) {
+  v1::TouchNodeRequest touch;
+  touch.set_node_id(node_id);
+  v1::TouchNodeResponse touched;
+  Status status =
+      client.registry(&v1::Registry::Stub::TouchNode, touch, &touched, /*patient=*/false);
+  if (status.code() != Code::kNotFound) return;
+  auto registration = node_registration(node_id, "");
+  if (!registration) return;
+  v1::RegisterNodeResponse registered;
+  (void)client.registry(&v1::Registry::Stub::RegisterNode, *registration, &registered,
+                        /*patient=*/false);
+}
+
+}  // namespace rosetctl::cli
