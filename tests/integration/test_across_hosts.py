@@ -1,0 +1,384 @@
+"""A controller and its consumers on different hosts (issue 19): `rosetctl serve --listen` on one
+host of the lab, the CLI with `--controller` on two others, over real mutual TLS between network
+namespaces (the site's machinery is controller_site.py).
+
+The certificates are made with `rosetctl tls` on the controller host and copied to each consumer's
+own config directory. Volumes of the local provider live on the controller host; a roset volume
+(the fake Roset API, run on the controller host) is the one a node other than the controller may
+be mapped to, so the authorization tests use it. gRPC calls of our own (the registry, plaintext and
+certificate-less clients) run as Python clients on a lab host too: nothing outside the lab reaches
+it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from controller_site import (EXIT_PERMISSION, EXIT_UNAVAILABLE, PATIENCE, PORT, Site, build_site,
+                             expired_certificate, retrying_lines, tls_ok)
+from host_lab import wait_for_port
+from rosetctl_cli import EXIT_NOT_FOUND, EXIT_USAGE, Result, binary_path
+
+NAMES_XFAIL = pytest.mark.xfail(strict=True, reason="names over --controller: catalog service")
+
+
+@pytest.fixture
+def site(host_lab, rosetctl_binary) -> Site:
+    """controller (192.0.2.1) serving on PORT, consumer-a (TLS by environment), consumer-b (by its
+    config file); after the test, no private key may have been printed or logged anywhere."""
+    built = build_site(host_lab)
+    yield built
+    built.assert_no_secrets_printed()
+
+
+# ---------------------------------------------------------------- volumes across hosts
+
+
+def test_consumers_share_one_controller(site):
+    a, b, ctl = site.a, site.b, site.ctl
+    created = a.create("shared")
+    volume_id = created["id"]
+    assert created["name"] == "shared" and created["provider"] == "local", created
+
+    # The controller host's own CLI (local mode, no --controller) is the reference for the shapes.
+    local = ctl.volume(volume_id)
+    assert a.volume(volume_id) == local == created, "expected show over --controller to equal the local show"
+    assert a.volumes() == [local], "expected list over --controller to equal the local list"
+
+    # consumer-b (config file) makes one of its own and sees both: one controller.
+    other = b.create("b-own")
+    assert b.volume(other["id"]) == ctl.volume(other["id"])
+    everyone = sorted([local, ctl.volume(other["id"])], key=lambda v: v["id"])
+    for cli in (a, b, ctl):
+        assert sorted(cli.volumes(), key=lambda v: v["id"]) == everyone, f"expected {cli.host.name} to list both"
+    table = b.ok("volume", "list").stdout
+    assert volume_id in table and other["id"] in table, table
+
+    deleted = a.ok_json("volume", "delete", volume_id)
+    assert deleted == {"deleted": True, "id": volume_id, "name": "shared"}, deleted
+    for cli in (a, b, ctl):
+        assert [v["id"] for v in cli.volumes()] == [other["id"]], f"expected {cli.host.name} not to list it"
+        gone = cli.run("volume", "show", volume_id)
+        assert gone.rc == EXIT_NOT_FOUND and volume_id in gone.stderr, f"{cli.host.name}: {gone.describe()}"
+    b.ok("volume", "delete", other["id"])
+    assert ctl.volumes() == []
+
+    # One log line per remote call, naming the caller's certificate.
+    log = site.serve_log().splitlines()
+    creates = [line for line in log if 'CreateVolume name="shared"' in line]
+    assert len(creates) == 1 and "peer=node:consumer-a" in creates[0] and "status=OK" in creates[0], creates
+    creates = [line for line in log if 'CreateVolume name="b-own"' in line]
+    assert len(creates) == 1 and "peer=node:consumer-b" in creates[0], creates
+    deletes = [line for line in log if f'DeleteVolume volume_id="{volume_id}"' in line]
+    assert len(deletes) == 1 and "peer=node:consumer-a" in deletes[0], deletes
+    lists = [line for line in log if " ListVolumes " in line]
+    assert sum("peer=node:consumer-a" in line for line in lists) == 3, lists  # a's three `volume list`
+    assert sum("peer=node:consumer-b" in line for line in lists) == 3, lists  # b's two and the table
+    calls = [line for line in log if " status=" in line]
+    assert calls and all(" peer=node:consumer-" in line for line in calls), "expected every call to name its peer"
+
+
+@NAMES_XFAIL
+def test_volume_names_over_the_controller(site):
+    volume_id = site.a.create("by-name")["id"]
+    # consumer-b's own volume first, so it has local state (test_a_fresh_consumer_asks_the_controller).
+    site.b.create("from-b")
+    assert site.a.volume("by-name")["id"] == volume_id
+    assert site.b.volume("by-name")["id"] == volume_id
+    assert site.a.volume("from-b")["name"] == "from-b"
+    assert site.b.ok_json("volume", "delete", "by-name")["deleted"] is True
+    assert [v["name"] for v in site.ctl.volumes()] == ["from-b"]
+
+
+@pytest.mark.xfail(strict=True, reason="product bug: with --controller, a consumer without local state "
+                   "answers list/show from an empty local state instead of asking the controller")
+def test_a_fresh_consumer_asks_the_controller(site):
+    volume_id = site.a.create("seen-from-b")["id"]
+    assert not site.consumer_b.state_dir.exists(), "consumer-b has made no call yet"
+    assert [v["id"] for v in site.b.volumes()] == [volume_id], "expected the controller's volume"
+    assert site.b.volume(volume_id)["id"] == volume_id
+    # Settings that cannot work are an error, not an empty list.
+    unusable = site.b.run("--tls-ca", site.consumer_b.config_dir / "missing-ca.crt", "volume", "list")
+    assert unusable.rc != 0 and "--tls-ca" in unusable.stderr and not unusable.stdout, unusable.describe()
+
+
+# ---------------------------------------------------------------- who may do what
+
+
+def test_a_node_certificate_acts_only_for_itself(site, csi, registry_stubs):
+    a, alice = site.a, site.alice
+    volume_id = a.create("roaming", "-p", "provider=roset")["id"]  # any node may reach a roset volume
+
+    def registry(host, identity, method, request):
+        return site.grpc(host, registry_stubs, "rosetctl", "Registry", method, request, identity)
+
+    # Registering: a node for itself, an admin for anyone, a node never for another.
+    refused = registry(site.consumer_a, site.identity("consumer-a"), "RegisterNode", {"node_id": "consumer-b"})
+    assert refused["code"] == "PERMISSION_DENIED" and '"consumer-a"' in refused["details"], refused
+    for method, request in (("GetNode", {"node_id": "consumer-b"}), ("RemoveNode", {"node_id": "consumer-b"})):
+        refused = registry(site.consumer_a, site.identity("consumer-a"), method, request)
+        assert refused["code"] == "PERMISSION_DENIED" and '"consumer-a"' in refused["details"], (method, refused)
+    assert registry(site.consumer_b, site.identity("consumer-b"), "RegisterNode",
+                    {"node_id": "consumer-b"})["code"] == "OK"
+    assert registry(site.consumer_a, site.identity("alice"), "RegisterNode", {"node_id": "consumer-a"})["code"] == "OK"
+    listed = registry(site.consumer_a, site.identity("consumer-a"), "ListNodes", {})
+    assert listed["code"] == "OK", listed
+    assert sorted(n["node_id"] for n in listed["response"]["nodes"]) == ["consumer-a", "consumer-b"], listed
+
+    # Mapping: consumer-a's certificate may map to consumer-a, never to consumer-b.
+    refused = a.run("volume", "map", volume_id, "--node", "consumer-b")
+    assert refused.rc == EXIT_PERMISSION, f"expected exit 7: {refused.describe()}"
+    assert 'node certificate "consumer-a"' in refused.stderr and "consumer-b" in refused.stderr, refused.stderr
+    assert a.volume(volume_id)["published_nodes"] == [], "expected nothing recorded"
+    assert a.ok_json("volume", "map", volume_id)["node"] == "consumer-a"
+    a.ok("volume", "unmap", volume_id)
+
+    # alice (admin) may map it to consumer-b, and unmap it; consumer-a may not unmap it for consumer-b.
+    mapped = alice.ok_json("volume", "map", volume_id, "--node", "consumer-b")
+    assert mapped["mapped"] is True and mapped["node"] == "consumer-b", mapped
+    assert site.ctl.volume(volume_id)["published_nodes"] == ["consumer-b"]
+    refused = a.run("volume", "unmap", volume_id, "--node", "consumer-b")
+    assert refused.rc == EXIT_PERMISSION and 'node certificate "consumer-a"' in refused.stderr, refused.describe()
+    assert alice.ok_json("volume", "unmap", volume_id, "--node", "consumer-b")["mapped"] is False
+    assert site.ctl.volume(volume_id)["published_nodes"] == []
+
+    # The same rules for calls made with any client: unpublish from every node, a forwarded call.
+    def controller(identity, method, request, metadata=()):
+        return site.grpc(site.consumer_a, csi, "csi", "Controller", method, request, identity, metadata=metadata)
+
+    refused = controller(site.identity("consumer-a"), "ControllerUnpublishVolume", {"volume_id": volume_id})
+    assert refused["code"] == "PERMISSION_DENIED" and "every node" in refused["details"], refused
+    refused = controller(site.identity("consumer-a"), "ListVolumes", {}, metadata=[("rosetctl-node", "consumer-b")])
+    assert refused["code"] == "PERMISSION_DENIED" and '"consumer-a"' in refused["details"], refused
+    assert controller(site.identity("consumer-a"), "ListVolumes", {},
+                      metadata=[("rosetctl-node", "consumer-a")])["code"] == "OK"
+    assert controller(site.identity("alice"), "ListVolumes", {},
+                      metadata=[("rosetctl-node", "consumer-b")])["code"] == "OK"
+
+    # Authorization comes first, placement second: a local volume lives on the controller host, so
+    # even an admin's mapping to consumer-b is refused, by the placement rule and not for permission.
+    local_id = a.create("stays-home")["id"]
+    refused = a.run("volume", "map", local_id, "--node", "consumer-b")
+    assert refused.rc == EXIT_PERMISSION and 'node certificate "consumer-a"' in refused.stderr, refused.describe()
+    placed = alice.run("volume", "map", local_id, "--node", "consumer-b")
+    assert placed.rc == EXIT_NOT_FOUND and 'node "consumer-b" cannot reach volume' in placed.stderr, placed.describe()
+
+    a.ok("volume", "delete", volume_id)
+    a.ok("volume", "delete", local_id)
+    log = site.serve_log()
+    publishes = [line for line in log.splitlines() if "ControllerPublishVolume" in line]
+    assert any("peer=admin:alice" in line and "status=OK" in line for line in publishes), publishes
+    assert any("peer=node:consumer-a" in line and "status=PERMISSION_DENIED" in line for line in publishes), publishes
+
+
+# ---------------------------------------------------------------- refusals at the TLS layer
+
+
+def test_clients_without_a_good_certificate_are_refused(site, csi):
+    other_ca = site.controller.config_dir / "other-ca"
+    tls_ok(site.controller, site.printed, "init", "--dir", other_ca, "--ip", site.controller.address)
+    tls_ok(site.controller, site.printed, "issue", "consumer-a", "--dir", other_ca)
+    site.secret_files += sorted(other_ca.glob("*.key"))
+    good_ca = site.tls_dir / "ca.crt"
+
+    def list_volumes(security, identity=None):
+        return site.grpc(site.consumer_a, csi, "csi", "Controller", "ListVolumes", {}, identity, security)
+
+    assert list_volumes("mtls", site.identity("consumer-a"))["code"] == "OK", "the good certificate must work"
+    calls_before = site.serve_log().count(" ListVolumes ")
+    strangers = (other_ca / "consumer-a.crt", other_ca / "consumer-a.key", good_ca)
+    for what, security, identity in (("a plaintext client", "plaintext", None),
+                                     ("a client without a certificate", "tls", (None, None, good_ca)),
+                                     ("a certificate of another CA", "mtls", strangers)):
+        refused = list_volumes(security, identity)
+        assert refused["code"] == "UNAVAILABLE", f"expected {what} refused at the handshake: {refused}"
+    assert site.serve_log().count(" ListVolumes ") == calls_before, "expected no refused client's call to be served"
+
+    # The CLI with the wrong CA (it cannot trust the controller): exit 7 at once, no retrying.
+    started = time.monotonic()
+    wrong_ca = site.a.run("--tls-ca", other_ca / "ca.crt", "volume", "create", "never")
+    assert wrong_ca.rc == EXIT_PERMISSION, f"expected exit 7: {wrong_ca.describe()}"
+    assert wrong_ca.stderr.startswith("rosetctl: TLS with controller"), wrong_ca.stderr
+    assert site.address in wrong_ca.stderr and not retrying_lines(wrong_ca), wrong_ca.stderr
+    assert time.monotonic() - started < 10, "expected a TLS failure not to be retried"
+    # The CLI without a certificate of its own does not try.
+    no_cert = site.a.run("volume", "create", "never",
+                         env={k: v for k, v in site.a.env.items() if k != "ROSETCTL_TLS_CERT"})
+    assert no_cert.rc == EXIT_USAGE and "--controller needs --tls-cert" in no_cert.stderr, no_cert.describe()
+    # A CLI whose certificate and CA are both another CA's: the same.
+    stranger = site.a.run("--tls-cert", other_ca / "consumer-a.crt", "--tls-key", other_ca / "consumer-a.key",
+                          "--tls-ca", other_ca / "ca.crt", "volume", "create", "never")
+    assert stranger.rc == EXIT_PERMISSION and stranger.stderr.startswith("rosetctl: TLS with controller"), \
+        stranger.describe()
+    assert site.ctl.volumes() == [], "expected nothing created by a refused client"
+
+
+@pytest.mark.xfail(strict=True, reason="product bug: a client certificate the controller rejects (another CA, "
+                   "expired) is retried for 30 s as 'Socket closed' and exits 6, not 7 'TLS with controller' at once")
+def test_a_client_certificate_the_controller_rejects_is_a_tls_failure(site):
+    other_ca = site.controller.config_dir / "other-ca"
+    tls_ok(site.controller, site.printed, "init", "--dir", other_ca, "--ip", site.controller.address)
+    tls_ok(site.controller, site.printed, "issue", "consumer-a", "--dir", other_ca)
+    expired = expired_certificate(site.tls_dir, "consumer-a", site.consumer_a.config_dir / "expired")
+    site.secret_files += sorted(other_ca.glob("*.key")) + [expired[1]]
+    site.a.ok("volume", "create", "seed")  # local state, so nothing short-cuts the calls below
+    # consumer-a trusts the controller (the right CA) but shows a certificate the controller cannot.
+    procs = {what: site.a.start("--tls-cert", cert, "--tls-key", key, "volume", "create", "never",
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for what, (cert, key) in (("another CA's", (other_ca / "consumer-a.crt", other_ca / "consumer-a.key")),
+                                       ("an expired", expired))}
+    deadline = time.monotonic() + 10
+    failures = []
+    for what, proc in procs.items():
+        try:
+            out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            site.printed += [out, err]
+            failures.append(f"{what} certificate: still retrying after 10 s: {err!r}")
+            continue
+        site.printed += [out, err]
+        if proc.returncode != EXIT_PERMISSION or not err.startswith("rosetctl: TLS with controller"):
+            failures.append(f"{what} certificate: expected exit 7 'TLS with controller': rc={proc.returncode} {err!r}")
+    assert not failures, failures
+    assert [v["name"] for v in site.ctl.volumes()] == ["seed"]
+
+
+# ---------------------------------------------------------------- network failures
+
+
+class DelayedRestart(threading.Thread):
+    """Starts the site's serve again after `delay` seconds, while the test waits on a CLI call."""
+
+    def __init__(self, site: Site, delay: float):
+        super().__init__(daemon=True)
+        self.site, self.delay, self.failure = site, delay, None
+        self.start()
+
+    def run(self):
+        time.sleep(self.delay)
+        try:
+            self.site.start_serve()
+        except BaseException as e:  # re-raised by wait(), not lost with the thread
+            self.failure = e
+
+    def wait(self):
+        self.join(timeout=60)
+        if self.failure is not None:
+            raise AssertionError(f"serve did not come back: {self.failure}") from self.failure
+
+
+def test_a_retry_completes_when_the_controller_comes_back(site):
+    a = site.a
+    volume_id = a.create("before")["id"]
+
+    # A read: waits for the controller, then answers.
+    site.kill_serve()
+    restart = DelayedRestart(site, 2)
+    started = time.monotonic()
+    listed = a.run("-o", "json", "volume", "list", timeout=PATIENCE + 30)
+    restart.wait()
+    assert listed.rc == 0, f"expected the retry to complete once serve was back: {listed.describe()}"
+    assert 1.5 < time.monotonic() - started < PATIENCE, "expected it to wait for the restart, and no longer"
+    assert [v["id"] for v in listed.json()] == [volume_id]
+    waiting = retrying_lines(listed)
+    assert len(waiting) == 1, f"expected one retrying line: {listed.stderr!r}"
+    assert "192.0.2.1" in waiting[0] and "refused" in waiting[0], waiting
+
+    # A change: sent again once the controller is back, made exactly once.
+    site.kill_serve()
+    restart = DelayedRestart(site, 2)
+    made = a.run("-o", "json", "volume", "create", "during", timeout=PATIENCE + 30)
+    restart.wait()
+    assert made.rc == 0 and len(retrying_lines(made)) == 1, made.describe()
+    assert sorted(v["name"] for v in site.ctl.volumes()) == ["before", "during"]
+    assert site.serve_log().count('CreateVolume name="during"') == 1, "expected one CreateVolume, after the restart"
+    assert a.volume(made.json()["id"]) == site.ctl.volume(made.json()["id"])
+
+
+def test_an_unreachable_controller_exits_6_after_retrying(site):
+    before = site.a.create("from-a")["id"]
+    site.b.create("from-b")
+    # consumer-a's cable is pulled; for consumer-b, the controller's serve is gone (refused).
+    site.consumer_a.disconnect()
+    site.kill_serve()
+    started = time.monotonic()
+    procs = {name: cli.start("volume", "list", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name, cli in (("a", site.a), ("b", site.b))}
+    results = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=PATIENCE + 60)
+        results[name] = Result(proc.returncode, out, err)
+        site.printed += [out, err]
+    took = time.monotonic() - started
+    assert PATIENCE - 1 < took < PATIENCE + 30, f"expected about {PATIENCE} s of retrying, took {took:.1f} s"
+
+    cut, refused = results["a"], results["b"]
+    assert cut.rc == EXIT_UNAVAILABLE and refused.rc == EXIT_UNAVAILABLE, (cut.describe(), refused.describe())
+    for result in (cut, refused):
+        assert len(retrying_lines(result)) == 1, f"expected one retrying line: {result.stderr!r}"
+        last = result.stderr.splitlines()[-1]
+        assert last.startswith(f'rosetctl: controller "{site.address}"') and "retrying" not in last, result.stderr
+    assert "no route" in cut.stderr or "did not answer" in cut.stderr, cut.stderr
+    assert "refused the connection" in refused.stderr, refused.stderr
+
+    site.consumer_a.reconnect()
+    site.start_serve()
+    assert [v["id"] for v in site.a.volumes() if v["name"] == "from-a"] == [before]
+    assert sorted(v["name"] for v in site.b.volumes()) == ["from-a", "from-b"]
+
+
+# ---------------------------------------------------------------- serve's own refusals
+
+
+def test_serve_listen_refuses_bad_settings(site):
+    ctl = site.controller
+    other_state = ctl.dir / "other-state"
+
+    def serve(*argv) -> Result:
+        result = ctl.run([binary_path(), "serve", "--endpoint", f"unix://{ctl.dir}/other.sock",
+                          "--state-dir", other_state, *map(str, argv)], timeout=30)
+        site.printed += [result.stdout, result.stderr]
+        return result
+
+    tls = site.tls_dir
+    flags = ["--tls-cert", tls / "controller.crt", "--tls-key", tls / "controller.key", "--tls-ca", tls / "ca.crt"]
+    missing = serve("--listen", f"{ctl.address}:0")
+    assert missing.rc == EXIT_USAGE and "--tls-cert" in missing.stderr, missing.describe()
+    missing = serve("--listen", f"{ctl.address}:0", *flags[2:])
+    assert missing.rc == EXIT_USAGE and "--tls-cert" in missing.stderr, missing.describe()
+
+    loose = ctl.dir / "loose.key"
+    shutil.copyfile(tls / "controller.key", loose)
+    os.chmod(loose, 0o644)
+    site.secret_files.append(loose)
+    open_key = serve("--listen", f"{ctl.address}:0", *flags[:2], "--tls-key", loose, *flags[4:])
+    assert open_key.rc == EXIT_PERMISSION and str(loose) in open_key.stderr and "0644" in open_key.stderr, \
+        open_key.describe()
+
+    nonsense = serve("--listen", "nonsense", *flags)
+    assert nonsense.rc == EXIT_USAGE and '--listen "nonsense"' in nonsense.stderr, nonsense.describe()
+    tcp = ctl.run([binary_path(), "serve", "--endpoint", f"tcp://{ctl.address}:5000", "--state-dir", other_state])
+    assert tcp.rc == EXIT_USAGE and "--listen" in tcp.stderr and "tcp://" in tcp.stderr, tcp.describe()
+    assert not other_state.exists(), "expected a refused serve to make no state"
+
+    # Port 0 picks one and says which.
+    picked = ctl.start([binary_path(), "serve", "--endpoint", f"unix://{ctl.dir}/other.sock", "--state-dir",
+                        other_state, "--listen", f"{ctl.address}:0", *flags])
+    deadline = time.monotonic() + 15
+    while "(mutual TLS)" not in picked.output():
+        assert picked.poll() is None and time.monotonic() < deadline, picked.output()
+        time.sleep(0.05)
+    line = next(line for line in picked.output().splitlines() if "(mutual TLS)" in line)
+    port = int(line.split(f"listening on {ctl.address}:")[1].split()[0])
+    assert port not in (0, PORT), line
+    wait_for_port(site.consumer_b, ctl.address, port, timeout=10, process=picked)
+    picked.send_signal(signal.SIGTERM)
+    assert picked.wait(timeout=20) == 0, picked.output()
