@@ -142,7 +142,7 @@ class CsiClient {
         if (!proxy_node_.empty()) context.AddMetadata(kProxyNodeKey, proxy_node_);
       }
       Status status = from_grpc((stub.*method)(&context, request, response));
-      if (remote && status.code() == Code::kUnavailable) {
+      if (remote && status.code() == Code::kUnavailable && !was_answered(context)) {
         // The controller did not answer. A TLS refusal will not go away; a restart or a
         // network hiccup may: every CSI call is idempotent, so it is sent again for a while.
         Status failure = network_failure(controller_address_, status, closed_in_a_row);
@@ -150,7 +150,9 @@ class CsiClient {
         status = failure;
         if (status.code() != Code::kUnavailable || std::chrono::steady_clock::now() > give_up)
           return status;
-        if (!said_waiting) {
+        // A connection closed at once may be a refused certificate: find out before saying
+        // "retrying".
+        if (!said_waiting && closed_in_a_row == 0) {
           say_unreachable(status.message());
           said_waiting = true;
         }

@@ -33,10 +33,13 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
   TlsFiles tls = tls_files(globals);
   if (!options.listen.empty()) ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--listen"));
   std::string advertise = options.advertise;
-  if (advertise.empty() && !options.listen.empty() && !is_wildcard(options.listen.front()))
-    advertise = options.listen.front();
   if (!advertise.empty())
     ROSETCTL_RETURN_IF_ERROR(check_tcp_address(advertise, "--advertise", false));
+  // What the registry records by default: where this node listens, when that is an address
+  // others can dial (not a wildcard, not a port picked at start).
+  if (advertise.empty() && !options.listen.empty() && !is_wildcard(options.listen.front()) &&
+      check_tcp_address(options.listen.front(), "--listen", false))
+    advertise = options.listen.front();
   if (!globals.controller.empty()) {
     if (options.role == "controller") {
       return error(Code::kInvalidArgument,

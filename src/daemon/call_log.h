@@ -26,7 +26,7 @@ void log_call_end(std::string_view method, const Peer& peer,
 // `handler` returns Status and fills `response`. It runs only when the caller may make the
 // call (daemon/peer_authority.h); a refusal is logged like any other answer.
 template <typename Handler>
-grpc::Status run_logged(const grpc::ServerContextBase& call, std::string_view method,
+grpc::Status run_logged(grpc::ServerContextBase& call, std::string_view method,
                         const google::protobuf::Message& request,
                         google::protobuf::Message* response, Handler&& handler) {
   auto start = std::chrono::steady_clock::now();
@@ -34,7 +34,10 @@ grpc::Status run_logged(const grpc::ServerContextBase& call, std::string_view me
   Peer peer = peer_of(call);
   Status status = authorize(peer, call, method, request);
   if (status.is_ok()) status = handler();
-  if (!status.is_ok()) response->Clear();
+  if (!status.is_ok()) {
+    response->Clear();
+    mark_answered(call);
+  }
   log_call_end(method, peer, request, *response, status, std::chrono::steady_clock::now() - start);
   return to_grpc(status);
 }

@@ -62,6 +62,7 @@ class ProxyReactor final : public grpc::ServerGenericBidiReactor {
  private:
   void finish(const Status& status) {
     log(status);
+    mark_answered(*call_);
     Finish(to_grpc(status));
   }
 

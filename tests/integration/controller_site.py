@@ -246,8 +246,8 @@ def build_site(lab: HostLab) -> Site:
     printed: list[str] = []
     tls = controller.config_dir / "tls"
     tls_ok(controller, printed, "init", "--dir", tls, "--ip", controller.address)
-    for name in ("consumer-a", "consumer-b"):
-        tls_ok(controller, printed, "issue", name, "--dir", tls)
+    for host in (consumer_a, consumer_b):  # each may listen too (serve --role node): its address
+        tls_ok(controller, printed, "issue", host.name, "--dir", tls, "--ip", host.address)
     tls_ok(controller, printed, "issue", "alice", "--admin", "--dir", tls)
 
     api_key = controller.config_dir / "roset.key"

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import re
 import time
 
 import pytest
@@ -23,9 +24,8 @@ import pytest
 from controller_site import (EXIT_PERMISSION, EXIT_UNAVAILABLE, PATIENCE, PORT, Site, build_site,
                              expired_certificate, retrying_lines, tls_ok)
 from host_lab import wait_for_port
-from rosetctl_cli import EXIT_NOT_FOUND, EXIT_USAGE, Result, binary_path
+from rosetctl_cli import EXIT_NOT_FOUND, EXIT_PRECONDITION, EXIT_USAGE, Result, binary_path
 
-NAMES_XFAIL = pytest.mark.xfail(strict=True, reason="names over --controller: catalog service")
 
 
 @pytest.fixture
@@ -84,7 +84,6 @@ def test_consumers_share_one_controller(site):
     assert calls and all(" peer=node:consumer-" in line for line in calls), "expected every call to name its peer"
 
 
-@NAMES_XFAIL
 def test_volume_names_over_the_controller(site):
     volume_id = site.a.create("by-name")["id"]
     # consumer-b's own volume first, so it has local state (test_a_fresh_consumer_asks_the_controller).
@@ -96,8 +95,6 @@ def test_volume_names_over_the_controller(site):
     assert [v["name"] for v in site.ctl.volumes()] == ["from-b"]
 
 
-@pytest.mark.xfail(strict=True, reason="product bug: with --controller, a consumer without local state "
-                   "answers list/show from an empty local state instead of asking the controller")
 def test_a_fresh_consumer_asks_the_controller(site):
     volume_id = site.a.create("seen-from-b")["id"]
     assert not site.consumer_b.state_dir.exists(), "consumer-b has made no call yet"
@@ -167,7 +164,7 @@ def test_a_node_certificate_acts_only_for_itself(site, csi, registry_stubs):
     refused = a.run("volume", "map", local_id, "--node", "consumer-b")
     assert refused.rc == EXIT_PERMISSION and 'node certificate "consumer-a"' in refused.stderr, refused.describe()
     placed = alice.run("volume", "map", local_id, "--node", "consumer-b")
-    assert placed.rc == EXIT_NOT_FOUND and 'node "consumer-b" cannot reach volume' in placed.stderr, placed.describe()
+    assert placed.rc == EXIT_PRECONDITION and 'node "consumer-b" cannot reach volume' in placed.stderr, placed.describe()
 
     a.ok("volume", "delete", volume_id)
     a.ok("volume", "delete", local_id)
@@ -219,8 +216,6 @@ def test_clients_without_a_good_certificate_are_refused(site, csi):
     assert site.ctl.volumes() == [], "expected nothing created by a refused client"
 
 
-@pytest.mark.xfail(strict=True, reason="product bug: a client certificate the controller rejects (another CA, "
-                   "expired) is retried for 30 s as 'Socket closed' and exits 6, not 7 'TLS with controller' at once")
 def test_a_client_certificate_the_controller_rejects_is_a_tls_failure(site):
     other_ca = site.controller.config_dir / "other-ca"
     tls_ok(site.controller, site.printed, "init", "--dir", other_ca, "--ip", site.controller.address)
@@ -382,3 +377,35 @@ def test_serve_listen_refuses_bad_settings(site):
     wait_for_port(site.consumer_b, ctl.address, port, timeout=10, process=picked)
     picked.send_signal(signal.SIGTERM)
     assert picked.wait(timeout=20) == 0, picked.output()
+
+
+def test_a_node_registers_by_heartbeat_and_the_controller_proxies_calls_to_it(site):
+    """serve --role node --controller registers its address; --on-node N reaches N's own Node
+    service through the controller's proxy, as the same CSI call, and only as N or an admin."""
+    b = site.consumer_b
+    node_serve = b.start([binary_path(), "serve", "--role", "node", "--listen", f"{b.address}:9444",
+                          "--endpoint", f"unix://{b.dir}/csi.sock", "--state-dir", b.state_dir,
+                          "--grace-period", "2"], env=site.b.env)
+    deadline = time.monotonic() + 20
+    while True:
+        nodes = {n["node_id"]: n for n in site.ctl.ok_json("node", "list")}
+        if nodes.get("consumer-b", {}).get("address") == f"{b.address}:9444":
+            break
+        assert time.monotonic() < deadline and node_serve.poll() is None, (nodes, node_serve.output())
+        time.sleep(0.2)
+    assert "registered node \"consumer-b\" with controller" in node_serve.output()
+
+    info = site.alice.ok_json("--on-node", "consumer-b", "node", "info")
+    assert info["node_id"] == "consumer-b", f"expected consumer-b's own NodeGetInfo: {info}"
+    assert re.search(r'NodeGetInfo node="consumer-b" peer=admin:alice forwarded .*status=OK', site.serve_log()), (
+        site.serve_log())
+    assert re.search(r"NodeGetInfo peer=controller:\S+ .*status=OK", node_serve.output()), node_serve.output()
+
+    refused = site.a.run("--on-node", "consumer-b", "node", "info")
+    assert refused.rc == EXIT_PERMISSION and 'node certificate "consumer-a"' in refused.stderr, refused.describe()
+    no_address = site.alice.run("--on-node", "consumer-a", "node", "info")
+    assert no_address.rc == EXIT_UNAVAILABLE and "registered no address" in no_address.stderr, (
+        no_address.describe())
+    unknown = site.alice.run("--on-node", "nobody", "node", "info")
+    assert unknown.rc == EXIT_UNAVAILABLE and 'node "nobody" is not registered' in unknown.stderr, unknown.describe()
+    site.assert_no_secrets_printed()
