@@ -19,6 +19,7 @@ complete -c rosetctl -n '__fish_use_subcommand' -l roset-fuse
 complete -c rosetctl -n '__fish_use_subcommand' -l fuse-credentials
 complete -c rosetctl -n '__fish_use_subcommand' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_use_subcommand' -l controller
+complete -c rosetctl -n '__fish_use_subcommand' -l on-node
 complete -c rosetctl -n '__fish_use_subcommand' -l tls-cert
 complete -c rosetctl -n '__fish_use_subcommand' -l tls-key
 complete -c rosetctl -n '__fish_use_subcommand' -l tls-ca
@@ -49,6 +50,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l tls-ca
@@ -89,6 +91,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l tls-ca
@@ -111,6 +114,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l tls-ca
@@ -133,6 +137,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l tls-ca
@@ -156,6 +161,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l tls-ca
@@ -179,6 +185,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l tls-ca
@@ -201,6 +208,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l tls-ca
@@ -225,6 +233,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l tls-ca
@@ -248,6 +257,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l tls-ca
@@ -272,6 +282,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l tls-ca
@@ -296,6 +307,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l tls-ca
@@ -319,6 +331,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l tls-ca
@@ -341,6 +354,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l tls-ca
@@ -373,6 +387,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l tls-ca
@@ -396,6 +411,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l tls-ca
@@ -418,6 +434,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l tls-ca
@@ -443,6 +460,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l tls-ca
@@ -465,6 +483,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l tls-ca
@@ -487,6 +506,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l tls-ca
@@ -509,6 +529,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l tls-ca
@@ -531,12 +552,14 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l endpoint
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l listen
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l advertise
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l role
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l max-volumes-per-node
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l grace-period
@@ -559,6 +582,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l tls-ca
@@ -581,6 +605,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l tls-ca
@@ -613,6 +638,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcom
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l tls-ca
@@ -641,6 +667,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcom
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l tls-ca
@@ -663,6 +690,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcom
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l tls-ca
@@ -685,6 +713,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l tls-ca
@@ -712,6 +741,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l tls-ca
@@ -736,6 +766,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l tls-ca
@@ -758,6 +789,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l tls-ca
@@ -780,6 +812,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l tls-ca
@@ -803,6 +836,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l tls-ca
@@ -825,6 +859,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l tls-ca
@@ -848,6 +883,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l tls-ca
@@ -870,6 +906,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l tls-ca
@@ -892,6 +929,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-fuse-timeout
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l tls-ca

@@ -2,6 +2,7 @@
 // CO would, and reports throughput, latency percentiles and the server's memory.
 //
 //   csi_load --endpoint unix:///path/csi.sock --serve-pid PID --work-dir DIR
+//   csi_load --endpoint 192.0.2.1:9443 --tls-cert C --tls-key K --tls-ca CA ... (serve --listen)
 //            [--seconds N] [--existing N] [--targets N]
 //            [--only create-delete|publish-fanout|scale|floor]
 //
@@ -44,7 +45,29 @@ struct Options {
   int targets = 100;
   int existing = 10000;
   std::string only;  // one scenario by name; all when empty
+  // A TCP endpoint (serve --listen) is reached with mutual TLS from these PEM files.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
 };
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "csi_load: cannot read %s\n", path.c_str());
+    std::exit(2);
+  }
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::shared_ptr<grpc::ChannelCredentials> credentials_of(const Options& options) {
+  if (options.tls_ca.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = read_file(options.tls_ca);
+  ssl.pem_cert_chain = read_file(options.tls_cert);
+  ssl.pem_private_key = read_file(options.tls_key);
+  return grpc::SslCredentials(ssl);
+}
 
 struct Memory {
   long rss_anon_kb = 0;
@@ -361,6 +384,12 @@ int main(int argc, char** argv) {
       options.targets = std::stoi(value);
     else if (flag == "--only")
       options.only = value;
+    else if (flag == "--tls-cert")
+      options.tls_cert = value;
+    else if (flag == "--tls-key")
+      options.tls_key = value;
+    else if (flag == "--tls-ca")
+      options.tls_ca = value;
     else {
       std::fprintf(stderr, "csi_load: unknown flag %s\n", flag.c_str());
       return 2;
@@ -371,7 +400,7 @@ int main(int argc, char** argv) {
                  "usage: csi_load --endpoint unix:///x.sock --serve-pid PID --work-dir DIR\n");
     return 2;
   }
-  auto channel = grpc::CreateChannel(options.endpoint, grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(options.endpoint, credentials_of(options));
   print_memory("idle", options.serve_pid);
   auto wanted = [&](std::string_view name) { return options.only.empty() || options.only == name; };
   if (wanted("create-delete")) create_delete(channel, options);

@@ -40,9 +40,14 @@ csi::v1::VolumeCapability attach_capability(const csi::v1::Volume& volume) {
   } else {
     capability.mutable_mount();
   }
-  capability.mutable_access_mode()->set_mode(
-      is_read_only_volume(volume) ? csi::v1::VolumeCapability::AccessMode::MULTI_NODE_READER_ONLY
-                                  : csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+  // A shared filesystem (roset) is attached by every host that connects it, each writing:
+  // ReadWriteMany. A volume that lives on one node is attached by that node alone.
+  bool shared = value_or_empty(volume.volume_context(), kContextProvider) == "roset";
+  using Mode = csi::v1::VolumeCapability::AccessMode;
+  capability.mutable_access_mode()->set_mode(is_read_only_volume(volume)
+                                                 ? Mode::MULTI_NODE_READER_ONLY
+                                             : shared ? Mode::MULTI_NODE_MULTI_WRITER
+                                                      : Mode::SINGLE_NODE_WRITER);
   return capability;
 }
 

@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from fake_roset_api import FakeRoset
-fake = FakeRoset(Path(sys.argv[2]), Path(sys.argv[3]).read_text().strip()).start()
+fake = FakeRoset(Path(sys.argv[2]), Path(sys.argv[3]).read_text().strip(), host=sys.argv[4]).start()
 print(fake.url, flush=True)
 fake.thread.join()
 """
@@ -224,10 +224,10 @@ def expired_certificate(tls_dir: Path, name: str, to: Path) -> tuple[Path, Path]
 
 
 def start_fake_roset(host: Host, key_file: Path) -> str:
-    """The fake Roset API on `host` (serve there reaches it on 127.0.0.1); returns its URL."""
+    """The fake Roset API on `host`, at its lab address (consumers' roset-fuse reach it too)."""
     storage = host.dir / "roset-storage"
     storage.mkdir()
-    fake = host.start([sys.executable, "-c", FAKE_ROSET, INTEGRATION_DIR, storage, key_file])
+    fake = host.start([sys.executable, "-c", FAKE_ROSET, INTEGRATION_DIR, storage, key_file, host.address])
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         url = fake.output().strip()

@@ -86,7 +86,7 @@ class State:
 class FakeRoset:
     """The server plus the knobs tests turn. Start with start(), stop with close()."""
 
-    def __init__(self, storage: Path, api_key: str, tenant: str = "tenant-1"):
+    def __init__(self, storage: Path, api_key: str, tenant: str = "tenant-1", host: str = "127.0.0.1"):
         self.state = State(storage=storage, keys={api_key: tenant})
         self.lock = threading.RLock()
         self.faults: list[Fault] = []
@@ -98,14 +98,15 @@ class FakeRoset:
         self.fail_commits = False
         self.echo_auth: str | None = None  # None | "plain" | "escaped"
         self.default_mount = self.add_mount("default", is_default=True)
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class_for(self))
+        self.host = host  # a lab host's address, for clients on other hosts
+        self.httpd = ThreadingHTTPServer((host, 0), _handler_class_for(self))
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     # ---- control
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        return f"http://{self.host}:{self.httpd.server_address[1]}"
 
     def start(self) -> "FakeRoset":
         self.thread.start()

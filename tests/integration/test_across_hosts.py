@@ -24,6 +24,7 @@ import pytest
 from controller_site import (EXIT_PERMISSION, EXIT_UNAVAILABLE, PATIENCE, PORT, Site, build_site,
                              expired_certificate, retrying_lines, tls_ok)
 from host_lab import wait_for_port
+from roset_fixtures import STANDIN_FUSE
 from rosetctl_cli import EXIT_NOT_FOUND, EXIT_PRECONDITION, EXIT_USAGE, Result, binary_path
 
 
@@ -408,4 +409,38 @@ def test_a_node_registers_by_heartbeat_and_the_controller_proxies_calls_to_it(si
         no_address.describe())
     unknown = site.alice.run("--on-node", "nobody", "node", "info")
     assert unknown.rc == EXIT_UNAVAILABLE and 'node "nobody" is not registered' in unknown.stderr, unknown.describe()
+    site.assert_no_secrets_printed()
+
+
+def test_two_consumers_connect_one_roset_volume_and_see_each_others_writes(site):
+    """The seed-002 shape with a shared filesystem: a roset volume made on the controller is
+    mapped to each consumer by its own connect, staged there by its own roset-fuse with its own
+    copy of the API key (the controller never sends one), and both see each other's writes."""
+    api_key = site.controller.config_dir / "roset.key"
+    for cli in (site.a, site.b):
+        own_key = cli.host.config_dir / "roset.key"
+        shutil.copyfile(api_key, own_key)
+        os.chmod(own_key, 0o600)
+        cli.env.update({"ROSET_API_URL": site.roset_env["ROSET_API_URL"],
+                        "ROSET_API_KEY_FILE": str(own_key), "ROSET_FUSE_BINARY": str(STANDIN_FUSE)})
+    volume_id = site.a.create("team", "-p", "provider=roset")["id"]
+    target_a = site.consumer_a.dir / "team"
+    target_b = site.consumer_b.dir / "team"
+    assert site.a.ok_json("volume", "connect", volume_id, "--target", target_a)["path"] == str(target_a)
+    assert site.b.ok_json("volume", "connect", volume_id, "--target", target_b)["path"] == str(target_b)
+    (target_a / "from-a.txt").write_text("written on consumer-a")
+    (target_b / "from-b.txt").write_text("written on consumer-b")
+    assert (target_b / "from-a.txt").read_text() == "written on consumer-a"
+    assert (target_a / "from-b.txt").read_text() == "written on consumer-b"
+    assert sorted(site.ctl.volume(volume_id)["published_nodes"]) == ["consumer-a", "consumer-b"]
+    # Each consumer's own connections are its own: consumer-a sees its target, not consumer-b's.
+    assert [c["target"] for c in site.a.volume(volume_id)["connections"]] == [str(target_a)]
+
+    refused = site.a.run("volume", "delete", volume_id)
+    assert refused.rc == 5 and "mapped" in refused.stderr, refused.describe()
+    for cli in (site.a, site.b):
+        cli.ok("volume", "disconnect", volume_id)
+    assert site.ctl.volume(volume_id)["published_nodes"] == []
+    assert not target_a.exists() and not target_b.exists()
+    site.a.ok("volume", "delete", volume_id)
     site.assert_no_secrets_printed()

@@ -1,0 +1,37 @@
+// Tests for src/daemon/peer_authority.cc: roles from certificate subjects, and what each may do.
+// The auth context of a real TLS call is exercised by tests/integration/test_across_hosts.py;
+// here the rules are checked over the in-process channel (a local caller) and by subject.
+#include "daemon/peer_authority.h"
+
+#include <catch2/catch.hpp>
+
+using rosetctl::Peer;
+using rosetctl::peer_from_subject;
+using rosetctl::PeerRole;
+
+TEST_CASE("peer_authority: the role is the subject's OU and the name its CN", "[peer]") {
+  Peer node = peer_from_subject("CN=node-a,OU=node,O=rosetctl");
+  CHECK(node.role == PeerRole::kNode);
+  CHECK(node.name == "node-a");
+  CHECK(node.log_field() == "node:node-a");
+  CHECK(peer_from_subject("O=rosetctl, OU=admin, CN=alice").role == PeerRole::kAdmin);
+  CHECK(peer_from_subject("CN=ctl,OU=controller,O=rosetctl").role == PeerRole::kController);
+  // The CA's OU, another organisation's, or none: no rosetctl role.
+  CHECK(peer_from_subject("CN=rosetctl CA 00,OU=ca,O=rosetctl").role == PeerRole::kUnknown);
+  CHECK(peer_from_subject("CN=x,OU=nodes,O=other").role == PeerRole::kUnknown);
+  CHECK(peer_from_subject("CN=x").role == PeerRole::kUnknown);
+  // An attribute whose name merely starts like OU or CN is not it.
+  Peer tricky = peer_from_subject("OUX=admin,CNAME=admin,OU=node,CN=node-b");
+  CHECK(tricky.role == PeerRole::kNode);
+  CHECK(tricky.name == "node-b");
+}
+
+TEST_CASE("peer_authority: descriptions name the certificate", "[peer]") {
+  CHECK(Peer{PeerRole::kNode, "node-a"}.describe() == "node certificate \"node-a\"");
+  CHECK(Peer{PeerRole::kAdmin, "alice"}.describe() == "admin certificate \"alice\"");
+  CHECK(Peer{}.describe() == "a local caller");
+  // A hostile CN stays on one line in logs and messages.
+  Peer hostile{PeerRole::kNode, "a\nb"};
+  CHECK(hostile.describe().find('\n') == std::string::npos);
+  CHECK(hostile.log_field().find('\n') == std::string::npos);
+}
