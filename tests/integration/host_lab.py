@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from rosetctl_cli import Result, Rosetctl, binary_path, isolated_environment
+from rosetctl_cli import Result, Rosetctl, binary_path, isolated_environment, process_alive
 
 LAB_PREFIX = "rosetctl-lab-"
 NETWORK = "192.0.2"  # TEST-NET-1 (RFC 5737): never routed anywhere
@@ -397,14 +397,6 @@ def pids_in_namespaces(ids: set[tuple[int, int]]) -> list[int]:
         if (st.st_dev, st.st_ino) in ids:
             found.append(int(entry.name))
     return sorted(found)
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 def end_processes(pids: set[int], grace: float) -> None:

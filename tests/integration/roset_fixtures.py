@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from fake_roset_api import FakeRoset
-from rosetctl_cli import Rosetctl, Result
+from rosetctl_cli import Rosetctl, Result, process_alive  # noqa: F401 (tests import it from here)
 
 STANDIN_FUSE = Path(__file__).resolve().parent / "bin" / "roset-fuse"
 
@@ -99,14 +99,6 @@ class RosetEnv:
 
     def node_of(self, volume: dict) -> dict:
         return self.fake.state.nodes[volume["context"]["nodeId"]]
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 def stop_pid(pid: int, grace: float = 5.0):

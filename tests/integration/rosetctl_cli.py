@@ -52,6 +52,15 @@ class Result(NamedTuple):
         return f"rc={self.rc} stdout={self.stdout!r} stderr={self.stderr!r}"
 
 
+def process_alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie or a dead process is not alive)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
 class ProcessTracker:
     """Processes a test started; all of them are ended at teardown (SIGTERM, wait, SIGKILL)."""
 
