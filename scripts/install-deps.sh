@@ -22,8 +22,9 @@ packages=(
   # the multi-host tests' "hosts" are network namespaces (tests/integration/host_lab.py): `ip`
   # builds them, util-linux's nsenter runs commands in them
   iproute2
-  # `openssl verify` / `openssl x509` check the certificates `rosetctl tls` makes
-  openssl
+  # `openssl verify` / `openssl x509` check the certificates `rosetctl tls` makes; Python's
+  # cryptography makes the expired one the across-hosts tests need (rosetctl never makes one)
+  openssl python3-cryptography
   # the Ansible collection (ansible/): ansible-playbook, ansible-doc and ansible-test
   ansible-core
 )
