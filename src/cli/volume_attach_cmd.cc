@@ -65,6 +65,11 @@ Expected<std::string> resolve_target(const Session& session, const std::string& 
   return checked_mount_path(session.layout(), joined, "--target", session.layout().mounts_dir());
 }
 
+// Where `connect` stages a volume on this host; other stagings are a CO's (kubelet's).
+std::string own_staging(const Session& session, std::string_view volume_id) {
+  return fmt::format("{}/{}", session.layout().staging_dir(), volume_id);
+}
+
 // Connect and disconnect are several CSI calls each; two CLI runs on one volume take turns so
 // their sequences never interleave ("am I the last user?" must stay true until acted on).
 Expected<HeldLock> lock_attachments(const Session& session, std::string_view volume_id) {
@@ -121,7 +126,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   if (!already_connected) {
     ROSETCTL_RETURN_IF_ERROR(block ? check_block_target(*target) : check_publish_target(*target));
   }
-  std::string staging = fmt::format("{}/{}", (*session)->layout().staging_dir(), id);
+  std::string staging = own_staging(**session, id);
   const std::string& node = (*session)->node_id();
   Rollback rollback;
 
@@ -243,7 +248,7 @@ Status run_disconnect(const GlobalOptions& globals, const AttachOptions& options
   if (!still_connected) {
     // Our own staging; a kubelet staging on this host belongs to kubelet, unless --staging
     // says its client is gone.
-    std::string own = fmt::format("{}/{}", (*session)->layout().staging_dir(), id);
+    std::string own = own_staging(**session, id);
     auto stagings = store.stagings(id);
     if (!stagings) return stagings.status();
     for (const Staging& staging : *stagings) {

@@ -97,12 +97,7 @@ grpc::ServerGenericBidiReactor* NodeProxy::CreateReactor(grpc::GenericCallbackSe
 Expected<std::shared_ptr<grpc::Channel>> NodeProxy::route(const grpc::ServerContextBase& call,
                                                           const std::string& method,
                                                           const std::string& node_id) {
-  Peer peer = peer_of(call);
-  if (peer.role == PeerRole::kUnknown || (peer.role == PeerRole::kNode && peer.name != node_id)) {
-    return error(Code::kPermissionDenied,
-                 "{} may not have {} forwarded to node {}: a node acts only for itself",
-                 peer.describe(), method, display_quoted(node_id));
-  }
+  ROSETCTL_RETURN_IF_ERROR(authorize_forward(peer_of(call), method, node_id));
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(node_id, "rosetctl-node"));
   auto node = context_.store.find_node(node_id);
   if (!node) return node.status();

@@ -4,6 +4,8 @@
 #include <google/protobuf/descriptor.h>
 #include <grpc/grpc_security_constants.h>
 
+#include <optional>
+
 #include "core/validate.h"
 
 namespace rosetctl {
@@ -93,8 +95,11 @@ Peer peer_of(const grpc::ServerContextBase& call) {
   return peer;
 }
 
-Status authorize(const Peer& peer, const grpc::ServerContextBase& call, std::string_view method,
-                 const google::protobuf::Message& request) {
+namespace {
+
+// What every role may do before the node rule: OK for this host, admins and controllers;
+// refused for a certificate without a role; nullopt for a node, which the caller judges.
+std::optional<Status> by_role(const Peer& peer, std::string_view method) {
   switch (peer.role) {
     case PeerRole::kLocal:
     case PeerRole::kAdmin:
@@ -108,15 +113,27 @@ Status authorize(const Peer& peer, const grpc::ServerContextBase& call, std::str
     case PeerRole::kNode:
       break;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Status authorize_forward(const Peer& peer, std::string_view method, std::string_view node) {
+  if (auto decided = by_role(peer, method)) return *decided;
+  if (node == peer.name) return Status::ok();
+  return error(Code::kPermissionDenied,
+               "{} may not have {} forwarded to node {}: a node acts only for itself",
+               peer.describe(), method, display_quoted(node));
+}
+
+Status authorize(const Peer& peer, const grpc::ServerContextBase& call, std::string_view method,
+                 const google::protobuf::Message& request) {
+  if (auto decided = by_role(peer, method)) return *decided;
   const auto& metadata = call.client_metadata();
   auto proxied = metadata.find(kProxyNodeKey);
   if (proxied != metadata.end()) {
-    std::string_view target(proxied->second.data(), proxied->second.size());
-    if (target != peer.name) {
-      return error(Code::kPermissionDenied,
-                   "{} may not have {} forwarded to node {}: a node acts only for itself",
-                   peer.describe(), method, display_quoted(target));
-    }
+    ROSETCTL_RETURN_IF_ERROR(authorize_forward(
+        peer, method, std::string_view(proxied->second.data(), proxied->second.size())));
   }
   if (names_a_node(request)) {
     std::string node = node_named_by(request);

@@ -41,6 +41,10 @@ Peer peer_of(const grpc::ServerContextBase& call);
 Status authorize(const Peer& peer, const grpc::ServerContextBase& call, std::string_view method,
                  const google::protobuf::Message& request);
 
+// Whether `peer` may have `method` forwarded to `node` (the controller's proxy): a node only to
+// itself.
+Status authorize_forward(const Peer& peer, std::string_view method, std::string_view node);
+
 // The role and name an RFC 2253 subject ("CN=node-a,OU=node,O=rosetctl") names.
 Peer peer_from_subject(std::string_view subject);
 

@@ -8,18 +8,13 @@
 #include <climits>
 #include <cstdlib>
 
+#include "core/host_addresses.h"
 #include "core/validate.h"
 #include "daemon/grpc_logging.h"
 #include "daemon/reconcile.h"
 
 namespace rosetctl {
 namespace {
-
-Expected<std::string> host_name() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return errno_status(errno, "gethostname");
-  return std::string(name);
-}
 
 // CSI driver names: at most 63 characters of alphanumerics, '-' and '.'. The spec lets them
 // start and end with a digit; conformance suites (csi-sanity) insist on a letter, so we do too.

@@ -7,32 +7,12 @@
 
 #include "csi.grpc.pb.h"
 #include "daemon/plugin.h"
+#include "unit/daemon/plugin_fixture.h"
 
 namespace {
 
-struct Fixture {
-  std::string dir;
-  std::unique_ptr<rosetctl::Plugin> plugin;
-  std::unique_ptr<csi::v1::Controller::Stub> controller;
-
-  Fixture() {
-    char pattern[] = "/tmp/rosetctl-controller-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    dir = pattern;
-    rosetctl::PluginOptions options;
-    options.state_dir = dir + "/state";
-    options.node_id = "node-a";
-    auto opened = rosetctl::Plugin::open(options);
-    REQUIRE(opened.has_value());
-    plugin = std::move(*opened);
-    REQUIRE(plugin->start(std::nullopt).is_ok());
-    controller = csi::v1::Controller::NewStub(plugin->in_process_channel());
-  }
-  ~Fixture() {
-    controller.reset();
-    plugin.reset();
-    std::filesystem::remove_all(dir);
-  }
+struct Fixture : rosetctl::testing::PluginFixture {
+  Fixture() : PluginFixture("controller") {}
 
   grpc::Status create(const std::string& name, int64_t bytes, csi::v1::CreateVolumeResponse* out) {
     csi::v1::CreateVolumeRequest request;

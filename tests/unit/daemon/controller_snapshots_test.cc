@@ -9,6 +9,7 @@
 
 #include "csi.grpc.pb.h"
 #include "daemon/plugin.h"
+#include "unit/daemon/plugin_fixture.h"
 
 namespace {
 
@@ -30,29 +31,8 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
-struct Fixture {
-  std::string dir;
-  std::unique_ptr<rosetctl::Plugin> plugin;
-  std::unique_ptr<csi::v1::Controller::Stub> controller;
-
-  Fixture() {
-    char pattern[] = "/tmp/rosetctl-snapshots-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    dir = pattern;
-    rosetctl::PluginOptions options;
-    options.state_dir = dir + "/state";
-    options.node_id = "node-a";
-    auto opened = rosetctl::Plugin::open(options);
-    REQUIRE(opened.has_value());
-    plugin = std::move(*opened);
-    REQUIRE(plugin->start(std::nullopt).is_ok());
-    controller = csi::v1::Controller::NewStub(plugin->in_process_channel());
-  }
-  ~Fixture() {
-    controller.reset();
-    plugin.reset();
-    std::filesystem::remove_all(dir);
-  }
+struct Fixture : rosetctl::testing::PluginFixture {
+  Fixture() : PluginFixture("snapshots") {}
 
   fs::path data_dir(const std::string& volume_id) const {
     return fs::path(plugin->layout().volumes_dir()) / volume_id;

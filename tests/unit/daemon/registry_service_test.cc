@@ -8,36 +8,17 @@
 #include "csi.grpc.pb.h"
 #include "daemon/plugin.h"
 #include "rosetctl.grpc.pb.h"
+#include "unit/daemon/plugin_fixture.h"
 
 namespace {
 
 namespace v1 = rosetctl::v1;
 
-struct Fixture {
-  std::string dir;
-  std::unique_ptr<rosetctl::Plugin> plugin;
-  std::unique_ptr<csi::v1::Controller::Stub> controller;
+struct Fixture : rosetctl::testing::PluginFixture {
   std::unique_ptr<v1::Registry::Stub> registry;
 
-  Fixture() {
-    char pattern[] = "/tmp/rosetctl-registry-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    dir = pattern;
-    rosetctl::PluginOptions options;
-    options.state_dir = dir + "/state";
-    options.node_id = "node-a";
-    auto opened = rosetctl::Plugin::open(options);
-    REQUIRE(opened.has_value());
-    plugin = std::move(*opened);
-    REQUIRE(plugin->start(std::nullopt).is_ok());
-    controller = csi::v1::Controller::NewStub(plugin->in_process_channel());
+  Fixture() : PluginFixture("registry") {
     registry = v1::Registry::NewStub(plugin->in_process_channel());
-  }
-  ~Fixture() {
-    controller.reset();
-    registry.reset();
-    plugin.reset();
-    std::filesystem::remove_all(dir);
   }
 
   grpc::Status register_node(const v1::RegisterNodeRequest& request, v1::Node* out = nullptr) {

@@ -1,0 +1,46 @@
+// The daemon's unit tests' common ground: a plugin in a scratch state directory, started on its
+// in-process channel, with a Controller stub; everything removed at the end.
+#pragma once
+
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "csi.grpc.pb.h"
+#include "daemon/plugin.h"
+
+namespace rosetctl::testing {
+
+struct PluginFixture {
+  // `name` tells the scratch directories of different test files apart.
+  explicit PluginFixture(const std::string& name) {
+    std::string pattern = "/tmp/rosetctl-" + name + "-XXXXXX";
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    dir = pattern;
+    PluginOptions options;
+    options.state_dir = dir + "/state";
+    options.node_id = "node-a";
+    auto opened = Plugin::open(options);
+    REQUIRE(opened.has_value());
+    plugin = std::move(*opened);
+    REQUIRE(plugin->start(std::nullopt).is_ok());
+    controller = csi::v1::Controller::NewStub(plugin->in_process_channel());
+  }
+  ~PluginFixture() {
+    controller.reset();
+    plugin.reset();
+    std::filesystem::remove_all(dir);
+  }
+  PluginFixture(const PluginFixture&) = delete;
+  PluginFixture& operator=(const PluginFixture&) = delete;
+
+  std::string dir;
+  std::unique_ptr<Plugin> plugin;
+  std::unique_ptr<csi::v1::Controller::Stub> controller;
+};
+
+}  // namespace rosetctl::testing
