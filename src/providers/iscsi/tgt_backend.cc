@@ -78,8 +78,9 @@ Status validate_spec(const TargetSpec& spec) {
 
 Expected<std::unique_ptr<TgtBackend>> TgtBackend::open(TgtOptions options) {
   ROSETCTL_RETURN_IF_ERROR(validate_iqn_prefix(options.iqn_prefix, "the iSCSI IQN prefix"));
-  if (options.control_port < 0 || options.control_port > 65535) {
-    return error(Code::kInvalidArgument, "tgtd control port {} is out of range (0 to 65535)",
+  // tgtd and tgtadm keep the control port in a signed short.
+  if (options.control_port < 0 || options.control_port > 32767) {
+    return error(Code::kInvalidArgument, "tgtd control port {} is out of range (0 to 32767)",
                  options.control_port);
   }
   auto tgtadm = find_program("tgtadm", "tgt");

@@ -1,0 +1,158 @@
+"""The iSCSI target backend (src/providers/iscsi, tgt) against a real tgtd, checked from the
+initiator's side with libiscsi: who may log in, what LUN they see, CHAP, resize, removal, and a
+tgtd that lost everything in a restart. Driven through tests/tools/iscsi_target_tool."""
+from __future__ import annotations
+
+import os
+
+from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, read_lun, visible_luns
+
+MiB = 1024 * 1024
+
+
+def make_image(workdir, name: str, size: int):
+    path = workdir / f"{name}.img"
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path
+
+
+def iqn(volume: str) -> str:
+    return f"{IQN_PREFIX}:{volume}"
+
+
+def test_bound_initiator_sees_one_lun_of_the_volume_size_and_serial(target_tool, tgtd, workdir):
+    image = make_image(workdir, "vol-a", 64 * MiB)
+    info = target_tool.ensure("vol-a", image)
+    assert info["iqn"] == iqn("vol-a") and info["serial"] == "vol-a" and info["has_lun"], info
+    assert info["backing_path"] == str(image) and info["initiators"] == [], info
+    target_tool.ok("bind", "vol-a", INITIATOR_A)
+
+    assert read_lun(tgtd.portal, iqn("vol-a"), INITIATOR_A) == Lun("vol-a", 64 * MiB)
+    listing = visible_luns(tgtd.portal, INITIATOR_A)
+    assert listing.rc == 0 and f"Target:{iqn('vol-a')}" in listing.stdout, listing.describe()
+    disks = [line for line in listing.stdout.splitlines() if "DIRECT_ACCESS" in line]
+    assert len(disks) == 1 and disks[0].split()[0] == "Lun:1", listing.describe()
+
+    # Every call again: nothing changes, nothing fails.
+    assert target_tool.ensure("vol-a", image) == {**info, "initiators": [INITIATOR_A]}
+    target_tool.ok("bind", "vol-a", INITIATOR_A)
+    assert [t["volume_id"] for t in target_tool.list()] == ["vol-a"]
+    assert target_tool.list()[0]["initiators"] == [INITIATOR_A]
+
+
+def test_an_initiator_not_bound_is_refused(target_tool, tgtd, workdir):
+    target_tool.ensure("vol-b", make_image(workdir, "vol-b", 16 * MiB))
+    target_tool.ok("bind", "vol-b", INITIATOR_A)
+    refused = read_lun(tgtd.portal, iqn("vol-b"), INITIATOR_B)
+    assert not isinstance(refused, Lun) and refused.rc != 0, refused
+    assert "Login Failed" in refused.stderr, refused.describe()
+    # Discovery does not even name the target to it.
+    assert iqn("vol-b") not in visible_luns(tgtd.portal, INITIATOR_B).stdout
+    # A target nobody is bound to admits nobody.
+    target_tool.ensure("vol-c", make_image(workdir, "vol-c", 16 * MiB))
+    assert not isinstance(read_lun(tgtd.portal, iqn("vol-c"), INITIATOR_A), Lun)
+
+
+def test_after_unbind_the_initiator_is_refused_too(target_tool, tgtd, workdir):
+    target_tool.ensure("vol-u", make_image(workdir, "vol-u", 16 * MiB))
+    target_tool.ok("bind", "vol-u", INITIATOR_A)
+    assert isinstance(read_lun(tgtd.portal, iqn("vol-u"), INITIATOR_A), Lun)
+    target_tool.ok("unbind", "vol-u", INITIATOR_A)
+    assert not isinstance(read_lun(tgtd.portal, iqn("vol-u"), INITIATOR_A), Lun)
+    assert target_tool.list()[0]["initiators"] == []
+    target_tool.ok("unbind", "vol-u", INITIATOR_A)       # again: already done
+    target_tool.ok("unbind", "no-such-vol", INITIATOR_A)  # no target: nobody can log in anyway
+
+
+def test_chap_refuses_a_wrong_password_and_keeps_it_off_every_output(target_tool, tgtd, workdir):
+    password = "s3cret-" + os.urandom(6).hex()
+    target_tool.ensure("vol-chap", make_image(workdir, "vol-chap", 16 * MiB))
+    target_tool.ok("bind", "vol-chap", INITIATOR_A)
+    set_once = target_tool.set_chap("vol-chap", "alice", password)
+    set_twice = target_tool.set_chap("vol-chap", "alice", password)  # idempotent
+    for result in (set_once, set_twice):
+        assert result.rc == 0 and password not in result.stdout + result.stderr, result.describe()
+    assert target_tool.list()[0]["chap_users"] == ["alice"]
+
+    assert read_lun(tgtd.portal, iqn("vol-chap"), INITIATOR_A, chap=("alice", password)) == Lun("vol-chap", 16 * MiB)
+    wrong = read_lun(tgtd.portal, iqn("vol-chap"), INITIATOR_A, chap=("alice", password + "x"))
+    assert not isinstance(wrong, Lun) and "Authentication failure" in wrong.stderr, wrong
+    no_chap = read_lun(tgtd.portal, iqn("vol-chap"), INITIATOR_A)
+    assert not isinstance(no_chap, Lun), no_chap
+    # CHAP does not replace the ACL: the right password from another initiator is refused.
+    assert not isinstance(read_lun(tgtd.portal, iqn("vol-chap"), INITIATOR_B, chap=("alice", password)), Lun)
+
+    # A bad password is refused before tgtd sees it, without being quoted back.
+    bad = target_tool.fails("INVALID_ARGUMENT", "set-chap", "vol-chap", "alice", input="short,pw\n")
+    assert "short,pw" not in bad.stderr and "alice" in bad.stderr
+
+    target_tool.ok("clear-chap", "vol-chap")
+    assert isinstance(read_lun(tgtd.portal, iqn("vol-chap"), INITIATOR_A), Lun)
+    assert target_tool.list()[0]["chap_users"] == []
+    accounts = tgtd.tgtadm("--mode", "account", "--op", "show")
+    assert "alice" not in accounts.stdout, accounts.describe()
+
+
+def test_resize_makes_the_lun_report_the_grown_image(target_tool, tgtd, workdir):
+    image = make_image(workdir, "vol-r", 32 * MiB)
+    target_tool.ensure("vol-r", image)
+    target_tool.ok("bind", "vol-r", INITIATOR_A)
+    os.truncate(image, 96 * MiB)
+    # tgtd read the size once, at LUN creation.
+    assert read_lun(tgtd.portal, iqn("vol-r"), INITIATOR_A) == Lun("vol-r", 32 * MiB)
+    target_tool.ok("resize", "vol-r", str(image))
+    target_tool.ok("resize", "vol-r", str(image))
+    assert read_lun(tgtd.portal, iqn("vol-r"), INITIATOR_A) == Lun("vol-r", 96 * MiB)
+    assert target_tool.list()[0]["initiators"] == [INITIATOR_A]
+    target_tool.fails("NOT_FOUND", "resize", "vol-gone", str(image))
+    target_tool.fails("FAILED_PRECONDITION", "resize", "vol-r", str(make_image(workdir, "other", MiB)))
+
+
+def test_remove_takes_the_target_away_and_is_idempotent(target_tool, tgtd, workdir):
+    target_tool.ensure("vol-d", make_image(workdir, "vol-d", 16 * MiB))
+    target_tool.ensure("vol-keep", make_image(workdir, "vol-keep", 16 * MiB))
+    target_tool.ok("bind", "vol-d", INITIATOR_A)
+    assert target_tool.set_chap("vol-d", "dave", "dave-password-1").rc == 0
+    target_tool.ok("remove", "vol-d")
+    assert [t["volume_id"] for t in target_tool.list()] == ["vol-keep"]
+    refused = read_lun(tgtd.portal, iqn("vol-d"), INITIATOR_A, chap=("dave", "dave-password-1"))
+    assert not isinstance(refused, Lun), refused
+    assert "dave" not in tgtd.tgtadm("--mode", "account", "--op", "show").stdout
+    target_tool.ok("remove", "vol-d")
+
+
+def test_a_restarted_tgtd_has_lost_everything_and_the_list_shows_it(target_tool, tgtd, workdir):
+    image = make_image(workdir, "vol-k", 16 * MiB)
+    target_tool.ensure("vol-k", image)
+    target_tool.ok("bind", "vol-k", INITIATOR_A)
+    target_tool.ok("health")
+    tgtd.kill()
+    down = target_tool.fails("UNAVAILABLE", "health")
+    assert f"control port {tgtd.control_port}" in down.stderr, down.describe()
+    target_tool.fails("UNAVAILABLE", "ensure", "vol-k", str(image))
+    target_tool.fails("UNAVAILABLE", "list")
+
+    tgtd.start()
+    target_tool.ok("health")
+    assert target_tool.list() == []  # what the provider re-creates from its database
+    target_tool.fails("NOT_FOUND", "bind", "vol-k", INITIATOR_A)
+    target_tool.ensure("vol-k", image)
+    target_tool.ok("bind", "vol-k", INITIATOR_A)
+    assert read_lun(tgtd.portal, iqn("vol-k"), INITIATOR_A) == Lun("vol-k", 16 * MiB)
+
+
+def test_bad_requests_name_what_is_wrong(target_tool, workdir):
+    missing = target_tool.fails("NOT_FOUND", "ensure", "vol-m", str(workdir / "missing.img"))
+    assert "missing.img" in missing.stderr
+    (workdir / "dir.img").mkdir()
+    target_tool.fails("FAILED_PRECONDITION", "ensure", "vol-m", str(workdir / "dir.img"))
+    image = make_image(workdir, "vol-m", MiB)
+    bad_id = target_tool.fails("INVALID_ARGUMENT", "ensure", "Vol_M", str(image))
+    assert '"Vol_M"' in bad_id.stderr
+    target_tool.fails("INVALID_ARGUMENT", "ensure", "vol-m", "relative.img")
+    target_tool.fails("NOT_FOUND", "bind", "vol-m", INITIATOR_A)
+    target_tool.ensure("vol-m", image)
+    target_tool.fails("INVALID_ARGUMENT", "bind", "vol-m", "node-a")
+    target_tool.fails("FAILED_PRECONDITION", "ensure", "vol-m", str(make_image(workdir, "other", MiB)))
+    assert target_tool.list()[0]["backing_path"] == str(image)
