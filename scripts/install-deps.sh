@@ -27,6 +27,18 @@ packages=(
   openssl python3-cryptography
   # the Ansible collection (ansible/): ansible-playbook, ansible-doc and ansible-test
   ansible-core
+  # the iscsi provider's controller side: tgtd, the user-space iSCSI target, and tgtadm, which
+  # the target backend runs (src/providers/iscsi); its tests start a tgtd of their own
+  tgt
+  # tests: libiscsi's user-space initiator (iscsi-inq, iscsi-readcapacity16, iscsi-ls) checks
+  # each export from this host, whose kernel has no iSCSI initiator
+  libiscsi-bin
+  # the iscsi provider's consumer side: iscsid and iscsiadm (the tests run them in a guest)
+  open-iscsi
+  # tests: the guest lab (tests/integration/guest_lab.py) boots a QEMU guest as a consumer host
+  # with this kernel (it has the iSCSI initiator the host kernel lacks) and a static busybox
+  # as its init
+  qemu-system-x86 linux-image-amd64 busybox-static
 )
 
 if [[ ${EUID} -ne 0 ]]; then
