@@ -156,3 +156,33 @@ def test_bad_requests_name_what_is_wrong(target_tool, workdir):
     target_tool.fails("INVALID_ARGUMENT", "bind", "vol-m", "node-a")
     target_tool.fails("FAILED_PRECONDITION", "ensure", "vol-m", str(make_image(workdir, "other", MiB)))
     assert target_tool.list()[0]["backing_path"] == str(image)
+
+
+def test_a_changed_or_shared_chap_password_holds_for_every_target_of_that_user(target_tool, tgtd, workdir):
+    for volume in ("vol-s1", "vol-s2"):
+        target_tool.ensure(volume, make_image(workdir, volume, 8 * MiB))
+        target_tool.ok("bind", volume, INITIATOR_A)
+        assert target_tool.set_chap(volume, "shared", "first-password").rc == 0
+    # tgtd keeps one password per user: setting it again, changed, re-binds both targets.
+    assert target_tool.set_chap("vol-s1", "shared", "second-password").rc == 0
+    assert [t["chap_users"] for t in target_tool.list()] == [["shared"], ["shared"]]
+    for volume in ("vol-s1", "vol-s2"):
+        assert isinstance(read_lun(tgtd.portal, iqn(volume), INITIATOR_A, chap=("shared", "second-password")), Lun)
+        assert not isinstance(read_lun(tgtd.portal, iqn(volume), INITIATOR_A, chap=("shared", "first-password")), Lun)
+    # Another user replaces the first on its target only; the first stays for the other target.
+    assert target_tool.set_chap("vol-s1", "own-user", "own-password-1").rc == 0
+    assert [t["chap_users"] for t in target_tool.list()] == [["own-user"], ["shared"]]
+    assert "shared" in tgtd.tgtadm("--mode", "account", "--op", "show").stdout
+
+
+def test_ensure_repairs_a_target_left_half_made(target_tool, tgtd, workdir):
+    image = make_image(workdir, "vol-h", 8 * MiB)
+    # What a crash between tgtadm calls leaves: the target, offline, without its LUN.
+    assert tgtd.tgtadm("--mode", "target", "--op", "new", "--tid", "7", "--targetname", iqn("vol-h")).rc == 0
+    assert tgtd.tgtadm("--mode", "target", "--op", "update", "--tid", "7", "--name", "state",
+                       "--value", "offline").rc == 0
+    info = target_tool.ensure("vol-h", image)
+    assert info["has_lun"] and info["serial"] == "vol-h" and info["backing_path"] == str(image), info
+    target_tool.ok("bind", "vol-h", INITIATOR_A)
+    assert read_lun(tgtd.portal, iqn("vol-h"), INITIATOR_A) == Lun("vol-h", 8 * MiB)
+    assert "State: ready" in tgtd.tgtadm("--mode", "target", "--op", "show").stdout

@@ -314,6 +314,15 @@ Status TgtBackend::bind_account(int tid, std::string_view user, std::string_view
   return bound.status();
 }
 
+Status TgtBackend::unbind_account(int tid, std::string_view user, std::string_view volume_id) {
+  auto unbound = tgtadm({"--mode", "account", "--op", "unbind", "--tid", std::to_string(tid),
+                         "--user", std::string(user)},
+                        fmt::format("cannot drop CHAP account {} from the target of volume \"{}\"",
+                                    display_quoted(user), volume_id));
+  if (!unbound && unbound.status().code() != Code::kNotFound) return unbound.status();
+  return Status::ok();
+}
+
 // tgtd keeps one password per account name, shared by every target the account is bound to,
 // and cannot tell whether a password matches. So the account is re-created with the password
 // given, and re-bound to its targets, which stay offline meanwhile: no initiator logs in without
@@ -339,8 +348,18 @@ Status TgtBackend::set_chap(std::string_view volume_id, const ChapCredentials& c
       affected.push_back(&target);
   }
   for (const TgtTarget* target : affected) {
-    if (target->state != kOffline)
+    if (target->state != kOffline) {
       ROSETCTL_RETURN_IF_ERROR(set_state(target->tid, kOffline, volume_id));
+    }
+  }
+  // Our target requires this account and no other. The others go first, last-bound first:
+  // tgtd 1.0.85 corrupts a target that has two accounts when the first is unbound (its next
+  // report segfaults), so a target never holds two of ours.
+  std::vector<std::string> replaced;
+  for (auto user = ours->incoming_users.rbegin(); user != ours->incoming_users.rend(); ++user) {
+    if (*user == chap.user) continue;
+    ROSETCTL_RETURN_IF_ERROR(unbind_account(ours->tid, *user, volume_id));
+    replaced.push_back(*user);
   }
   auto accounts = tgtadm({"--mode", "account", "--op", "show"}, "cannot list tgtd's CHAP accounts");
   if (!accounts) return accounts.status();
@@ -353,23 +372,13 @@ Status TgtBackend::set_chap(std::string_view volume_id, const ChapCredentials& c
     if (!deleted && deleted.status().code() != Code::kNotFound) return deleted.status();
   }
   ROSETCTL_RETURN_IF_ERROR(add_account(chap));
-  std::vector<std::string> replaced;
   for (const TgtTarget* target : affected) {
     ROSETCTL_RETURN_IF_ERROR(bind_account(target->tid, chap.user, volume_id));
   }
-  // Our target requires this account and no other.
-  for (const std::string& user : ours->incoming_users) {
-    if (user == chap.user) continue;
-    auto unbound = tgtadm(
-        {"--mode", "account", "--op", "unbind", "--tid", std::to_string(ours->tid), "--user", user},
-        fmt::format("cannot drop CHAP account {} from the target of volume \"{}\"",
-                    display_quoted(user), volume_id));
-    if (!unbound && unbound.status().code() != Code::kNotFound) return unbound.status();
-    replaced.push_back(user);
-  }
   for (const TgtTarget* target : affected) {
-    // A target found offline (mid-creation or mid-removal) is left to the call that set it so.
-    if (target->state == kOffline) continue;
+    // Ready again, also after an earlier call failed half-way; a target still being made (no
+    // LUN 1 with its serial yet) is left offline for ensure_target to finish.
+    if (!is_complete(*target)) continue;
     ROSETCTL_RETURN_IF_ERROR(set_state(target->tid, kReady, volume_id));
   }
   return delete_unused_accounts(replaced);
@@ -382,13 +391,9 @@ Status TgtBackend::clear_chap(std::string_view volume_id) {
   if (!found) return found.status();
   if (!found->has_value()) return Status::ok();
   const TgtTarget& target = **found;
-  for (const std::string& user : target.incoming_users) {
-    auto unbound =
-        tgtadm({"--mode", "account", "--op", "unbind", "--tid", std::to_string(target.tid),
-                "--user", user},
-               fmt::format("cannot drop CHAP account {} from the target of volume \"{}\"",
-                           display_quoted(user), volume_id));
-    if (!unbound && unbound.status().code() != Code::kNotFound) return unbound.status();
+  // Last-bound first (see set_chap).
+  for (auto user = target.incoming_users.rbegin(); user != target.incoming_users.rend(); ++user) {
+    ROSETCTL_RETURN_IF_ERROR(unbind_account(target.tid, *user, volume_id));
   }
   return delete_unused_accounts(target.incoming_users);
 }
@@ -468,6 +473,15 @@ Status TgtBackend::check_health() {
                  options_.control_port, display_quoted(*state));
   }
   return Status::ok();
+}
+
+bool TgtBackend::is_complete(const TgtTarget& target) const {
+  std::string prefix = options_.iqn_prefix + ":";
+  if (!target.name.starts_with(prefix)) return false;
+  std::string_view volume_id = std::string_view(target.name).substr(prefix.size());
+  return std::any_of(target.luns.begin(), target.luns.end(), [&](const TgtLun& lun) {
+    return lun.lun == kIscsiVolumeLun && lun.serial == volume_id;
+  });
 }
 
 TargetInfo TgtBackend::info_of(const TgtTarget& target, std::string_view volume_id) const {

@@ -55,9 +55,12 @@ class TgtBackend final : public TargetBackend {
   Status add_lun(int tid, const TargetSpec& spec);
   Status add_account(const ChapCredentials& chap);
   Status bind_account(int tid, std::string_view user, std::string_view volume_id);
+  Status unbind_account(int tid, std::string_view user, std::string_view volume_id);
   Status end_sessions_of(const TgtTarget& target, std::string_view initiator);
   // Deletes the accounts among `users` that no target uses any more.
   Status delete_unused_accounts(const std::vector<std::string>& users);
+  // Made to the end by ensure_target: LUN 1 with the volume id as serial.
+  bool is_complete(const TgtTarget& target) const;
   TargetInfo info_of(const TgtTarget& target, std::string_view volume_id) const;
 
   const TgtOptions options_;
