@@ -64,6 +64,7 @@ for word in $(cat /proc/cmdline); do
   esac
 done
 fail() { echo "@@GUEST-LAB-FAILED $*@@"; poweroff -f; }
+echo "@@GUEST-LAB-INIT after $(cut -d' ' -f1 /proc/uptime) s@@"
 for module in $(cat /modules.order); do insmod "/modules/$module" || fail "insmod $module"; done
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=loose,ro hostroot /lower \
   || fail "mount the host's /"
@@ -81,6 +82,7 @@ for dir in /run /tmp /root; do mount -t tmpfs -o mode=0755 tmpfs "/newroot$dir";
 chmod 1777 /newroot/tmp
 mkdir -p "/newroot$DIR"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 guestdir "/newroot$DIR" || fail "mount $DIR"
+echo "@@GUEST-LAB-ROOT after $(cut -d' ' -f1 /proc/uptime) s@@"
 hostname "$HOST"
 echo "$HOST" > /newroot/etc/hostname
 ip link set lo up

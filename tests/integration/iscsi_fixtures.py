@@ -3,6 +3,9 @@ host per test (guest_lab.py), with the guest's kernel and initramfs built once p
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -37,12 +40,17 @@ def target_tool(tgtd) -> tgtd_lab.TargetTool:
 
 
 @pytest.fixture(scope="session")
-def guest_boot_files(tmp_path_factory) -> guest_lab.BootFiles:
-    """The guest's uncompressed kernel and its initramfs, made once per test session."""
+def guest_boot_files() -> guest_lab.BootFiles:
+    """The guest's uncompressed kernel and its initramfs, made once per test session in a
+    temporary directory removed at its end (the kernel alone is ~65 MB)."""
     reason = guest_lab.unavailable_reason()
     if reason is not None:
         skip_or_fail(reason)
-    return guest_lab.prepare_boot_files(tmp_path_factory.mktemp("guest-boot"))
+    directory = Path(tempfile.mkdtemp(prefix="rosetctl-guest-boot-", dir="/tmp"))
+    try:
+        yield guest_lab.prepare_boot_files(directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 
 from guest_lab import HOST_ADDRESS
-from tgtd_lab import INITIATOR_B, IQN_PREFIX, wait_until
+from tgtd_lab import INITIATOR_B, IQN_PREFIX, tool_path, wait_until
 
 MiB = 1024 * 1024
 
@@ -49,7 +49,7 @@ def make_image(workdir, name: str, size: int):
 
 
 def test_a_guest_logs_in_finds_the_disk_by_serial_and_writes_a_filesystem(guest_lab_factory, target_tool, tgtd,
-                                                                            workdir):
+                                                                            workdir, rosetctl_binary):
     guest = guest_lab_factory("consumer")
     image = make_image(workdir, "vol-g", 64 * MiB)
     target_tool.ensure("vol-g", image)
@@ -58,6 +58,9 @@ def test_a_guest_logs_in_finds_the_disk_by_serial_and_writes_a_filesystem(guest_
     target_tool.ok("bind", "vol-other", INITIATOR_B)
 
     with guest:
+        # The host's freshly built rosetctl runs in the guest, as the provider's node side will.
+        version = guest.run(f"{rosetctl_binary} --version")
+        assert version.rc == 0 and version.stdout.startswith("rosetctl "), version.describe()
         used = guest.run(settings("vol-g", tgtd) + LOGIN + r"""
 mkfs.ext4 -q "$DEV"
 mkdir -p /mnt/volume
@@ -77,7 +80,7 @@ umount /mnt/volume
         assert "vol-" not in sessions.stdout, sessions.describe()
 
     # What the guest wrote is in the volume's image on this host.
-    proof = subprocess.run(["debugfs", "-R", "cat /proof", str(image)], capture_output=True, text=True)
+    proof = subprocess.run([tool_path("debugfs"), "-R", "cat /proof", str(image)], capture_output=True, text=True)
     assert proof.stdout.strip() == "written by consumer", proof
 
 

@@ -31,10 +31,17 @@ INITIATOR_B = "iqn.2026-11.io.roset.test:node-b"
 IQN_PREFIX = "iqn.2026-11.io.roset"
 
 
+def tool_path(name: str) -> str | None:
+    """`name` on PATH or in /usr/sbin (tgtd and tgtadm live there; a test's PATH may lack it)."""
+    found = shutil.which(name)
+    if found is None and os.access(f"/usr/sbin/{name}", os.X_OK):
+        found = f"/usr/sbin/{name}"
+    return found
+
+
 def unavailable_reason() -> str | None:
     """Why the tgtd tests cannot run here (a missing package), or None."""
-    missing = sorted({f"{tool} ({package})" for tool, package in TOOLS.items() if shutil.which(tool) is None
-                      and not os.access(f"/usr/sbin/{tool}", os.X_OK)})
+    missing = sorted({f"{tool} ({package})" for tool, package in TOOLS.items() if tool_path(tool) is None})
     if missing:
         return f"not installed: {', '.join(missing)}; scripts/install-deps.sh installs them"
     return None
@@ -84,7 +91,7 @@ class Tgtd:
         assert self.proc is None or self.proc.poll() is not None, "tgtd is running already"
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                ["tgtd", "-f", "--iscsi", f"portal={self.portal}", "-C", str(self.control_port)],
+                [tool_path("tgtd"), "-f", "--iscsi", f"portal={self.portal}", "-C", str(self.control_port)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         wait_until(self._answers, 10, f"tgtd on {self.portal} (control port {self.control_port}); "
                    f"log {self.log_path}")
@@ -92,7 +99,7 @@ class Tgtd:
     def _answers(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:
             raise AssertionError(f"tgtd exited with {self.proc.returncode}: {self.log_text()}")
-        probe = subprocess.run(["tgtadm", "-C", str(self.control_port), "--mode", "system", "--op", "show"],
+        probe = subprocess.run([tool_path("tgtadm"), "-C", str(self.control_port), "--mode", "system", "--op", "show"],
                                capture_output=True, text=True)
         if probe.returncode != 0:
             return False
@@ -121,7 +128,7 @@ class Tgtd:
             return ""
 
     def tgtadm(self, *args: str) -> Result:
-        done = subprocess.run(["tgtadm", "-C", str(self.control_port), "--lld", "iscsi", *args],
+        done = subprocess.run([tool_path("tgtadm"), "-C", str(self.control_port), "--lld", "iscsi", *args],
                               capture_output=True, text=True, timeout=30)
         return Result(done.returncode, done.stdout, done.stderr)
 
