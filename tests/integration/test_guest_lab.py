@@ -1,9 +1,11 @@
 """The guest lab (guest_lab.py): a QEMU guest is a real consumer host. Its open-iscsi logs into
 a tgtd on this host (exported by the target backend, src/providers/iscsi) at 10.0.2.2, finds the
 disk by the serial the backend set, formats, mounts and writes it; an initiator the target does
-not admit is refused, and an unbound initiator's session is ended."""
+not admit is refused, an unbound initiator's session is ended, and a LUN resized under a mounted
+filesystem grows in the guest."""
 from __future__ import annotations
 
+import os
 import subprocess
 
 from guest_lab import HOST_ADDRESS
@@ -103,3 +105,36 @@ def test_unbinding_a_logged_in_initiator_ends_its_session(guest_lab_factory, tar
                           "--logout >/dev/null 2>&1 || true\n" + LOGIN)
         assert again.rc != 0, again.describe()
         assert not session_of_guest()
+
+
+def test_a_lun_resized_under_a_mounted_filesystem_grows_in_the_guest(guest_lab_factory, target_tool, tgtd, workdir):
+    # tgt cannot re-read a LUN's size: resize_lun re-creates LUN 1 under the live session.
+    guest = guest_lab_factory("grower")
+    image = make_image(workdir, "vol-e", 32 * MiB)
+    target_tool.ensure("vol-e", image)
+    target_tool.ok("bind", "vol-e", guest.initiator)
+    with guest:
+        mounted = guest.run(settings("vol-e", tgtd) + LOGIN + r"""
+mkfs.ext4 -q "$DEV"
+mkdir -p /mnt/volume
+mount "$DEV" /mnt/volume
+echo before > /mnt/volume/before
+sync
+echo "$DEV" > /root/device
+""")
+        assert mounted.rc == 0, mounted.describe()
+        os.truncate(image, 96 * MiB)
+        target_tool.ok("resize", "vol-e", str(image))
+        grown = guest.run(r"""
+set -e
+DEV=$(cat /root/device)
+iscsiadm -m session -R > /dev/null
+echo "size=$(( $(cat /sys/block/${DEV#/dev/}/size) * 512 ))"
+resize2fs "$DEV" 2> /dev/null
+echo after > /mnt/volume/after
+sync
+cat /mnt/volume/before /mnt/volume/after
+umount /mnt/volume
+""")
+        assert grown.rc == 0, grown.describe()
+        assert f"size={96 * MiB}" in grown.stdout and "before\nafter\n" in grown.stdout, grown.describe()
