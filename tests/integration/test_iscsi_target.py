@@ -4,6 +4,7 @@ tgtd that lost everything in a restart. Driven through tests/tools/iscsi_target_
 from __future__ import annotations
 
 import os
+import subprocess
 
 from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, read_lun, visible_luns
 
@@ -186,3 +187,18 @@ def test_ensure_repairs_a_target_left_half_made(target_tool, tgtd, workdir):
     target_tool.ok("bind", "vol-h", INITIATOR_A)
     assert read_lun(tgtd.portal, iqn("vol-h"), INITIATOR_A) == Lun("vol-h", 8 * MiB)
     assert "State: ready" in tgtd.tgtadm("--mode", "target", "--op", "show").stdout
+
+
+def test_a_tgtd_that_drops_the_request_is_unavailable_not_an_empty_list(target_tool, workdir):
+    # tgtadm exits 0 with nothing on stdout when tgtd closes the control connection mid-request
+    # (tgtd crashed): that must not read as "tgtd has no targets".
+    fake_bin = workdir / "bin"
+    fake_bin.mkdir()
+    fake = fake_bin / "tgtadm"
+    fake.write_text("#!/bin/sh\necho 'tgtadm: tgtd closed the socket' >&2\nexit 0\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    done = subprocess.run([target_tool.binary, "--control-port", str(target_tool.tgtd.control_port), "list"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 1 and done.stderr.startswith("UNAVAILABLE: "), (done.stdout, done.stderr)
+    assert "closed" in done.stderr

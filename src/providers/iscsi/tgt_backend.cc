@@ -102,8 +102,13 @@ Expected<std::string> TgtBackend::tgtadm(std::vector<std::string> args, std::str
               std::make_move_iterator(args.end()));
   auto result = run_program(argv, options_.timeout);
   if (!result) return result.status().with_context(what);
-  if (result->succeeded()) return std::move(result->out);
-  Code code = tgtadm_code(*result);
+  // tgtadm exits 0 when tgtd closes the connection before its answer is complete (tgtd died
+  // mid-request): empty output that would read as "no targets".
+  bool cut_off = result->err.find("closed the socket") != std::string::npos ||
+                 result->err.find("partial response") != std::string::npos ||
+                 result->err.find("full response") != std::string::npos;
+  if (result->succeeded() && !cut_off) return std::move(result->out);
+  Code code = cut_off ? Code::kUnavailable : tgtadm_code(*result);
   if (code == Code::kUnavailable) {
     return error(code,
                  "{}: tgtd is not reachable on control port {} (tgtadm {}); start it "
