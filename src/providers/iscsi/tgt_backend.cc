@@ -1,12 +1,6 @@
 // TgtBackend: each operation reads tgtd's state (`tgtadm --op show`), then changes only what
-// differs, so every call is idempotent and repairs a half-done earlier one.
-//
-// CHAP passwords: tgtadm takes an account's password only as `--password` on its command line
-// (tgt 1.0.85 reads no file, descriptor or environment variable for it, and tgtd's control
-// socket speaks an unversioned C struct of tgt's own). So the password is on the argv of one
-// short-lived tgtadm child, visible in /proc/PID/cmdline to local users for its few
-// milliseconds. It is never in a message, a log line or the argv of any other call; hosts that
-// must hide it mount /proc with hidepid=2.
+// differs, so every call is idempotent and repairs a half-done earlier one. CHAP accounts are
+// in tgt_chap.cc.
 #include "providers/iscsi/tgt_backend.h"
 
 #include <sys/stat.h>
@@ -20,9 +14,6 @@
 
 namespace rosetctl {
 namespace {
-
-constexpr std::string_view kReady = "ready";
-constexpr std::string_view kOffline = "offline";
 
 bool has_item(const std::vector<std::string>& items, std::string_view item) {
   return std::find(items.begin(), items.end(), item) != items.end();
@@ -151,11 +142,11 @@ Expected<TgtTarget> TgtBackend::create_target(std::string_view volume_id) {
                        fmt::format("cannot create the iSCSI target of volume \"{}\"", volume_id));
     if (made.status().code() == Code::kAlreadyExists) continue;
     if (!made) return made.status();
-    ROSETCTL_RETURN_IF_ERROR(set_state(tid, kOffline, volume_id));
+    ROSETCTL_RETURN_IF_ERROR(set_state(tid, kTgtOffline, volume_id));
     TgtTarget target;
     target.tid = tid;
     target.name = iqn(volume_id);
-    target.state = kOffline;
+    target.state = kTgtOffline;
     return target;
   }
   return error(Code::kAborted,
@@ -212,13 +203,13 @@ Expected<TargetInfo> TgtBackend::ensure_target(const TargetSpec& spec) {
   }
   if (lun == target.luns.end() || lun->serial != spec.volume_id) {
     // Offline meanwhile, so no initiator logs in and sees a LUN without its serial.
-    if (target.state != kOffline)
-      ROSETCTL_RETURN_IF_ERROR(set_state(target.tid, kOffline, spec.volume_id));
+    if (target.state != kTgtOffline)
+      ROSETCTL_RETURN_IF_ERROR(set_state(target.tid, kTgtOffline, spec.volume_id));
     ROSETCTL_RETURN_IF_ERROR(add_lun(target.tid, spec));
-    target.state = kOffline;
+    target.state = kTgtOffline;
   }
-  if (target.state != kReady)
-    ROSETCTL_RETURN_IF_ERROR(set_state(target.tid, kReady, spec.volume_id));
+  if (target.state != kTgtReady)
+    ROSETCTL_RETURN_IF_ERROR(set_state(target.tid, kTgtReady, spec.volume_id));
   auto now = find_target(spec.volume_id);
   if (!now) return now.status();
   if (!now->has_value()) {
@@ -238,7 +229,7 @@ Status TgtBackend::remove_target(std::string_view volume_id) {
   if (!found->has_value()) return Status::ok();
   const TgtTarget& target = **found;
   // Offline first: no new login while the sessions are ended and the target deleted.
-  ROSETCTL_RETURN_IF_ERROR(set_state(target.tid, kOffline, volume_id));
+  ROSETCTL_RETURN_IF_ERROR(set_state(target.tid, kTgtOffline, volume_id));
   auto deleted =
       tgtadm({"--mode", "target", "--op", "delete", "--force", "--tid", std::to_string(target.tid)},
              fmt::format("cannot remove the iSCSI target of volume \"{}\"", volume_id));
@@ -301,125 +292,6 @@ Status TgtBackend::end_sessions_of(const TgtTarget& target, std::string_view ini
   return Status::ok();
 }
 
-Status TgtBackend::add_account(const ChapCredentials& chap) {
-  // The only tgtadm call with a secret on its argv (see the top of this file); the message
-  // names the user only.
-  return tgtadm(
-             {"--mode", "account", "--op", "new", "--user", chap.user, "--password", chap.password},
-             fmt::format("cannot create CHAP account {} in tgtd", display_quoted(chap.user)))
-      .status();
-}
-
-Status TgtBackend::bind_account(int tid, std::string_view user, std::string_view volume_id) {
-  auto bound = tgtadm({"--mode", "account", "--op", "bind", "--tid", std::to_string(tid), "--user",
-                       std::string(user)},
-                      fmt::format("cannot require CHAP account {} on the target of volume \"{}\"",
-                                  display_quoted(user), volume_id));
-  if (bound.status().code() == Code::kAlreadyExists) return Status::ok();
-  return bound.status();
-}
-
-Status TgtBackend::unbind_account(int tid, std::string_view user, std::string_view volume_id) {
-  auto unbound = tgtadm({"--mode", "account", "--op", "unbind", "--tid", std::to_string(tid),
-                         "--user", std::string(user)},
-                        fmt::format("cannot drop CHAP account {} from the target of volume \"{}\"",
-                                    display_quoted(user), volume_id));
-  if (!unbound && unbound.status().code() != Code::kNotFound) return unbound.status();
-  return Status::ok();
-}
-
-// tgtd keeps one password per account name, shared by every target the account is bound to,
-// and cannot tell whether a password matches. So the account is re-created with the password
-// given, and re-bound to its targets, which stay offline meanwhile: no initiator logs in without
-// CHAP in between. Volumes that share a CHAP user share its password; the last one set wins.
-Status TgtBackend::set_chap(std::string_view volume_id, const ChapCredentials& chap) {
-  ROSETCTL_RETURN_IF_ERROR(validate_target_volume_id(volume_id));
-  ROSETCTL_RETURN_IF_ERROR(validate_chap(chap));
-  std::lock_guard lock(mutex_);
-  auto targets = show_targets();
-  if (!targets) return targets.status();
-  std::string name = iqn(volume_id);
-  auto ours = std::find_if(targets->begin(), targets->end(),
-                           [&](const TgtTarget& t) { return t.name == name; });
-  if (ours == targets->end()) {
-    return error(Code::kNotFound,
-                 "volume \"{}\" has no iSCSI target in tgtd (tgtd restarted?); ensure the target, "
-                 "then set CHAP",
-                 volume_id);
-  }
-  std::vector<const TgtTarget*> affected;  // the targets bound to the account, ours included
-  for (const TgtTarget& target : *targets) {
-    if (&target == &*ours || has_item(target.incoming_users, chap.user))
-      affected.push_back(&target);
-  }
-  for (const TgtTarget* target : affected) {
-    if (target->state != kOffline) {
-      ROSETCTL_RETURN_IF_ERROR(set_state(target->tid, kOffline, volume_id));
-    }
-  }
-  // Our target requires this account and no other. The others go first, last-bound first:
-  // tgtd 1.0.85 corrupts a target that has two accounts when the first is unbound (its next
-  // report segfaults), so a target never holds two of ours.
-  std::vector<std::string> replaced;
-  for (auto user = ours->incoming_users.rbegin(); user != ours->incoming_users.rend(); ++user) {
-    if (*user == chap.user) continue;
-    ROSETCTL_RETURN_IF_ERROR(unbind_account(ours->tid, *user, volume_id));
-    replaced.push_back(*user);
-  }
-  auto accounts = tgtadm({"--mode", "account", "--op", "show"}, "cannot list tgtd's CHAP accounts");
-  if (!accounts) return accounts.status();
-  auto users = parse_tgt_accounts(*accounts);
-  if (!users) return users.status();
-  if (has_item(*users, chap.user)) {
-    auto deleted =
-        tgtadm({"--mode", "account", "--op", "delete", "--user", chap.user},
-               fmt::format("cannot replace CHAP account {} in tgtd", display_quoted(chap.user)));
-    if (!deleted && deleted.status().code() != Code::kNotFound) return deleted.status();
-  }
-  ROSETCTL_RETURN_IF_ERROR(add_account(chap));
-  for (const TgtTarget* target : affected) {
-    ROSETCTL_RETURN_IF_ERROR(bind_account(target->tid, chap.user, volume_id));
-  }
-  for (const TgtTarget* target : affected) {
-    // Ready again, also after an earlier call failed half-way; a target still being made (no
-    // LUN 1 with its serial yet) is left offline for ensure_target to finish.
-    if (!is_complete(*target)) continue;
-    ROSETCTL_RETURN_IF_ERROR(set_state(target->tid, kReady, volume_id));
-  }
-  return delete_unused_accounts(replaced);
-}
-
-Status TgtBackend::clear_chap(std::string_view volume_id) {
-  ROSETCTL_RETURN_IF_ERROR(validate_target_volume_id(volume_id));
-  std::lock_guard lock(mutex_);
-  auto found = find_target(volume_id);
-  if (!found) return found.status();
-  if (!found->has_value()) return Status::ok();
-  const TgtTarget& target = **found;
-  // Last-bound first (see set_chap).
-  for (auto user = target.incoming_users.rbegin(); user != target.incoming_users.rend(); ++user) {
-    ROSETCTL_RETURN_IF_ERROR(unbind_account(target.tid, *user, volume_id));
-  }
-  return delete_unused_accounts(target.incoming_users);
-}
-
-Status TgtBackend::delete_unused_accounts(const std::vector<std::string>& users) {
-  if (users.empty()) return Status::ok();
-  auto targets = show_targets();
-  if (!targets) return targets.status();
-  for (const std::string& user : users) {
-    bool used = std::any_of(targets->begin(), targets->end(), [&](const TgtTarget& t) {
-      return has_item(t.incoming_users, user) || has_item(t.outgoing_users, user);
-    });
-    if (used) continue;
-    auto deleted =
-        tgtadm({"--mode", "account", "--op", "delete", "--user", user},
-               fmt::format("cannot delete CHAP account {} from tgtd", display_quoted(user)));
-    if (!deleted && deleted.status().code() != Code::kNotFound) return deleted.status();
-  }
-  return Status::ok();
-}
-
 // tgt 1.0.85 reads a backing file's size only when the LUN is created and has no request to
 // read it again, so LUN 1 is re-created on the same file (serial and all) with the target
 // offline meanwhile. Initiators see the new capacity at their next rescan.
@@ -444,7 +316,7 @@ Status TgtBackend::resize_lun(const TargetSpec& spec) {
                  spec.volume_id, display_quoted(lun->backing_path, 200),
                  display_quoted(spec.image_path, 200));
   }
-  ROSETCTL_RETURN_IF_ERROR(set_state(target.tid, kOffline, spec.volume_id));
+  ROSETCTL_RETURN_IF_ERROR(set_state(target.tid, kTgtOffline, spec.volume_id));
   if (lun != target.luns.end()) {
     auto deleted = tgtadm({"--mode", "logicalunit", "--op", "delete", "--tid",
                            std::to_string(target.tid), "--lun", std::to_string(kIscsiVolumeLun)},
@@ -452,7 +324,7 @@ Status TgtBackend::resize_lun(const TargetSpec& spec) {
     if (!deleted && deleted.status().code() != Code::kNotFound) return deleted.status();
   }
   ROSETCTL_RETURN_IF_ERROR(add_lun(target.tid, spec));
-  return set_state(target.tid, kReady, spec.volume_id);
+  return set_state(target.tid, kTgtReady, spec.volume_id);
 }
 
 Expected<std::vector<TargetInfo>> TgtBackend::list_targets() {
@@ -473,7 +345,7 @@ Status TgtBackend::check_health() {
   if (!text) return text.status();
   auto state = parse_tgt_system_state(*text);
   if (!state) return state.status();
-  if (*state != kReady) {
+  if (*state != kTgtReady) {
     return error(Code::kUnavailable, "tgtd on control port {} is {}, not ready",
                  options_.control_port, display_quoted(*state));
   }

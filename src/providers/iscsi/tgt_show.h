@@ -10,6 +10,10 @@
 
 namespace rosetctl {
 
+// The target states tgtd reports and takes ("State: ready"): an offline target refuses logins.
+inline constexpr std::string_view kTgtReady = "ready";
+inline constexpr std::string_view kTgtOffline = "offline";
+
 struct TgtLun {
   int lun = -1;
   std::string serial;        // "SCSI SN"
