@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "providers/iscsi/iscsi_node.h"
 #include "providers/iscsi/open_iscsi.h"
 #include "unit/core/commit_store/scratch_dir.h"
 
@@ -98,4 +99,40 @@ TEST_CASE("iscsiadm's exit codes become the codes the CSI spec asks for", "[iscs
   CHECK(other.code() == Code::kInternal);
   CHECK(other.message().find("making the record") != std::string::npos);
   CHECK(other.message().find("database") != std::string::npos);
+}
+
+TEST_CASE("a publish context names the LUN to log in to; a missing key is named", "[iscsi]") {
+  StringMap context = {{"portal", "10.0.2.2:3260"},
+                       {"iqn", "iqn.2026-11.io.roset:iscsi-a"},
+                       {"lun", "1"},
+                       {"serial", "iscsi-a"}};
+  auto lun = iscsi::lun_from_publish_context(context);
+  REQUIRE(lun);
+  CHECK(lun->portal == "10.0.2.2:3260");
+  CHECK(lun->lun == 1);
+  CHECK(lun->serial == "iscsi-a");
+  for (const char* key : {"portal", "iqn", "lun", "serial"}) {
+    StringMap partial = context;
+    partial.erase(key);
+    auto refused = iscsi::lun_from_publish_context(partial);
+    REQUIRE(!refused);
+    CHECK(refused.status().code() == Code::kInvalidArgument);
+    CHECK(refused.status().message().find(key) != std::string::npos);
+  }
+  context["lun"] = "1x";
+  CHECK(iscsi::lun_from_publish_context(context).status().code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("CHAP needs both secrets, and an error never shows the password", "[iscsi]") {
+  auto none = iscsi::chap_from_secrets({});
+  REQUIRE(none);
+  CHECK(!none->has_value());
+  auto both = iscsi::chap_from_secrets({{"chap-user", "u"}, {"chap-password", "s3cret"}});
+  REQUIRE(both);
+  CHECK((*both)->password == "s3cret");
+  auto half = iscsi::chap_from_secrets({{"chap-password", "s3cret"}});
+  REQUIRE(!half);
+  CHECK(half.status().code() == Code::kInvalidArgument);
+  CHECK(half.status().message().find("s3cret") == std::string::npos);
+  CHECK(half.status().message().find("chap-user") != std::string::npos);
 }
