@@ -1,14 +1,15 @@
 // Staging iSCSI volumes on a consumer.
 #include "providers/iscsi/iscsi_node.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/block_staging.h"
 #include "core/fs_signature.h"
 #include "core/log.h"
-#include "core/validate.h"
 #include "core/mount_filesystem.h"
 #include "core/mount_ops.h"
+#include "core/validate.h"
 #include "providers/iscsi/iscsi_context.h"
 #include "providers/local/image_filesystem.h"
 #include "providers/local/image_volume.h"
@@ -145,6 +146,46 @@ Expected<int64_t> IscsiNode::expand(const NodeExpandSpec& spec, bool block) cons
   }
   ROSETCTL_RETURN_IF_ERROR(grow_filesystem_online(**signature, **device, spec.volume_path));
   return bytes;
+}
+
+Expected<std::vector<std::string>> IscsiNode::repair(
+    const std::vector<std::string>& staged_volume_ids, std::string_view iqn_prefix) const {
+  std::vector<std::string> done;
+  auto sessions = initiator_.sessions();
+  if (!sessions) return sessions.status();
+  std::string ours = fmt::format("{}:", iqn_prefix);
+  auto volume_of = [&](const std::string& target) {
+    return target.rfind(ours, 0) == 0 ? target.substr(ours.size()) : std::string();
+  };
+  for (const KernelSession& session : *sessions) {
+    std::string volume = volume_of(session.target);
+    if (volume.empty()) continue;  // not a rosetctl target: not ours to touch
+    if (std::find(staged_volume_ids.begin(), staged_volume_ids.end(), volume) !=
+        staged_volume_ids.end()) {
+      continue;
+    }
+    Status left = initiator_.detach(session.portal, session.target);
+    done.push_back(left ? fmt::format("logged out of {} at {}: no staging of volume \"{}\" here",
+                                      session.target, session.portal, volume)
+                        : fmt::format("cannot log out of {}: {}", session.target, left.message()));
+  }
+  auto records = initiator_.records();
+  if (!records) return records.status();
+  for (const std::string& volume : staged_volume_ids) {
+    auto session = session_of(volume);
+    if (!session) return session.status();
+    if (session->has_value()) continue;
+    for (const KernelSession& record : *records) {
+      if (volume_of(record.target) != volume) continue;
+      Status back = initiator_.login(record.portal, record.target);
+      done.push_back(back ? fmt::format("logged in to {} at {} again for staged volume \"{}\"",
+                                        record.target, record.portal, volume)
+                          : fmt::format("staged volume \"{}\" has no session and logging in "
+                                        "again failed: {}",
+                                        volume, back.message()));
+    }
+  }
+  return done;
 }
 
 VolumeCondition IscsiNode::condition(std::string_view volume_id) const {

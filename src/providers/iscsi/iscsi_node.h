@@ -38,6 +38,13 @@ class IscsiNode {
   Expected<int64_t> expand(const NodeExpandSpec& spec, bool block) const;
   VolumeCondition condition(std::string_view volume_id) const;
 
+  // Startup repairs: logs out of sessions to our targets (`iqn_prefix`) that no staging here
+  // knows (a crash between login and record), and logs in again where a staged volume's
+  // session is gone (the controller or its target restarted). Returns what it did, one line
+  // each, for the log; a failure to repair one volume is a line too, not an error.
+  Expected<std::vector<std::string>> repair(const std::vector<std::string>& staged_volume_ids,
+                                            std::string_view iqn_prefix) const;
+
   // The kernel session of the volume's target (found by the IQN's ":<volume id>" suffix).
   Expected<std::optional<KernelSession>> session_of(std::string_view volume_id) const;
 

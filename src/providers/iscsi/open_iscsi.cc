@@ -210,6 +210,42 @@ Status OpenIscsi::detach(const std::string& portal, const std::string& target) c
   return Status::ok();
 }
 
+Expected<std::vector<KernelSession>> OpenIscsi::records() const {
+  std::vector<KernelSession> found;
+  std::error_code ec;
+  fs::directory_iterator targets(nodes_dir_, ec);
+  if (ec == std::errc::no_such_file_or_directory) return found;
+  if (ec) return errno_status(ec.value(), fmt::format("cannot read \"{}\"", nodes_dir_));
+  for (const auto& target : targets) {
+    std::error_code inner;
+    for (const auto& portal : fs::directory_iterator(target.path(), inner)) {
+      // "ADDR,PORT,TPGT" (or "ADDR,PORT"): the portal's address is everything before the
+      // second-to-last or last comma.
+      std::string name = portal.path().filename().string();
+      size_t first = name.find(',');
+      if (first == std::string::npos) continue;
+      size_t second = name.find(',', first + 1);
+      std::string port = name.substr(
+          first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+      found.push_back({"", target.path().filename().string(),
+                       fmt::format("{}:{}", name.substr(0, first), port)});
+    }
+  }
+  return found;
+}
+
+Status OpenIscsi::login(const std::string& portal, const std::string& target) const {
+  auto arguments = node_arguments(target, portal);
+  arguments.push_back("--login");
+  auto out = iscsiadm(arguments);
+  if (!out) return out.status();
+  if (!out->succeeded() && out->exit_code != kErrSessionExists) {
+    return iscsiadm_failure(out->exit_code, out->describe(),
+                            fmt::format("logging in to {} at {}", target, portal));
+  }
+  return Status::ok();
+}
+
 Expected<int64_t> OpenIscsi::rescan(const LunAddress& lun) const {
   auto arguments = node_arguments(lun.target, lun.portal);
   arguments.push_back("--rescan");

@@ -57,6 +57,12 @@ class OpenIscsi {
 
   Expected<std::vector<KernelSession>> sessions() const { return list_kernel_sessions(sysfs_); }
 
+  // The node records open-iscsi keeps (target and portal of each), whether logged in or not.
+  Expected<std::vector<KernelSession>> records() const;
+
+  // Logs in with an existing node record (a session that is gone: the target restarted).
+  Status login(const std::string& portal, const std::string& target) const;
+
  private:
   Status write_chap(const LunAddress& lun, const Chap& chap) const;
 
