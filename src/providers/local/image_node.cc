@@ -9,6 +9,7 @@
 
 #include <cerrno>
 
+#include "core/block_staging.h"
 #include "core/crash_point.h"
 #include "core/fs_signature.h"
 #include "core/log.h"
@@ -23,10 +24,8 @@
 namespace rosetctl {
 namespace {
 
-constexpr const char* kDeviceNode = "device";
+constexpr const char* kDeviceNode = kStagedDeviceNode;
 constexpr const char* kReadOnlyDeviceNode = "device-ro";
-// Holds two device nodes; nothing else is ever written there.
-constexpr const char* kBlockStagingData = "size=16k,nr_inodes=8,mode=0700";
 
 // The image's size; FAILED_PRECONDITION when it is gone (and the volume's data with it).
 Expected<int64_t> image_size(const std::string& image) {
@@ -44,28 +43,6 @@ const MountEntry* mount_of_device(const MountTable& table, unsigned major, unsig
     if (entry.major == major && entry.minor == minor) return &entry;
   }
   return nullptr;
-}
-
-// mknod through the pinned staging directory, never following a symlink on its path.
-Status make_device_node(const std::string& staging, const char* name, dev_t numbers) {
-  std::string path = staging + "/" + name;
-  auto dir = PinnedPath::open(staging, "staging_target_path");
-  if (!dir) return dir.status();
-  if (::mknodat(dir->fd(), name, S_IFBLK | 0600, numbers) != 0) {
-    return errno_status(errno, fmt::format("cannot create device node \"{}\"", path));
-  }
-  return Status::ok();
-}
-
-Expected<dev_t> device_numbers(const std::string& node) {
-  struct stat st;
-  if (::stat(node.c_str(), &st) != 0) {
-    return errno_status(errno, fmt::format("cannot inspect device node \"{}\"", node));
-  }
-  if (!S_ISBLK(st.st_mode)) {
-    return error(Code::kInternal, "\"{}\" is not a block device node", node);
-  }
-  return st.st_rdev;
 }
 
 }  // namespace
@@ -193,12 +170,7 @@ Status ImageNode::stage_block(const VolumeRecord& volume, const StageSpec& spec)
     if (table->find_by_target(other.staging_path) == nullptr) continue;
     auto numbers = device_numbers(other.staging_path + "/" + kDeviceNode);
     if (!numbers) continue;
-    ROSETCTL_RETURN_IF_ERROR(
-        mount_tmpfs(spec.staging_path, kBlockStagingData, MS_NOSUID | MS_NOEXEC));
-    MountGuard mounted(spec.staging_path);
-    ROSETCTL_RETURN_IF_ERROR(make_device_node(spec.staging_path, kDeviceNode, *numbers));
-    mounted.release();
-    return Status::ok();
+    return stage_block_device(spec.staging_path, *numbers);
   }
   ROSETCTL_RETURN_IF_ERROR(release_unused_devices(volume.id).status());
 
@@ -208,11 +180,7 @@ Status ImageNode::stage_block(const VolumeRecord& volume, const StageSpec& spec)
   crash_point("image-stage-attached");
   auto numbers = device_numbers(loop->path());
   if (!numbers) return numbers.status();
-  ROSETCTL_RETURN_IF_ERROR(
-      mount_tmpfs(spec.staging_path, kBlockStagingData, MS_NOSUID | MS_NOEXEC));
-  MountGuard mounted(spec.staging_path);
-  ROSETCTL_RETURN_IF_ERROR(make_device_node(spec.staging_path, kDeviceNode, *numbers));
-  mounted.release();
+  ROSETCTL_RETURN_IF_ERROR(stage_block_device(spec.staging_path, *numbers));
   loop->release();
   return Status::ok();
 }

@@ -1,0 +1,21 @@
+// What an iSCSI volume's publish context carries from the controller to the consumer: where
+// to log in and how to recognise the disk. CHAP credentials travel only as CSI secrets.
+#pragma once
+
+#include <string_view>
+
+namespace rosetctl::iscsi {
+
+inline constexpr std::string_view kPublishPortal = "portal";  // "ADDR:PORT"
+inline constexpr std::string_view kPublishTarget = "iqn";
+inline constexpr std::string_view kPublishLun = "lun";
+inline constexpr std::string_view kPublishSerial = "serial";
+
+// Every volume is LUN 1 of its own target (LUN 0 is the target's controller).
+inline constexpr int kVolumeLun = 1;
+
+// CSI secret keys of a volume's CHAP credentials.
+inline constexpr std::string_view kSecretChapUser = "chap-user";
+inline constexpr std::string_view kSecretChapPassword = "chap-password";
+
+}  // namespace rosetctl::iscsi

@@ -1,0 +1,206 @@
+// Staging iSCSI volumes on a consumer.
+#include "providers/iscsi/iscsi_node.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "core/block_staging.h"
+#include "core/fs_signature.h"
+#include "core/log.h"
+#include "core/mount_filesystem.h"
+#include "core/mount_ops.h"
+#include "core/validate.h"
+#include "providers/iscsi/iscsi_context.h"
+#include "providers/local/image_filesystem.h"
+#include "providers/local/image_volume.h"
+
+namespace rosetctl::iscsi {
+namespace {
+
+std::string lookup(const StringMap& map, std::string_view key) {
+  auto it = map.find(std::string(key));
+  return it == map.end() ? std::string() : it->second;
+}
+
+}  // namespace
+
+Expected<LunAddress> lun_from_publish_context(const StringMap& publish_context) {
+  LunAddress lun;
+  lun.portal = lookup(publish_context, kPublishPortal);
+  lun.target = lookup(publish_context, kPublishTarget);
+  lun.serial = lookup(publish_context, kPublishSerial);
+  std::string number = lookup(publish_context, kPublishLun);
+  for (auto [key, value] :
+       {std::pair{kPublishPortal, &lun.portal}, std::pair{kPublishTarget, &lun.target},
+        std::pair{kPublishSerial, &lun.serial}, std::pair{kPublishLun, &number}}) {
+    if (value->empty()) {
+      return error(Code::kInvalidArgument,
+                   "publish_context has no \"{}\": an iscsi volume must be published by the "
+                   "controller (ControllerPublishVolume) before it is staged",
+                   key);
+    }
+  }
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), lun.lun);
+  if (ec != std::errc() || end != number.data() + number.size() || lun.lun < 0) {
+    return error(Code::kInvalidArgument, "publish_context \"{}\" is {}: not a LUN number",
+                 kPublishLun, display_quoted(number));
+  }
+  return lun;
+}
+
+Expected<std::optional<Chap>> chap_from_secrets(const StringMap& secrets) {
+  std::string user = lookup(secrets, kSecretChapUser);
+  std::string password = lookup(secrets, kSecretChapPassword);
+  if (user.empty() && password.empty()) return std::optional<Chap>();
+  if (user.empty() || password.empty()) {
+    return error(
+        Code::kInvalidArgument, "CHAP needs both secrets \"{}\" and \"{}\"; only \"{}\" was given",
+        kSecretChapUser, kSecretChapPassword, user.empty() ? kSecretChapPassword : kSecretChapUser);
+  }
+  return std::optional<Chap>(Chap{user, password});
+}
+
+Expected<std::optional<KernelSession>> IscsiNode::session_of(std::string_view volume_id) const {
+  auto sessions = initiator_.sessions();
+  if (!sessions) return sessions.status();
+  std::string suffix = fmt::format(":{}", volume_id);
+  for (const KernelSession& session : *sessions) {
+    if (session.target.size() > suffix.size() &&
+        session.target.compare(session.target.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return std::optional<KernelSession>(session);
+    }
+  }
+  return std::optional<KernelSession>();
+}
+
+Status IscsiNode::stage(const StageSpec& spec) const {
+  auto lun = lun_from_publish_context(spec.publish_context);
+  if (!lun) return lun.status();
+  auto chap = chap_from_secrets(spec.secrets);
+  if (!chap) return chap.status();
+  auto device = initiator_.attach(*lun, *chap, disk_patience_);
+  if (!device) return device.status();
+  if (spec.capability.access_type != AccessType::kBlock) return stage_mount(spec, *device);
+  auto numbers = device_numbers(*device);
+  if (!numbers) return numbers.status();
+  return stage_block_device(spec.staging_path, *numbers);
+}
+
+Status IscsiNode::stage_mount(const StageSpec& spec, const std::string& device) const {
+  std::string wanted = lookup(spec.volume_context, kContextFilesystem);
+  auto filesystem = checked_filesystem(wanted);
+  if (!filesystem) return filesystem.status();
+  if (!spec.capability.fs_type.empty() && spec.capability.fs_type != *filesystem) {
+    return error(Code::kInvalidArgument,
+                 "volume \"{}\" holds an {} filesystem; volume_capability asks for fs_type {}",
+                 spec.volume_id, *filesystem, display_quoted(spec.capability.fs_type));
+  }
+  auto signature = probe_signature(device);
+  if (!signature) return signature.status();
+  if (!signature->has_value()) {
+    // A blank disk: the volume's first stage anywhere.
+    ROSETCTL_RETURN_IF_ERROR(make_filesystem(*filesystem, device));
+  } else if (**signature != *filesystem) {
+    return error(Code::kFailedPrecondition,
+                 "the disk of volume \"{}\" ({}) holds {}, not the {} filesystem it was created "
+                 "with; rosetctl never formats a device that carries data",
+                 spec.volume_id, device, **signature, *filesystem);
+  }
+  return mount_device(device, spec.staging_path, *filesystem, MountOptions{},
+                      mount_data(*filesystem));
+}
+
+Status IscsiNode::unstage(std::string_view volume_id, const std::string& staging_path,
+                          bool last) const {
+  ROSETCTL_RETURN_IF_ERROR(unmount_topmost(staging_path));
+  if (!last) return Status::ok();
+  auto session = session_of(volume_id);
+  if (!session) return session.status();
+  if (!session->has_value()) return Status::ok();
+  // The portal the kernel connected to: the device may be gone already, the session is not.
+  return initiator_.detach((*session)->portal, (*session)->target);
+}
+
+Expected<int64_t> IscsiNode::expand(const NodeExpandSpec& spec, bool block) const {
+  auto session = session_of(spec.volume_id);
+  if (!session) return session.status();
+  if (!session->has_value()) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" has no iSCSI session on this node; stage it first", spec.volume_id);
+  }
+  LunAddress lun{(*session)->portal, (*session)->target, kVolumeLun, ""};
+  auto bytes = initiator_.rescan(lun);
+  if (!bytes) return bytes.status();
+  if (block) return bytes;
+  auto device = initiator_.find_disk(lun);
+  if (!device) return device.status();
+  if (!device->has_value()) {
+    return error(Code::kFailedPrecondition, "volume \"{}\": its disk is gone from this node",
+                 spec.volume_id);
+  }
+  auto signature = probe_signature(**device);
+  if (!signature) return signature.status();
+  if (!signature->has_value()) {
+    return error(Code::kFailedPrecondition, "volume \"{}\": its disk {} holds no filesystem",
+                 spec.volume_id, **device);
+  }
+  ROSETCTL_RETURN_IF_ERROR(grow_filesystem_online(**signature, **device, spec.volume_path));
+  return bytes;
+}
+
+Expected<std::vector<std::string>> IscsiNode::repair(
+    const std::vector<std::string>& staged_volume_ids, std::string_view iqn_prefix) const {
+  std::vector<std::string> done;
+  auto sessions = initiator_.sessions();
+  if (!sessions) return sessions.status();
+  std::string ours = fmt::format("{}:", iqn_prefix);
+  auto volume_of = [&](const std::string& target) {
+    return target.rfind(ours, 0) == 0 ? target.substr(ours.size()) : std::string();
+  };
+  for (const KernelSession& session : *sessions) {
+    std::string volume = volume_of(session.target);
+    if (volume.empty()) continue;  // not a rosetctl target: not ours to touch
+    if (std::find(staged_volume_ids.begin(), staged_volume_ids.end(), volume) !=
+        staged_volume_ids.end()) {
+      continue;
+    }
+    Status left = initiator_.detach(session.portal, session.target);
+    done.push_back(left ? fmt::format("logged out of {} at {}: no staging of volume \"{}\" here",
+                                      session.target, session.portal, volume)
+                        : fmt::format("cannot log out of {}: {}", session.target, left.message()));
+  }
+  auto records = initiator_.records();
+  if (!records) return records.status();
+  for (const std::string& volume : staged_volume_ids) {
+    auto session = session_of(volume);
+    if (!session) return session.status();
+    if (session->has_value()) continue;
+    for (const KernelSession& record : *records) {
+      if (volume_of(record.target) != volume) continue;
+      Status back = initiator_.login(record.portal, record.target);
+      done.push_back(back ? fmt::format("logged in to {} at {} again for staged volume \"{}\"",
+                                        record.target, record.portal, volume)
+                          : fmt::format("staged volume \"{}\" has no session and logging in "
+                                        "again failed: {}",
+                                        volume, back.message()));
+    }
+  }
+  return done;
+}
+
+VolumeCondition IscsiNode::condition(std::string_view volume_id) const {
+  auto session = session_of(volume_id);
+  if (!session) return {true, session.status().message()};
+  if (!session->has_value()) {
+    return {true, "no iSCSI session to the volume's target on this node"};
+  }
+  auto disk =
+      initiator_.find_disk(LunAddress{(*session)->portal, (*session)->target, kVolumeLun, ""});
+  if (!disk) return {true, disk.status().message()};
+  if (!disk->has_value()) {
+    return {true, fmt::format("the session to {} has no disk", (*session)->target)};
+  }
+  return {};
+}
+
+}  // namespace rosetctl::iscsi
