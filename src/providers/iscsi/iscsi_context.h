@@ -11,9 +11,6 @@ inline constexpr std::string_view kPublishTarget = "iqn";
 inline constexpr std::string_view kPublishLun = "lun";
 inline constexpr std::string_view kPublishSerial = "serial";
 
-// Every volume is LUN 1 of its own target (LUN 0 is the target's controller).
-inline constexpr int kVolumeLun = 1;
-
 // CSI secret keys of a volume's CHAP credentials.
 inline constexpr std::string_view kSecretChapUser = "chap-user";
 inline constexpr std::string_view kSecretChapPassword = "chap-password";

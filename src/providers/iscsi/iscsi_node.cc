@@ -11,6 +11,7 @@
 #include "core/mount_ops.h"
 #include "core/validate.h"
 #include "providers/iscsi/iscsi_context.h"
+#include "providers/iscsi/target_backend.h"
 #include "providers/local/image_filesystem.h"
 #include "providers/local/image_volume.h"
 
@@ -48,16 +49,16 @@ Expected<LunAddress> lun_from_publish_context(const StringMap& publish_context) 
   return lun;
 }
 
-Expected<std::optional<Chap>> chap_from_secrets(const StringMap& secrets) {
+Expected<std::optional<ChapCredentials>> chap_from_secrets(const StringMap& secrets) {
   std::string user = lookup(secrets, kSecretChapUser);
   std::string password = lookup(secrets, kSecretChapPassword);
-  if (user.empty() && password.empty()) return std::optional<Chap>();
+  if (user.empty() && password.empty()) return std::optional<ChapCredentials>();
   if (user.empty() || password.empty()) {
     return error(
         Code::kInvalidArgument, "CHAP needs both secrets \"{}\" and \"{}\"; only \"{}\" was given",
         kSecretChapUser, kSecretChapPassword, user.empty() ? kSecretChapPassword : kSecretChapUser);
   }
-  return std::optional<Chap>(Chap{user, password});
+  return std::optional<ChapCredentials>(ChapCredentials{user, password});
 }
 
 Expected<std::optional<KernelSession>> IscsiNode::session_of(std::string_view volume_id) const {
@@ -128,7 +129,7 @@ Expected<int64_t> IscsiNode::expand(const NodeExpandSpec& spec, bool block) cons
     return error(Code::kFailedPrecondition,
                  "volume \"{}\" has no iSCSI session on this node; stage it first", spec.volume_id);
   }
-  LunAddress lun{(*session)->portal, (*session)->target, kVolumeLun, ""};
+  LunAddress lun{(*session)->portal, (*session)->target, kIscsiVolumeLun, ""};
   auto bytes = initiator_.rescan(lun);
   if (!bytes) return bytes.status();
   if (block) return bytes;
@@ -195,7 +196,7 @@ VolumeCondition IscsiNode::condition(std::string_view volume_id) const {
     return {true, "no iSCSI session to the volume's target on this node"};
   }
   auto disk =
-      initiator_.find_disk(LunAddress{(*session)->portal, (*session)->target, kVolumeLun, ""});
+      initiator_.find_disk(LunAddress{(*session)->portal, (*session)->target, kIscsiVolumeLun, ""});
   if (!disk) return {true, disk.status().message()};
   if (!disk->has_value()) {
     return {true, fmt::format("the session to {} has no disk", (*session)->target)};

@@ -19,7 +19,7 @@ Expected<LunAddress> lun_from_publish_context(const StringMap& publish_context);
 
 // CHAP credentials from CSI secrets: none when neither key is given, INVALID_ARGUMENT when
 // only one is.
-Expected<std::optional<Chap>> chap_from_secrets(const StringMap& secrets);
+Expected<std::optional<ChapCredentials>> chap_from_secrets(const StringMap& secrets);
 
 class IscsiNode {
  public:

@@ -83,7 +83,7 @@ Status OpenIscsi::check_installed() const {
   return program ? Status::ok() : program.status();
 }
 
-Status OpenIscsi::write_chap(const LunAddress& lun, const Chap& chap) const {
+Status OpenIscsi::write_chap(const LunAddress& lun, const ChapCredentials& chap) const {
   // The user name goes through iscsiadm; the password is written into the record file
   // directly, so that it never appears in a process list (iscsiadm only takes it as an
   // argument).
@@ -124,7 +124,8 @@ Status OpenIscsi::write_chap(const LunAddress& lun, const Chap& chap) const {
   return Status::ok();
 }
 
-Expected<std::string> OpenIscsi::attach(const LunAddress& lun, const std::optional<Chap>& chap,
+Expected<std::string> OpenIscsi::attach(const LunAddress& lun,
+                                        const std::optional<ChapCredentials>& chap,
                                         std::chrono::milliseconds timeout) const {
   auto existing = find_disk(lun);
   if (!existing) return existing.status();

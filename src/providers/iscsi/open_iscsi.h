@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "providers/iscsi/iscsi_sysfs.h"
+#include "providers/iscsi/target_backend.h"
 
 namespace rosetctl::iscsi {
 
@@ -19,11 +20,6 @@ struct LunAddress {
   std::string target;  // the IQN
   int lun = 1;
   std::string serial;  // what the LUN must report as its unit serial number
-};
-
-struct Chap {
-  std::string user;
-  std::string password;  // never on a command line, in a log line or in an error message
 };
 
 class OpenIscsi {
@@ -40,7 +36,7 @@ class OpenIscsi {
   // login (iscsiadm's message), UNAVAILABLE when the portal does not answer,
   // DEADLINE_EXCEEDED when the disk never shows up, FAILED_PRECONDITION when it is another
   // disk. On failure after a new login, it logs out again.
-  Expected<std::string> attach(const LunAddress& lun, const std::optional<Chap>& chap,
+  Expected<std::string> attach(const LunAddress& lun, const std::optional<ChapCredentials>& chap,
                                std::chrono::milliseconds timeout) const;
 
   // The disk of a session that exists ("/dev/sdX"), or nullopt when there is no session or
@@ -64,7 +60,7 @@ class OpenIscsi {
   Status login(const std::string& portal, const std::string& target) const;
 
  private:
-  Status write_chap(const LunAddress& lun, const Chap& chap) const;
+  Status write_chap(const LunAddress& lun, const ChapCredentials& chap) const;
 
   std::string sysfs_;
   std::string nodes_dir_;
