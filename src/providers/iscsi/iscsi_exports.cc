@@ -1,0 +1,134 @@
+// Targets and ACLs made from the state database.
+#include "providers/iscsi/iscsi_exports.h"
+
+#include "core/log.h"
+#include "core/validate.h"
+#include "providers/iscsi/iscsi_context.h"
+
+namespace rosetctl::iscsi {
+namespace {
+
+// Marks a publication that asked for CHAP (never the secret itself).
+constexpr std::string_view kPublishChap = "chap";
+
+}  // namespace
+
+IscsiExports::IscsiExports(std::unique_ptr<TargetBackend> backend, std::string portal,
+                           StateStore& store, std::function<std::string(std::string_view)> image_of)
+    : backend_(std::move(backend)),
+      portal_(std::move(portal)),
+      store_(store),
+      image_of_(std::move(image_of)) {}
+
+Status IscsiExports::export_volume(std::string_view volume_id) {
+  return backend_->ensure_target({std::string(volume_id), image_of_(volume_id)}).status();
+}
+
+Status IscsiExports::unexport_volume(std::string_view volume_id) {
+  return backend_->remove_target(volume_id);
+}
+
+Status IscsiExports::resize(std::string_view volume_id) {
+  TargetSpec spec{std::string(volume_id), image_of_(volume_id)};
+  return with_target(volume_id, [&] { return backend_->resize_lun(spec); });
+}
+
+Status IscsiExports::with_target(std::string_view volume_id, const std::function<Status()>& step) {
+  Status first = step();
+  if (first.code() != Code::kNotFound) return first;
+  // The target daemon lost its targets (restarted): the database brings them back.
+  spdlog::warn(
+      "iSCSI target of volume {} missing from {}: restoring every target from the state "
+      "database",
+      escape_text(volume_id), backend_->name());
+  auto restored = restore_exports();
+  if (!restored) return restored.status();
+  return step();
+}
+
+Expected<StringMap> IscsiExports::map(std::string_view volume_id, const NodeRecord& node,
+                                      const std::optional<ChapCredentials>& chap) {
+  if (node.iscsi_initiator.empty()) {
+    return error(Code::kFailedPrecondition,
+                 "node \"{}\" registered no iSCSI initiator name, so no iSCSI volume can be "
+                 "mapped to it; install open-iscsi there (it writes "
+                 "/etc/iscsi/initiatorname.iscsi) and let the node register again",
+                 node.node_id);
+  }
+  ROSETCTL_RETURN_IF_ERROR(
+      validate_initiator_name(node.iscsi_initiator, "the node's initiator name"));
+  if (chap) ROSETCTL_RETURN_IF_ERROR(validate_chap(*chap));
+  ROSETCTL_RETURN_IF_ERROR(export_volume(volume_id));
+  if (chap) {
+    ROSETCTL_RETURN_IF_ERROR(
+        with_target(volume_id, [&] { return backend_->set_chap(volume_id, *chap); }));
+  }
+  ROSETCTL_RETURN_IF_ERROR(with_target(
+      volume_id, [&] { return backend_->bind_initiator(volume_id, node.iscsi_initiator); }));
+  StringMap context = {{std::string(kPublishPortal), portal_},
+                       {std::string(kPublishTarget), backend_->iqn(volume_id)},
+                       {std::string(kPublishLun), std::to_string(kIscsiVolumeLun)},
+                       {std::string(kPublishSerial), std::string(volume_id)}};
+  if (chap) context[std::string(kPublishChap)] = "true";
+  return context;
+}
+
+Status IscsiExports::unmap(std::string_view volume_id, const NodeRecord& node) {
+  if (node.iscsi_initiator.empty()) return Status::ok();  // never let in
+  Status unbound = backend_->unbind_initiator(volume_id, node.iscsi_initiator);
+  // A target the daemon lost lets nobody in: the unmap is done.
+  return unbound.code() == Code::kNotFound ? Status::ok() : unbound;
+}
+
+Expected<std::vector<std::string>> IscsiExports::restore(std::string_view provider_name) {
+  provider_name_ = std::string(provider_name);
+  return restore_exports();
+}
+
+Expected<std::vector<std::string>> IscsiExports::restore_exports() {
+  std::lock_guard<std::mutex> one_at_a_time(restore_mutex_);
+  std::vector<std::string> done;
+  auto existing = backend_->list_targets();
+  if (!existing) return existing.status();
+  auto has = [&](const std::string& id) {
+    for (const TargetInfo& target : *existing) {
+      if (target.volume_id == id) return &target;
+    }
+    return static_cast<const TargetInfo*>(nullptr);
+  };
+  auto volumes = store_.list_volumes("", 0);
+  if (!volumes) return volumes.status();
+  for (const VolumeRecord& volume : *volumes) {
+    if (volume.provider != provider_name_) continue;
+    const TargetInfo* target = has(volume.id);
+    if (target == nullptr || !target->has_lun) {
+      ROSETCTL_RETURN_IF_ERROR(export_volume(volume.id));
+      done.push_back(fmt::format("exported volume \"{}\" again", volume.name));
+    }
+    auto publications = store_.controller_publications(volume.id);
+    if (!publications) return publications.status();
+    for (const ControllerPublication& publication : *publications) {
+      auto node = store_.find_node(publication.node_id);
+      if (!node) return node.status();
+      if (!node->has_value() || (*node)->iscsi_initiator.empty()) continue;
+      const std::string& initiator = (*node)->iscsi_initiator;
+      bool bound = target != nullptr &&
+                   std::find(target->initiators.begin(), target->initiators.end(), initiator) !=
+                       target->initiators.end();
+      if (bound) continue;
+      if (publication.publish_context.contains(std::string(kPublishChap))) {
+        done.push_back(fmt::format(
+            "volume \"{}\" stays closed to node \"{}\": its CHAP secret is never stored; publish "
+            "it to the node again (volume connect there) with its secrets",
+            volume.name, publication.node_id));
+        continue;
+      }
+      ROSETCTL_RETURN_IF_ERROR(backend_->bind_initiator(volume.id, initiator));
+      done.push_back(fmt::format("let node \"{}\" in to volume \"{}\" again", publication.node_id,
+                                 volume.name));
+    }
+  }
+  return done;
+}
+
+}  // namespace rosetctl::iscsi
