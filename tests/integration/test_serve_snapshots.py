@@ -237,7 +237,8 @@ def test_commit_interrupted_by_a_serve_crash_leaves_no_snapshot_and_a_retry_make
 def test_a_restore_whose_deadline_passes_stops_leaves_nothing_and_a_retry_succeeds(csi, cli, workdir, server):
     """Handlers work for their call: a CreateVolume from a large snapshot whose client's deadline
     passes stops within moments (not after copying everything), undoes what it had made, and says
-    DEADLINE_EXCEEDED in serve's log; the same call with time enough then succeeds."""
+    DEADLINE_EXCEEDED in serve's log; one whose client cancels, CANCELLED; the same call with time
+    enough then succeeds."""
     pb2 = csi.pb2
     source = create_volume(server, pb2, "large")
     mount = Path(cli.connect("large", workdir / "large")["path"])
@@ -268,6 +269,19 @@ def test_a_restore_whose_deadline_passes_stops_leaves_nothing_and_a_retry_succee
     assert [e.volume.volume_id for e in listed] == [source.volume_id], f"expected no restored volume: {listed}"
     assert sorted(p.name for p in volumes_dir.iterdir()) == before, "expected nothing left in the volumes directory"
     assert [v["name"] for v in cli.volumes()] == ["large"]
+
+    # A client that cancels (no deadline of its own) is noticed the same way.
+    pending = server.controller.CreateVolume.future(request)
+    time.sleep(0.2)
+    assert pending.cancel(), "expected the restore still running after 0.2 s"
+    deadline = time.monotonic() + 60
+    while len(pattern.findall(server.log())) < 2:
+        assert time.monotonic() < deadline, f"expected serve to log the cancelled call's end: {server.log()}"
+        time.sleep(0.05)
+    cancelled = list(pattern.finditer(server.log()))[1]
+    assert cancelled.group(2) == "CANCELLED", cancelled.group(0)
+    assert float(cancelled.group(1)) < 1000, cancelled.group(0)
+    assert sorted(p.name for p in volumes_dir.iterdir()) == before, "expected nothing left in the volumes directory"
 
     restored = server.controller.CreateVolume(request, timeout=CALL_TIMEOUT).volume
     full = [m for m in pattern.finditer(server.log()) if m.group(2) == "OK"]
