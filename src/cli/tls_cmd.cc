@@ -315,7 +315,8 @@ constexpr const char* kTlsFooter =
     "PKCS#8 PEM with mode 0600: serve starts unattended, so file permissions protect them.\n"
     "Roles are in the subject: O=rosetctl, OU=ca|controller|node|admin, CN=<name>.\n\n"
     "Rotation: `tls issue NAME --force` (or `tls init --force` for the controller) writes a\n"
-    "new certificate and key in place; a running serve uses them within 10 s, no restart.\n"
+    "new certificate and key in place; a running serve uses them within 10 s, no restart,\n"
+    "or at once on SIGHUP (kill -HUP <serve's pid>).\n"
     "`tls init --new-ca` replaces the CA: every certificate the old one issued stops being\n"
     "trusted until re-issued (the old CA is kept as ca-replaced-<time>.crt/.key).";
 

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -116,6 +117,11 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   csi::v1::VolumeCapability capability = attach_capability(info->volume);
   // A restored read-only volume mounts read-only without being told.
   bool read_only = options.read_only || is_read_only_volume(info->volume);
+  // Everything the report needs from the controller is asked for before anything changes: once
+  // NodePublish has mounted the volume the connect is done, and a controller lost after its
+  // ControllerPublish answered must not turn a finished connect into a failure.
+  auto parameters = fetch_volume_parameters(**session, {*info});
+  if (!parameters) return parameters.status();
   auto turn = lock_attachments(**session, id);
   if (!turn) return turn.status();
   // Refuse a bad target before mapping and staging anything, unless it is this very volume's
@@ -187,8 +193,13 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   rollback.commit();
 
   const std::string& path = *target;
-  auto refreshed = resolve_volume(**session, id);
-  auto out = describe_volume(**session, refreshed ? *refreshed : *info);
+  // ControllerPublish answered OK, so the controller now lists this node (in node id order).
+  VolumeInfo connected = *info;
+  if (!mapped) {
+    auto& nodes = connected.published_nodes;
+    nodes.insert(std::upper_bound(nodes.begin(), nodes.end(), node), node);
+  }
+  auto out = describe_volume(**session, connected, *parameters);
   if (!out) return out.status();
   (*out)["path"] = path;
   (*out)["readonly"] = read_only;

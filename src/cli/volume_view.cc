@@ -139,8 +139,8 @@ Expected<NodeFacts> node_facts(StateStore& store, std::string_view volume_id) {
 
 }  // namespace
 
-Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
-                                                       const std::vector<VolumeInfo>& infos) {
+Expected<VolumeParameters> fetch_volume_parameters(Session& session,
+                                                   const std::vector<VolumeInfo>& infos) {
   // What the controller records beside CSI's Volume, in one call for all of them.
   v1::GetVolumeDetailsRequest request;
   for (const VolumeInfo& info : infos)
@@ -150,17 +150,32 @@ Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
     ROSETCTL_RETURN_IF_ERROR(
         session.client().catalog(&v1::Catalog::Stub::GetVolumeDetails, request, &response));
   }
-  std::map<std::string, std::map<std::string, std::string>> mutable_parameters;
+  VolumeParameters parameters;
   for (const v1::VolumeDetails& details : response.volumes())
-    mutable_parameters[details.volume_id()] = to_map(details.mutable_parameters());
+    parameters[details.volume_id()] = to_map(details.mutable_parameters());
+  return parameters;
+}
+
+Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
+                                                       const std::vector<VolumeInfo>& infos) {
+  auto parameters = fetch_volume_parameters(session, infos);
+  if (!parameters) return parameters.status();
   std::vector<nlohmann::json> out;
   for (const VolumeInfo& info : infos) {
-    auto facts = node_facts(session.store(), info.volume.volume_id());
-    if (!facts) return facts.status();
-    facts->mutable_parameters = mutable_parameters[info.volume.volume_id()];
-    out.push_back(volume_json(info, *facts));
+    auto described = describe_volume(session, info, *parameters);
+    if (!described) return described.status();
+    out.push_back(std::move(*described));
   }
   return out;
+}
+
+Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info,
+                                         const VolumeParameters& parameters) {
+  auto facts = node_facts(session.store(), info.volume.volume_id());
+  if (!facts) return facts.status();
+  auto found = parameters.find(info.volume.volume_id());
+  if (found != parameters.end()) facts->mutable_parameters = found->second;
+  return volume_json(info, *facts);
 }
 
 Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info) {

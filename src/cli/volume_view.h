@@ -2,7 +2,9 @@
 // documented interface (README "JSON output"): add fields, never rename them.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "cli/render.h"
@@ -16,6 +18,13 @@ namespace rosetctl::cli {
 // here (publications and stagings, each with its condition: a mount that is gone, or someone
 // else's in its place, makes it abnormal) and the mutable parameters in effect.
 Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info);
+// What the controller records beside CSI's Volume (the mutable parameters in effect), by id.
+using VolumeParameters = std::map<std::string, std::map<std::string, std::string>>;
+Expected<VolumeParameters> fetch_volume_parameters(Session& session,
+                                                   const std::vector<VolumeInfo>& infos);
+// describe_volume with the controller's part fetched before: asks the controller nothing.
+Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info,
+                                         const VolumeParameters& parameters);
 // The same for many, asking the controller once.
 Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
                                                        const std::vector<VolumeInfo>& infos);

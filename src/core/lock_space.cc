@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <thread>
 
+#include "core/call_scope.h"
+
 namespace rosetctl {
 namespace {
 
@@ -74,6 +76,8 @@ Expected<HeldLock> LockSpace::wait_lock(std::string_view key, LockMode mode,
         std::chrono::steady_clock::now() >= give_up) {
       return held;
     }
+    // A wait never outlasts the call it is made for.
+    ROSETCTL_RETURN_IF_ERROR(check_current_call());
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(200));
   }

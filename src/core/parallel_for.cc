@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/call_scope.h"
+
 namespace rosetctl {
 
 int default_worker_count() {
@@ -20,11 +22,15 @@ Status parallel_for(std::size_t count, int workers,
   std::atomic<bool> failed{false};
   std::mutex failure_mutex;
   Status failure;  // guarded by failure_mutex
+  // The workers answer to the caller's call too: its end stops them between items.
+  const CallLimits* call = current_call();
   auto run = [&](int worker) {
+    CurrentCall same_call(call);
     while (!failed.load(std::memory_order_relaxed)) {
       std::size_t index = next.fetch_add(1);
       if (index >= count) return;
-      Status status = work(index, worker);
+      Status status = check_current_call();
+      if (status) status = work(index, worker);
       if (!status) {
         std::lock_guard lock(failure_mutex);
         if (!failed.exchange(true)) failure = std::move(status);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <string_view>
 
+#include "core/call_scope.h"
 #include "core/status.h"
 #include "daemon/grpc_status.h"
 #include "daemon/handler_pool.h"
@@ -24,7 +25,9 @@ void log_call_end(std::string_view method, const Peer& peer,
                   std::chrono::steady_clock::duration elapsed);
 
 // `handler` returns Status and fills `response`. It runs only when the caller may make the
-// call (daemon/peer_authority.h); a refusal is logged like any other answer.
+// call (daemon/peer_authority.h); a refusal is logged like any other answer. It works for the
+// call (core/call_scope.h): its long loops and lock waits stop when the call's deadline passes
+// or its client cancels, with DEADLINE_EXCEEDED or CANCELLED.
 template <typename Handler>
 grpc::Status run_logged(grpc::ServerContextBase& call, std::string_view method,
                         const google::protobuf::Message& request,
@@ -33,6 +36,9 @@ grpc::Status run_logged(grpc::ServerContextBase& call, std::string_view method,
   log_call_start(method, request);
   Peer peer = peer_of(call);
   Status status = authorize(peer, call, method, request);
+  CallLimits limits(call.deadline(), [&call] { return call.IsCancelled(); });
+  CurrentCall working_for(&limits);
+  if (status.is_ok()) status = check_current_call();  // it may have waited for a thread
   if (status.is_ok()) status = handler();
   if (!status.is_ok()) {
     response->Clear();

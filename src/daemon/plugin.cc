@@ -7,6 +7,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <utility>
 
 #include "core/host_addresses.h"
 #include "core/validate.h"
@@ -92,43 +93,84 @@ Status Plugin::start(const std::optional<std::string>& unix_socket,
   // absl::Mutex gRPC takes then updates a process-wide lock graph under a global lock.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   route_grpc_logs(!context_->options.one_command);
+  if (!tcp.empty()) ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--listen"));
+  tls_ = tls;
   grpc::ServerBuilder builder;
   if (unix_socket)
     builder.AddListeningPort("unix:" + *unix_socket, grpc::InsecureServerCredentials());
-  std::vector<int> ports(tcp.size(), 0);
-  if (!tcp.empty()) {
-    ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--listen"));
-    auto credentials = server_credentials(tls);
-    for (size_t i = 0; i < tcp.size(); ++i)
-      builder.AddListeningPort(tcp[i], credentials, &ports[i]);
+  proxy_ = std::make_unique<NodeProxy>(*context_, tls);
+  register_services(builder, *proxy_);
+  server_ = builder.BuildAndStart();
+  if (!server_) {
+    return error(Code::kUnavailable, "cannot start the gRPC server{}",
+                 unix_socket ? fmt::format(" on unix socket \"{}\"", *unix_socket) : "");
   }
+  if (tcp.empty()) return Status::ok();
+  std::vector<int> ports;
+  auto listening = start_tcp(tcp, &ports);
+  if (!listening) {
+    shutdown(std::chrono::milliseconds(0));
+    return listening.status();
+  }
+  tcp_ = std::move(*listening);
+  for (size_t i = 0; i < tcp.size(); ++i)
+    tcp_addresses_.push_back(fmt::format("{}:{}", tcp[i].substr(0, tcp[i].rfind(':')), ports[i]));
+  if (tcp_ports != nullptr) *tcp_ports = std::move(ports);
+  return Status::ok();
+}
+
+void Plugin::register_services(grpc::ServerBuilder& builder, NodeProxy& proxy) {
   builder.RegisterService(identity_.get());
   // Whatever this server does not offer itself goes to the proxy, which forwards calls that
   // name a node (rosetctl-node) and explains the others.
-  proxy_ = std::make_unique<NodeProxy>(*context_, tls);
-  builder.RegisterCallbackGenericService(proxy_.get());
+  builder.RegisterCallbackGenericService(&proxy);
   if (context_->options.role != PluginRole::kNode) builder.RegisterService(controller_.get());
   if (context_->options.role != PluginRole::kNode) {
     builder.RegisterService(registry_.get());
     builder.RegisterService(catalog_.get());
   }
   if (context_->options.role != PluginRole::kController) builder.RegisterService(node_.get());
-  server_ = builder.BuildAndStart();
-  if (!server_) {
-    return error(Code::kUnavailable, "cannot start the gRPC server{}{}",
-                 unix_socket ? fmt::format(" on unix socket \"{}\"", *unix_socket) : "",
-                 tcp.empty() ? "" : fmt::format(" on {}", fmt::join(tcp, ", ")));
+}
+
+Expected<Plugin::TcpServer> Plugin::start_tcp(const std::vector<std::string>& addresses,
+                                              std::vector<int>* ports) {
+  // A fresh provider reads the files now. gRPC sets SO_REUSEPORT, so a replacement binds the
+  // ports its predecessor still holds.
+  auto credentials = server_credentials(tls_);
+  grpc::ServerBuilder builder;
+  ports->assign(addresses.size(), 0);
+  for (size_t i = 0; i < addresses.size(); ++i)
+    builder.AddListeningPort(addresses[i], credentials, &(*ports)[i]);
+  TcpServer tcp;
+  tcp.proxy = std::make_unique<NodeProxy>(*context_, tls_);
+  register_services(builder, *tcp.proxy);
+  tcp.server = builder.BuildAndStart();
+  if (!tcp.server) {
+    return error(Code::kUnavailable, "cannot start the gRPC server on {}",
+                 fmt::join(addresses, ", "));
   }
-  for (size_t i = 0; i < tcp.size(); ++i) {
-    if (ports[i] == 0) {
-      shutdown(std::chrono::milliseconds(0));
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    if ((*ports)[i] == 0) {
+      tcp.server->Shutdown(std::chrono::system_clock::now());
+      tcp.server->Wait();
       return error(Code::kUnavailable,
                    "cannot listen on {}: the address is not one of this host's, or the port is "
                    "taken",
-                   tcp[i]);
+                   addresses[i]);
     }
   }
-  if (tcp_ports != nullptr) *tcp_ports = std::move(ports);
+  return tcp;
+}
+
+Status Plugin::reload_tls(std::chrono::milliseconds grace) {
+  if (!tcp_.server) return Status::ok();
+  ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls_, "--listen"));
+  std::vector<int> ports;
+  auto replacement = start_tcp(tcp_addresses_, &ports);
+  if (!replacement) return replacement.status();
+  TcpServer old = std::exchange(tcp_, std::move(*replacement));
+  old.server->Shutdown(std::chrono::system_clock::now() + grace);
+  old.server->Wait();
   return Status::ok();
 }
 
@@ -141,9 +183,13 @@ std::shared_ptr<grpc::Channel> Plugin::in_process_channel() {
 }
 
 void Plugin::shutdown(std::chrono::milliseconds grace) {
-  if (!server_) return;
-  server_->Shutdown(std::chrono::system_clock::now() + grace);
-  server_->Wait();
+  auto deadline = std::chrono::system_clock::now() + grace;
+  // Both stop taking calls first; then their calls in flight share the one grace period.
+  if (tcp_.server) tcp_.server->Shutdown(deadline);
+  if (server_) server_->Shutdown(deadline);
+  if (tcp_.server) tcp_.server->Wait();
+  if (server_) server_->Wait();
+  tcp_.server.reset();
   server_.reset();
 }
 

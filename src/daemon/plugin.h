@@ -1,5 +1,5 @@
-// The plugin: state store, providers, the three CSI services and our node registry behind one
-// gRPC server.
+// The plugin: state store, providers, the three CSI services and our node registry behind a
+// gRPC server (and, with TCP listeners, a second one for them, so TLS can be reloaded).
 // The CLI talks to it through gRPC's in-process channel; `serve` also listens on a socket.
 #pragma once
 
@@ -42,6 +42,11 @@ class Plugin {
   Status reconcile();
   // Stops taking calls, lets in-flight calls finish until `grace` has passed.
   void shutdown(std::chrono::milliseconds grace);
+  // Reads the TLS files again now (serve's SIGHUP; gRPC also polls them every 10 s): new TCP
+  // listeners with the new certificates take the same ports, then the old ones stop taking
+  // connections and their calls in flight get `grace` to finish. A file that does not check
+  // (tls_files.h) keeps the old listeners serving and is the error. OK without TCP listeners.
+  Status reload_tls(std::chrono::milliseconds grace);
 
   const PluginOptions& options() const { return context_->options; }
   const StateLayout& layout() const { return context_->layout; }
@@ -58,13 +63,24 @@ class Plugin {
   std::unique_ptr<IdentityService> identity_;
   std::unique_ptr<ControllerService> controller_;
   std::unique_ptr<NodeService> node_;
+  // The TCP listeners with mutual TLS: a server of their own, replaced whole by reload_tls().
+  struct TcpServer {
+    std::unique_ptr<NodeProxy> proxy;  // a generic service belongs to one server
+    std::unique_ptr<grpc::Server> server;
+  };
+  Expected<TcpServer> start_tcp(const std::vector<std::string>& addresses, std::vector<int>* ports);
+  void register_services(grpc::ServerBuilder& builder, NodeProxy& proxy);
+
   std::unique_ptr<NodeProxy> proxy_;           // calls for a node, forwarded to it
   std::unique_ptr<CatalogService> catalog_;    // rosetctl.v1.Catalog, beside the controller
   std::unique_ptr<RegistryService> registry_;  // rosetctl.v1.Registry, beside the controller
   // After the services, before the server: destroyed once the server has stopped (no new
   // work) and before the services its handlers use.
   std::unique_ptr<HandlerPool> handlers_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::Server> server_;  // the unix socket and the in-process channel
+  TcpServer tcp_;
+  std::vector<std::string> tcp_addresses_;  // as bound: "ADDR:PORT" with the port picked
+  TlsFiles tls_;
 };
 
 }  // namespace rosetctl

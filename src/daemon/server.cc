@@ -1,6 +1,7 @@
 // Unix socket lifecycle and signal handling for `serve`.
 #include "daemon/server.h"
 
+#include <fmt/ranges.h>
 #include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -118,6 +119,28 @@ Status prepare_socket_path(const std::string& path) {
   return Status::ok();
 }
 
+namespace {
+
+// SIGHUP: the TLS files are read again now rather than at the next poll; a new certificate
+// (rosetctl tls issue --force) is shown to the next client. Paths only are logged.
+void reload_tls(Plugin& plugin, const std::vector<std::string>& tcp, const TlsFiles& tls,
+                std::chrono::milliseconds grace) {
+  if (tcp.empty()) {
+    spdlog::info("received SIGHUP: no --listen, no TLS files to reload");
+    return;
+  }
+  spdlog::info("received SIGHUP: reloading the TLS files ({}, {}, {})", tls.certificate, tls.key,
+               tls.ca);
+  Status reloaded = plugin.reload_tls(grace);
+  if (reloaded) {
+    spdlog::info("TLS files reloaded: new connections on {} use them", fmt::join(tcp, ", "));
+  } else {
+    spdlog::error("kept the TLS files in use: {}", reloaded.message());
+  }
+}
+
+}  // namespace
+
 Status serve_until_signalled(Plugin& plugin, const std::string& socket_path,
                              const std::vector<std::string>& tcp, const TlsFiles& tls,
                              std::chrono::milliseconds grace) {
@@ -127,6 +150,7 @@ Status serve_until_signalled(Plugin& plugin, const std::string& socket_path,
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);  // reload the TLS files now
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // Two malloc arenas, not one per core times eight: serve's threads mostly wait, and every
   // arena keeps its own high-water mark of private memory.
@@ -154,7 +178,11 @@ Status serve_until_signalled(Plugin& plugin, const std::string& socket_path,
   // serve runs for weeks beside the workloads.
   int received = 0;
   const struct timespec trim_every = {1, 0};
-  while ((received = sigtimedwait(&signals, nullptr, &trim_every)) < 0) {
+  while ((received = sigtimedwait(&signals, nullptr, &trim_every)) < 0 || received == SIGHUP) {
+    if (received == SIGHUP) {
+      reload_tls(plugin, tcp, tls, grace);
+      continue;
+    }
     if (errno != EAGAIN) continue;
     plugin.store().close_idle_connections(std::chrono::seconds(1));
     ::malloc_trim(0);

@@ -23,7 +23,8 @@ Status check_tcp_address(std::string_view address, std::string_view flag, bool p
 Status prepare_socket_path(const std::string& path);
 
 // Serves until SIGTERM or SIGINT, then lets in-flight calls finish (up to `grace`) and removes
-// the socket. The socket file is mode 0660. Also listens on each of `tcp` with mutual TLS.
+// the socket. The socket file is mode 0660. Also listens on each of `tcp` with mutual TLS,
+// whose files SIGHUP reloads (Plugin::reload_tls).
 Status serve_until_signalled(Plugin& plugin, const std::string& socket_path,
                              const std::vector<std::string>& tcp, const TlsFiles& tls,
                              std::chrono::milliseconds grace);

@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import re
 import time
@@ -444,3 +445,176 @@ def test_two_consumers_connect_one_roset_volume_and_see_each_others_writes(site)
     assert not target_a.exists() and not target_b.exists()
     site.a.ok("volume", "delete", volume_id)
     site.assert_no_secrets_printed()
+
+
+# ---------------------------------------------------------------- the controller killed mid-connect
+
+# Stands in front of roset-fuse on a consumer, so a test can hold `volume connect` inside NodeStage
+# (after the controller's ControllerPublishVolume answered): says it was reached, waits for the go.
+HELD_FUSE = """#!/bin/sh
+touch "{reached}"
+i=0
+while [ ! -e "{go}" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
+exec "{fuse}" "$@"
+"""
+
+
+def hold_roset_fuse(site: Site, cli) -> tuple:
+    """cli's host gets its own API key and a roset-fuse that waits in NodeStage until `go` exists;
+    returns (reached, go)."""
+    host = cli.host
+    own_key = host.config_dir / "roset.key"
+    shutil.copyfile(site.controller.config_dir / "roset.key", own_key)
+    os.chmod(own_key, 0o600)
+    reached, go = host.dir / "fuse-reached", host.dir / "fuse-go"
+    wrapper = host.dir / "held-roset-fuse"
+    wrapper.write_text(HELD_FUSE.format(reached=reached, go=go, fuse=STANDIN_FUSE))
+    os.chmod(wrapper, 0o755)
+    cli.env.update({"ROSET_API_URL": site.roset_env["ROSET_API_URL"], "ROSET_API_KEY_FILE": str(own_key),
+                    "ROSET_FUSE_BINARY": str(wrapper)})
+    return reached, go
+
+
+def wait_for_file(path, proc, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"{what}: the connect exited first with {proc.returncode}: {out!r} {err!r}")
+        assert time.monotonic() < deadline, f"{what}: not reached within {timeout} s"
+        time.sleep(0.05)
+
+
+def test_connects_in_flight_when_the_controller_is_killed_complete(site):
+    """SIGKILL of the controller mid-`connect`, twice over: one run is between the controller's
+    ControllerPublishVolume and its own NodeStage (it finishes on the consumer alone, at once: the
+    controller has nothing left to do), a second run of the same volume waits its turn behind it and
+    meets the dead controller at its ControllerPublishVolume (it retries until serve is back, then
+    completes). Both sides agree afterwards, and disconnect undoes everything."""
+    a = site.a
+    reached, go = hold_roset_fuse(site, a)
+    volume_id = a.create("interrupted", "-p", "provider=roset")["id"]
+    first_target, second_target = site.consumer_a.dir / "first", site.consumer_a.dir / "second"
+    procs = []
+
+    def connect(target):
+        procs.append(a.start("-o", "json", "volume", "connect", volume_id, "--target", target,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        return procs[-1]
+
+    def finish(proc, timeout):
+        out, err = proc.communicate(timeout=timeout)
+        site.printed += [out, err]
+        return Result(proc.returncode, out, err)
+
+    try:
+        first = connect(first_target)
+        wait_for_file(reached, first, "NodeStage's roset-fuse")
+        assert re.search(r"ControllerPublishVolume .*peer=node:consumer-a .*status=OK", site.serve_log()), (
+            site.serve_log())
+        second = connect(second_target)  # resolves the volume, then waits for first's turn to end
+        time.sleep(2)
+        assert second.poll() is None, finish(second, 10).describe()
+        site.kill_serve()
+        go.touch()
+        started = time.monotonic()
+        done = finish(first, PATIENCE + 30)
+        assert done.rc == 0, f"expected the connect to finish without the controller: {done.describe()}"
+        assert time.monotonic() - started < 10 and not retrying_lines(done), done.describe()
+        assert done.json()["path"] == str(first_target) and done.json()["published_nodes"] == ["consumer-a"], (
+            done.json())
+
+        restart = DelayedRestart(site, 2)
+        done = finish(second, PATIENCE + 30)
+        restart.wait()
+    finally:
+        go.touch()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert done.rc == 0, f"expected the second connect to complete once serve was back: {done.describe()}"
+    assert len(retrying_lines(done)) == 1 and "192.0.2.1" in retrying_lines(done)[0], done.stderr
+    assert re.search(r"ControllerPublishVolume .*peer=node:consumer-a .*status=OK", site.serve.output()), (
+        "expected the second run's ControllerPublishVolume answered by the restarted serve")
+
+    assert site.ctl.volume(volume_id)["published_nodes"] == ["consumer-a"], site.ctl.volume(volume_id)
+    shown = a.volume(volume_id)
+    assert shown["published_nodes"] == ["consumer-a"], shown
+    assert sorted(c["target"] for c in shown["connections"]) == [str(first_target), str(second_target)], shown
+    for target in (first_target, second_target):
+        assert os.path.ismount(target), f"expected {target} mounted"
+    assert "consumer-a" in [n["node_id"] for n in site.ctl.ok_json("node", "list")]
+    assert a.ok_json("volume", "connect", volume_id, "--target", first_target)["already_connected"] is True
+
+    a.ok("volume", "disconnect", volume_id)
+    assert site.ctl.volume(volume_id)["published_nodes"] == []
+    assert a.volume(volume_id)["connections"] == [] and a.volume(volume_id)["stagings"] == []
+    assert not first_target.exists() and not second_target.exists()
+    mounts = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], capture_output=True, text=True).stdout
+    assert str(site.consumer_a.dir) not in mounts, mounts
+    a.ok("volume", "delete", volume_id)
+
+
+# ---------------------------------------------------------------- certificate rotation
+
+# Runs on a lab host: one TLS handshake with the controller (client certificate shown); prints the
+# serial number of the certificate the controller presented.
+PEER_SERIAL = """
+import socket, ssl, sys
+from cryptography import x509
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+context.load_verify_locations(sys.argv[3])
+context.load_cert_chain(sys.argv[4], sys.argv[5])
+context.set_alpn_protocols(["h2"])
+with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10) as raw:
+    with context.wrap_socket(raw, server_hostname=sys.argv[1]) as tls:
+        print(x509.load_der_x509_certificate(tls.getpeercert(binary_form=True)).serial_number)
+"""
+
+
+def test_sighup_makes_serve_show_a_new_certificate_at_once(site):
+    """`tls init --force` re-issues the controller's certificate in place; SIGHUP makes serve use
+    it for the next connection at once (gRPC's own look at the files comes only every 10 s), the
+    reload is logged, and the CLI goes on working through it."""
+    cert, key, ca = site.identity("consumer-a")
+
+    def presented() -> int:
+        done = site.consumer_a.run([sys.executable, "-c", PEER_SERIAL, site.controller.address, str(PORT),
+                                    str(ca), str(cert), str(key)])
+        assert done.rc == 0, done.describe()
+        return int(done.stdout)
+
+    def on_disk() -> int:
+        from cryptography import x509
+        return x509.load_pem_x509_certificate((site.tls_dir / "controller.crt").read_bytes()).serial_number
+
+    volume_id = site.a.create("through-rotation")["id"]
+    assert presented() == on_disk()
+    for _ in range(3):  # gRPC's 10 s poll may happen to read the new files first: rotate again
+        tls_ok(site.controller, site.printed, "init", "--force", "--dir", site.tls_dir, "--ip",
+               site.controller.address)
+        rotated = on_disk()
+        if presented() != rotated:
+            break
+    assert presented() != rotated, "expected the old certificate until serve is told (or polls)"
+    site.serve.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 4  # well inside gRPC's 10 s poll
+    while presented() != rotated:
+        assert site.serve.poll() is None, f"serve died of SIGHUP: {site.serve.output()}"
+        assert time.monotonic() < deadline, "expected the new certificate at once after SIGHUP"
+        time.sleep(0.1)
+    assert site.serve.poll() is None
+    log = site.serve.output()
+    assert "received SIGHUP: reloading the TLS files" in log and "TLS files reloaded" in log, log
+    assert site.a.volume(volume_id)["id"] == volume_id, "expected the CLI to work with the new certificate"
+
+    # A bad file is refused at the SIGHUP: the certificate in use stays, and so does serve.
+    (site.tls_dir / "controller.crt").write_text("not a certificate\n")
+    site.serve.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while "kept the TLS files in use" not in site.serve.output():
+        assert time.monotonic() < deadline and site.serve.poll() is None, site.serve.output()
+        time.sleep(0.1)
+    assert presented() == rotated
+    assert site.a.volume(volume_id)["id"] == volume_id

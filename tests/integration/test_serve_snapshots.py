@@ -4,6 +4,7 @@ with a snapshot or volume content source."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -135,6 +136,7 @@ def test_create_snapshot_of_a_file_that_never_stops_changing_fails_its_precondit
     stop = workdir / "stop-writing"
     processes.start(["/usr/bin/python3", "-c", f"""
 import os
+import re
 fd = os.open({str(mount / 'hot.bin')!r}, os.O_WRONLY)
 n = 0
 while not os.path.exists({str(stop)!r}):
@@ -230,3 +232,63 @@ def test_commit_interrupted_by_a_serve_crash_leaves_no_snapshot_and_a_retry_make
         f"expected the retry to take a new, complete snapshot: {retried}")
     verified = cli.ok_json("snapshot", "verify")
     assert verified["ok"], f"expected a consistent store after the crash: {verified}"
+
+
+def test_a_restore_whose_deadline_passes_stops_leaves_nothing_and_a_retry_succeeds(csi, cli, workdir, server):
+    """Handlers work for their call: a CreateVolume from a large snapshot whose client's deadline
+    passes stops within moments (not after copying everything), undoes what it had made, and says
+    DEADLINE_EXCEEDED in serve's log; one whose client cancels, CANCELLED; the same call with time
+    enough then succeeds."""
+    pb2 = csi.pb2
+    source = create_volume(server, pb2, "large")
+    mount = Path(cli.connect("large", workdir / "large")["path"])
+    chunk = os.urandom(4 * 2**20)
+    for i in range(8):  # 8 files of 96 MiB: several workers, and many buffers each
+        with open(mount / f"part-{i}.bin", "wb") as f:
+            for _ in range(24):
+                f.write(chunk[i:] + chunk[:i])
+    snapshot = create_until_settled(server, snapshot_request(pb2, "large-snap", source.volume_id))
+    assert snapshot.ready_to_use, snapshot
+    volumes_dir = Path(cli.state_dir) / "volumes"
+    before = sorted(p.name for p in volumes_dir.iterdir())
+    request = pb2.CreateVolumeRequest(
+        name="restored", volume_capabilities=[mount_capability(pb2)],
+        volume_content_source=pb2.VolumeContentSource(
+            snapshot=pb2.VolumeContentSource.SnapshotSource(snapshot_id=snapshot.snapshot_id)))
+
+    expect_code(lambda: server.controller.CreateVolume(request, timeout=0.2), grpc.StatusCode.DEADLINE_EXCEEDED,
+                "CreateVolume from a 768 MiB snapshot within 0.2 s")
+    pattern = re.compile(r'CreateVolume name="restored" .*duration=([0-9.]+)ms status=(\w+)')
+    deadline = time.monotonic() + 60
+    while not pattern.search(server.log()):
+        assert time.monotonic() < deadline, f"expected serve to log the call's end: {server.log()}"
+        time.sleep(0.05)
+    stopped = pattern.search(server.log())
+    assert stopped.group(2) == "DEADLINE_EXCEEDED", stopped.group(0)
+    listed = server.controller.ListVolumes(pb2.ListVolumesRequest(), timeout=CALL_TIMEOUT).entries
+    assert [e.volume.volume_id for e in listed] == [source.volume_id], f"expected no restored volume: {listed}"
+    assert sorted(p.name for p in volumes_dir.iterdir()) == before, "expected nothing left in the volumes directory"
+    assert [v["name"] for v in cli.volumes()] == ["large"]
+
+    # A client that cancels (no deadline of its own) is noticed the same way.
+    pending = server.controller.CreateVolume.future(request)
+    time.sleep(0.2)
+    assert pending.cancel(), "expected the restore still running after 0.2 s"
+    deadline = time.monotonic() + 60
+    while len(pattern.findall(server.log())) < 2:
+        assert time.monotonic() < deadline, f"expected serve to log the cancelled call's end: {server.log()}"
+        time.sleep(0.05)
+    cancelled = list(pattern.finditer(server.log()))[1]
+    assert cancelled.group(2) == "CANCELLED", cancelled.group(0)
+    assert float(cancelled.group(1)) < 1000, cancelled.group(0)
+    assert sorted(p.name for p in volumes_dir.iterdir()) == before, "expected nothing left in the volumes directory"
+
+    restored = server.controller.CreateVolume(request, timeout=CALL_TIMEOUT).volume
+    full = [m for m in pattern.finditer(server.log()) if m.group(2) == "OK"]
+    assert len(full) == 1, server.log()
+    assert float(stopped.group(1)) * 3 < float(full[0].group(1)), (
+        f"expected the stopped restore to end well before a whole one: {stopped.group(0)} / {full[0].group(0)}")
+    target = Path(cli.connect(restored.volume_id, workdir / "restored")["path"])
+    for i in range(8):
+        assert (target / f"part-{i}.bin").stat().st_size == 96 * 2**20
+    assert (target / "part-3.bin").read_bytes() == (mount / "part-3.bin").read_bytes()

@@ -251,7 +251,8 @@ def test_issue_needs_a_ca(tls):
 def test_help_explains_files_roles_and_rotation(cli):
     text = cli.run("tls", "--help", with_state_dir=False).stdout
     for needle in ("ca.crt", "ca.key", "controller.crt", "NAME.crt", "NAME.key", "0600", "unencrypted",
-                   "OU=ca|controller|node|admin", "Rotation", "within 10 s, no restart", "--force", "--new-ca"):
+                   "OU=ca|controller|node|admin", "Rotation", "within 10 s, no restart", "at once on SIGHUP", "--force",
+                   "--new-ca"):
         assert needle in text, f"expected `rosetctl tls --help` to mention {needle!r}"
     issue = cli.run("tls", "issue", "--help", with_state_dir=False).stdout
     assert "--admin" in issue and "--dns" in issue and "--ip" in issue

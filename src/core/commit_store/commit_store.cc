@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <thread>
 
+#include "core/call_scope.h"
 #include "core/commit_store/sha256.h"
 #include "core/fsync_scope.h"
 #include "core/log.h"
@@ -207,6 +208,8 @@ Expected<StoreLock> take_lock(const std::string& root, bool exclusive,
                                 "verification; garbage collection will run later"
                               : "the commit store is busy with garbage collection; retry shortly");
     }
+    // A wait never outlasts the call it is made for.
+    ROSETCTL_RETURN_IF_ERROR(check_current_call());
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(200));
   }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "core/call_scope.h"
 #include "core/commit_store/sha256.h"
 
 namespace rosetctl {
@@ -42,6 +43,8 @@ Status next_data_segment(int fd, int64_t offset, int64_t size, int64_t* start, i
 // time copying into the page cache with 128 KiB or 1 MiB writes and 0.42-0.49 s with 64 KiB;
 // a first commit 2.1-2.5 s against 0.5 s (bench/README.md, "Restores check what they copy").
 constexpr std::size_t kWriteChunkBytes = 64 << 10;
+// The most one copy_file_range is asked for: how much is copied between two looks at the call.
+constexpr int64_t kCopyPieceBytes = 64 << 20;
 
 Status write_all(int fd, const char* data, std::size_t size, int64_t offset,
                  const std::string& what) {
@@ -62,6 +65,7 @@ Status copy_range_by_read(int src_fd, int dst_fd, int64_t offset, int64_t end,
                           const std::string& what) {
   std::vector<char> buffer(kContentBufferBytes);
   while (offset < end) {
+    ROSETCTL_RETURN_IF_ERROR(check_current_call());
     std::size_t want = static_cast<std::size_t>(std::min<int64_t>(end - offset, buffer.size()));
     ssize_t got = ::pread(src_fd, buffer.data(), want, offset);
     if (got < 0 && errno == EINTR) continue;
@@ -100,6 +104,8 @@ Expected<HashedContent> hash_content(int src_fd, int64_t size, int dst_fd, Conte
     hash.update_zeros(static_cast<uint64_t>(start - offset));
     offset = start;
     while (offset < end) {
+      // A large file is many buffers: a client that gave up is noticed within one.
+      ROSETCTL_RETURN_IF_ERROR(check_current_call());
       std::size_t want = static_cast<std::size_t>(std::min<int64_t>(end - offset, buffer.size()));
       ssize_t got = ::pread(src_fd, buffer.data(), want, offset);
       if (got < 0) {
@@ -151,9 +157,11 @@ Status copy_content(int src_fd, int dst_fd, int64_t size, const std::string& wha
     ROSETCTL_RETURN_IF_ERROR(next_data_segment(src_fd, offset, size, &start, &end, what));
     offset = start;
     while (offset < end) {
+      // In pieces, so a client that gave up is noticed within one (a clone of a large file).
+      ROSETCTL_RETURN_IF_ERROR(check_current_call());
       loff_t in = offset, out = offset;
-      ssize_t copied =
-          ::copy_file_range(src_fd, &in, dst_fd, &out, static_cast<std::size_t>(end - offset), 0);
+      auto piece = static_cast<std::size_t>(std::min<int64_t>(end - offset, kCopyPieceBytes));
+      ssize_t copied = ::copy_file_range(src_fd, &in, dst_fd, &out, piece, 0);
       if (copied < 0) {
         if (errno == EINTR) continue;
         if (errno != EXDEV && errno != EINVAL && errno != EOPNOTSUPP && errno != ENOSYS) {

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/call_scope.h"
 #include "core/mount_ops.h"
 #include "core/mountinfo.h"
 #include "core/run_program.h"
@@ -202,6 +203,8 @@ Status wait_for_fuse_mount(const ProcessIdentity& process, const std::string& mo
                    "it was stopped",
                    process.pid, mountpoint, timeout.count() / 1000);
     }
+    // The caller stops the process on any failure, a client that gave up included.
+    ROSETCTL_RETURN_IF_ERROR(check_current_call());
     std::this_thread::sleep_for(kPollInterval);
   }
 }

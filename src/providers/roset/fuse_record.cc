@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/call_scope.h"
 #include "core/random_id.h"
 
 namespace rosetctl {
@@ -63,6 +64,8 @@ Expected<KeyLock> KeyLock::acquire(const std::string& path, std::chrono::millise
     }
     if (std::chrono::steady_clock::now() >= deadline)
       return Status(Code::kAborted, std::string(busy));
+    // A wait never outlasts the call it is made for.
+    ROSETCTL_RETURN_IF_ERROR(check_current_call());
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return KeyLock(std::move(fd));

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/call_scope.h"
 #include "core/clock.h"
 #include "core/map_lookup.h"
 #include "core/random_id.h"
@@ -50,6 +51,8 @@ Expected<RosetCommit> wait_for_commit(RosetApi& api, RosetCommit commit,
                    commit.status.empty() ? "pending" : display_quoted(commit.status),
                    kCommitPatience.count());
     }
+    // As for the timeout above: the Roset commit goes on, and a retry picks it up.
+    ROSETCTL_RETURN_IF_ERROR(check_current_call());
     std::this_thread::sleep_for(kCommitPoll);
     auto polled = api.get_commit(commit.id);
     if (!polled) return polled.status();

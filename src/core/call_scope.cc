@@ -1,0 +1,40 @@
+// The thread's current call (see call_scope.h).
+#include "core/call_scope.h"
+
+namespace rosetctl {
+namespace {
+
+thread_local const CallLimits* t_current = nullptr;
+
+}  // namespace
+
+Status CallLimits::check() const {
+  // gRPC cancels a call whose deadline passed too: the deadline first, to say which it was.
+  if (Clock::now() >= deadline_) {
+    return Status(Code::kDeadlineExceeded,
+                  "the call's deadline passed before it was done; it was stopped and undone, retry "
+                  "with a longer deadline");
+  }
+  if (cancelled_ && cancelled_()) {
+    return Status(Code::kCancelled, "the client cancelled the call; it was stopped and undone");
+  }
+  return Status::ok();
+}
+
+CurrentCall::CurrentCall(const CallLimits* limits) : previous_(t_current) {
+  t_current = limits;
+}
+
+CurrentCall::~CurrentCall() {
+  t_current = previous_;
+}
+
+const CallLimits* current_call() {
+  return t_current;
+}
+
+Status check_current_call() {
+  return t_current == nullptr ? Status::ok() : t_current->check();
+}
+
+}  // namespace rosetctl
