@@ -66,6 +66,16 @@ Expected<std::vector<VolumeInfo>> list_all_volumes(CsiClient& client) {
   return out;
 }
 
+Expected<v1::GetNodeVolumeResponse> volume_on_node(Session& session, std::string_view volume_id) {
+  v1::GetNodeVolumeRequest request;
+  request.set_node_id(session.node_id());
+  request.set_volume_id(std::string(volume_id));
+  v1::GetNodeVolumeResponse response;
+  ROSETCTL_RETURN_IF_ERROR(
+      session.client().node_state(&v1::NodeState::Stub::GetNodeVolume, request, &response));
+  return response;
+}
+
 Expected<VolumeInfo> resolve_volume(Session& session, std::string_view name_or_id) {
   ROSETCTL_RETURN_IF_ERROR(validate_name(name_or_id, "volume name or id"));
   // CSI has no lookup by name: the controller's catalog has.

@@ -12,9 +12,10 @@
 
 namespace rosetctl::cli {
 
-// The volume as CSI describes it, with what this host's state store knows beside: its mounts
-// here (publications and stagings, each with its condition: a mount that is gone, or someone
-// else's in its place, makes it abnormal) and the mutable parameters in effect.
+// The volume as CSI describes it, with what the node knows beside (asked through NodeState: this
+// host's, or --on-node's): its mounts there (publications and stagings, each with its condition: a
+// mount that is gone, or someone else's in its place, makes it abnormal) and the mutable parameters
+// in effect.
 Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info);
 // The same for many, asking the controller once.
 Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
