@@ -25,9 +25,12 @@ struct VolumeInfo {
 // of volumes, where paging through ListVolumes took 40 ms per 1,000 volumes.
 Expected<VolumeInfo> resolve_volume(Session& session, std::string_view name_or_id);
 
-// What the node that node calls reach (this host's, or --on-node's) records of the volume: its
-// stagings and publications there, with their mounts' condition (rosetctl.v1.NodeState).
-Expected<v1::GetNodeVolumeResponse> volume_on_node(Session& session, std::string_view volume_id);
+// What the node that node calls reach (this host's, or --on-node's) records of each volume:
+// its stagings and publications there, with their mounts' condition (rosetctl.v1.NodeState),
+// in the order asked.
+Expected<std::vector<v1::NodeVolume>> volumes_on_node(Session& session,
+                                                      const std::vector<std::string>& volume_ids);
+Expected<v1::NodeVolume> volume_on_node(Session& session, const std::string& volume_id);
 
 // Every volume, following ListVolumes pages.
 Expected<std::vector<VolumeInfo>> list_all_volumes(CsiClient& client);

@@ -67,7 +67,7 @@ nlohmann::json condition_json(const v1::MountCondition& condition) {
   return {{"abnormal", condition.abnormal()}, {"message", condition.message()}};
 }
 
-nlohmann::json volume_json(const VolumeInfo& info, const v1::GetNodeVolumeResponse& node,
+nlohmann::json volume_json(const VolumeInfo& info, const v1::NodeVolume& node,
                            const std::map<std::string, std::string>& mutable_parameters) {
   const csi::v1::Volume& volume = info.volume;
   std::string type = value_or_empty(volume.volume_context(), "type");
@@ -127,12 +127,16 @@ Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
   std::map<std::string, std::map<std::string, std::string>> mutable_parameters;
   for (const v1::VolumeDetails& details : response.volumes())
     mutable_parameters[details.volume_id()] = to_map(details.mutable_parameters());
+  // Where the volumes are mounted on the node that node calls reach, asked of that node.
+  std::vector<std::string> ids;
+  for (const VolumeInfo& info : infos)
+    ids.push_back(info.volume.volume_id());
+  auto on_node = volumes_on_node(session, ids);
+  if (!on_node) return on_node.status();
   std::vector<nlohmann::json> out;
-  for (const VolumeInfo& info : infos) {
-    // Where the volume is mounted on the node that node calls reach, asked of that node.
-    auto on_node = volume_on_node(session, info.volume.volume_id());
-    if (!on_node) return on_node.status();
-    out.push_back(volume_json(info, *on_node, mutable_parameters[info.volume.volume_id()]));
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const VolumeInfo& info = infos[i];
+    out.push_back(volume_json(info, (*on_node)[i], mutable_parameters[info.volume.volume_id()]));
   }
   return out;
 }

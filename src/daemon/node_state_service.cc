@@ -174,11 +174,11 @@ Status check_this_node(const ServiceContext& context, std::string_view node_id) 
                node_id, context.options.node_id);
 }
 
-grpc::ServerUnaryReactor* NodeStateService::GetNodeVolume(Request* call,
-                                                          const v1::GetNodeVolumeRequest* request,
-                                                          v1::GetNodeVolumeResponse* response) {
-  return answer(handlers_, call, "GetNodeVolume", request, response,
-                [=, this] { return get_node_volume(*request, response); });
+grpc::ServerUnaryReactor* NodeStateService::GetNodeVolumes(Request* call,
+                                                           const v1::GetNodeVolumesRequest* request,
+                                                           v1::GetNodeVolumesResponse* response) {
+  return answer(handlers_, call, "GetNodeVolumes", request, response,
+                [=, this] { return get_node_volumes(*request, response); });
 }
 
 grpc::ServerUnaryReactor* NodeStateService::ResolveTarget(Request* call,
@@ -193,11 +193,18 @@ grpc::ServerWriteReactor<v1::HoldAttachLockResponse>* NodeStateService::HoldAtta
   return new AttachLockReactor(context_, handlers_, call, request);
 }
 
-Status NodeStateService::get_node_volume(const v1::GetNodeVolumeRequest& request,
-                                         v1::GetNodeVolumeResponse* response) {
+Status NodeStateService::get_node_volumes(const v1::GetNodeVolumesRequest& request,
+                                          v1::GetNodeVolumesResponse* response) {
   ROSETCTL_RETURN_IF_ERROR(check_this_node(context_, request.node_id()));
-  const std::string& id = request.volume_id();
-  ROSETCTL_RETURN_IF_ERROR(validate_id(id, "volume_id"));
+  for (const std::string& id : request.volume_ids())
+    ROSETCTL_RETURN_IF_ERROR(validate_id(id, "volume_ids"));
+  for (const std::string& id : request.volume_ids())
+    ROSETCTL_RETURN_IF_ERROR(describe(id, response->add_volumes()));
+  return Status::ok();
+}
+
+Status NodeStateService::describe(const std::string& id, v1::NodeVolume* response) {
+  response->set_volume_id(id);
   auto publications = context_.store.node_publications(id);
   if (!publications) return publications.status();
   for (const NodePublication& publication : *publications) {

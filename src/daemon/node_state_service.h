@@ -24,16 +24,17 @@ class NodeStateService final : public v1::NodeState::CallbackService {
       : context_(context), handlers_(handlers) {}
 
   using Request = grpc::CallbackServerContext;
-  grpc::ServerUnaryReactor* GetNodeVolume(Request*, const v1::GetNodeVolumeRequest*,
-                                          v1::GetNodeVolumeResponse*) override;
+  grpc::ServerUnaryReactor* GetNodeVolumes(Request*, const v1::GetNodeVolumesRequest*,
+                                           v1::GetNodeVolumesResponse*) override;
   grpc::ServerUnaryReactor* ResolveTarget(Request*, const v1::ResolveTargetRequest*,
                                           v1::ResolveTargetResponse*) override;
   grpc::ServerWriteReactor<v1::HoldAttachLockResponse>* HoldAttachLock(
       Request*, const v1::HoldAttachLockRequest*) override;
 
  private:
-  Status get_node_volume(const v1::GetNodeVolumeRequest& request,
-                         v1::GetNodeVolumeResponse* response);
+  Status get_node_volumes(const v1::GetNodeVolumesRequest& request,
+                          v1::GetNodeVolumesResponse* response);
+  Status describe(const std::string& volume_id, v1::NodeVolume* out);
   Status resolve_target(const v1::ResolveTargetRequest& request,
                         v1::ResolveTargetResponse* response);
 

@@ -505,6 +505,9 @@ def test_on_node_acts_on_that_nodes_connections_and_attachments_take_turns(site,
     assert site.a.volume(volume_id)["connections"] == []
     far = site.alice.ok_json("--on-node", "consumer-b", "volume", "show", volume_id)
     assert far["connections"] == shown["connections"] and far["stagings"] == shown["stagings"], far
+    # A node certificate asks only its own node.
+    refused = site.a.run("--on-node", "consumer-b", "volume", "show", volume_id)
+    assert refused.rc == EXIT_PERMISSION and 'node certificate "consumer-a"' in refused.stderr, refused.describe()
     stats = site.alice.ok_json("--on-node", "consumer-b", "volume", "stats", volume_id, "--target", target_b)
     assert stats["path"] == str(target_b), stats
     assert site.alice.ok_json("--on-node", "consumer-b", "volume", "stats", volume_id)["path"] == min(

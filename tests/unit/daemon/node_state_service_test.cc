@@ -53,28 +53,41 @@ struct Holder {
 
 }  // namespace
 
-TEST_CASE("GetNodeVolume answers this node's records and where connect stages", "[node_state]") {
+TEST_CASE("GetNodeVolumes answers this node's records and where connect stages", "[node_state]") {
   Fixture f;
-  v1::GetNodeVolumeRequest request;
+  v1::GetNodeVolumesRequest request;
   request.set_node_id("node-a");
-  request.set_volume_id("local-v1");
-  v1::GetNodeVolumeResponse response;
+  request.add_volume_ids("local-v1");
+  request.add_volume_ids("local-v2");
+  v1::GetNodeVolumesResponse response;
+  {
+    grpc::ClientContext context;
+    REQUIRE(f.node_state->GetNodeVolumes(&context, request, &response).ok());
+  }
+  REQUIRE(response.volumes_size() == 2);
+  std::string staging = std::filesystem::canonical(f.dir).string() + "/state/staging/";
+  for (int i = 0; i < 2; ++i) {
+    const v1::NodeVolume& volume = response.volumes(i);
+    CHECK(volume.volume_id() == request.volume_ids(i));
+    CHECK(volume.publications().empty());
+    CHECK(volume.stagings().empty());
+    CHECK(volume.own_staging_path() == staging + request.volume_ids(i));
+  }
+
+  request.add_volume_ids("../escape");
   grpc::ClientContext context;
-  REQUIRE(f.node_state->GetNodeVolume(&context, request, &response).ok());
-  CHECK(response.publications().empty());
-  CHECK(response.stagings().empty());
-  CHECK(response.own_staging_path() ==
-        std::filesystem::canonical(f.dir).string() + "/state/staging/local-v1");
+  CHECK(f.node_state->GetNodeVolumes(&context, request, &response).error_code() ==
+        grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 TEST_CASE("NodeState refuses a request meant for another node", "[node_state]") {
   Fixture f;
-  v1::GetNodeVolumeRequest request;
+  v1::GetNodeVolumesRequest request;
   request.set_node_id("node-b");
-  request.set_volume_id("local-v1");
-  v1::GetNodeVolumeResponse response;
+  request.add_volume_ids("local-v1");
+  v1::GetNodeVolumesResponse response;
   grpc::ClientContext context;
-  grpc::Status status = f.node_state->GetNodeVolume(&context, request, &response);
+  grpc::Status status = f.node_state->GetNodeVolumes(&context, request, &response);
   CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK_THAT(status.error_message(), Catch::Contains("\"node-b\" is not this node (\"node-a\")"));
 
