@@ -169,8 +169,9 @@ Status check_this_node(const ServiceContext& context, std::string_view node_id) 
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(node_id, "node_id"));
   if (node_id == context.options.node_id) return Status::ok();
   return error(Code::kInvalidArgument,
-               "node_id \"{}\" is not this node (\"{}\"): node-side facts are answered only by "
-               "the node itself",
+               "node_id \"{}\" is not this node (\"{}\"): a node answers only for itself (a "
+               "server with a Node service of its own answers node calls rather than forwarding "
+               "them: reach other nodes through one serving --role controller)",
                node_id, context.options.node_id);
 }
 

@@ -524,6 +524,10 @@ def test_on_node_acts_on_that_nodes_connections_and_attachments_take_turns(site,
     assert not any(t.exists() for t in [target_b, *targets])
     assert site.b.volume(volume_id)["stagings"] == []
     assert site.ctl.volume(volume_id)["published_nodes"] == []
+    # The proxied run's turn ended with it: the next run on consumer-b goes at once.
+    again = site.b.run("volume", "connect", volume_id, "--target", target_b)
+    assert again.rc == 0 and "waiting" not in again.stderr, again.describe()
+    site.b.ok("volume", "disconnect", volume_id)
     site.a.ok("volume", "delete", volume_id)
     site.assert_no_secrets_printed()
 
