@@ -9,7 +9,6 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <mutex>
 
 #include "core/validate.h"
 #include "daemon/grpc_status.h"
