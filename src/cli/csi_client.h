@@ -1,5 +1,5 @@
-// The CLI's side of "CSI is the internal API" (and of rosetctl.v1's Catalog and Registry): typed
-// calls on a channel, with deadlines, the
+// The CLI's side of "CSI is the internal API" (and of rosetctl.v1's Catalog, Registry and
+// NodeState): typed calls on a channel, with deadlines, the
 // run's CSI secrets on every request that carries secrets, and a patient retry when another
 // operation on the same volume is in flight (ABORTED), announced once on stderr.
 #pragma once
@@ -15,6 +15,7 @@
 #include <string_view>
 #include <thread>
 
+#include "cli/attach_turn.h"
 #include "cli/network_failure.h"
 #include "core/status.h"
 #include "csi.grpc.pb.h"
@@ -35,6 +36,7 @@ class CsiClient {
       : identity_(csi::v1::Identity::NewStub(local)),
         controller_(csi::v1::Controller::NewStub(local)),
         node_(csi::v1::Node::NewStub(local)),
+        node_state_(v1::NodeState::NewStub(local)),
         catalog_(v1::Catalog::NewStub(local)),
         registry_(v1::Registry::NewStub(local)) {}
   // ...or the controller's on `controller`, a TLS channel to `controller_address`: the same
@@ -44,6 +46,7 @@ class CsiClient {
       : identity_(csi::v1::Identity::NewStub(local)),
         controller_(csi::v1::Controller::NewStub(controller)),
         node_(csi::v1::Node::NewStub(local)),
+        node_state_(v1::NodeState::NewStub(local)),
         catalog_(v1::Catalog::NewStub(controller)),
         registry_(v1::Registry::NewStub(controller)),
         controller_channel_(std::move(controller)),
@@ -68,6 +71,9 @@ class CsiClient {
   using CatalogMethod = grpc::Status (v1::Catalog::Stub::*)(grpc::ClientContext*, const Request&,
                                                             Response*);
   template <typename Request, typename Response>
+  using NodeStateMethod = grpc::Status (v1::NodeState::Stub::*)(grpc::ClientContext*,
+                                                                const Request&, Response*);
+  template <typename Request, typename Response>
   using RegistryMethod = grpc::Status (v1::Registry::Stub::*)(grpc::ClientContext*, const Request&,
                                                               Response*);
 
@@ -91,12 +97,32 @@ class CsiClient {
     return call(*node_, method, request, response);
   }
 
+  // What the node knows beside CSI (rosetctl.v1.NodeState): asked where node calls go.
+  template <typename Request, typename Response>
+  Status node_state(NodeStateMethod<Request, Response> method, const Request& request,
+                    Response* response) {
+    if (!proxy_node_.empty() && node_state_via_controller_) {
+      return call(*node_state_via_controller_, method, request, response, kCallDeadline, true);
+    }
+    return call(*node_state_, method, request, response);
+  }
+  // The node's attach lock of a volume, held until the returned turn ends (NodeState's
+  // HoldAttachLock): connect and disconnect of one volume on one node take turns.
+  Expected<AttachTurn> hold_attach_lock(const v1::HoldAttachLockRequest& request) {
+    bool proxied = !proxy_node_.empty() && node_state_via_controller_;
+    return AttachTurn::take(proxied ? *node_state_via_controller_ : *node_state_, request,
+                            proxy_node_);
+  }
+
   // Node calls go to `node_id` through the controller's proxy (rosetctl --on-node): the same
   // calls, forwarded by the controller to that node over mutual TLS.
   void set_proxy_node(std::string node_id) {
     proxy_node_ = std::move(node_id);
     node_via_controller_ = csi::v1::Node::NewStub(controller_channel_);
+    node_state_via_controller_ = v1::NodeState::NewStub(controller_channel_);
   }
+  // The node that node calls reach: the --on-node one, or "" for this host's.
+  const std::string& proxy_node() const { return proxy_node_; }
   // rosetctl.v1's services live beside the controller, and are reached the same way.
   template <typename Request, typename Response>
   Status catalog(CatalogMethod<Request, Response> method, const Request& request,
@@ -138,7 +164,8 @@ class CsiClient {
     while (true) {
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + deadline);
-      if constexpr (std::is_same_v<Stub, csi::v1::Node::Stub>) {
+      if constexpr (std::is_same_v<Stub, csi::v1::Node::Stub> ||
+                    std::is_same_v<Stub, v1::NodeState::Stub>) {
         if (!proxy_node_.empty()) context.AddMetadata(kProxyNodeKey, proxy_node_);
       }
       Status status = from_grpc((stub.*method)(&context, request, response));
@@ -194,10 +221,12 @@ class CsiClient {
   std::unique_ptr<csi::v1::Identity::Stub> identity_;
   std::unique_ptr<csi::v1::Controller::Stub> controller_;
   std::unique_ptr<csi::v1::Node::Stub> node_;
+  std::unique_ptr<v1::NodeState::Stub> node_state_;
   std::unique_ptr<v1::Catalog::Stub> catalog_;
   std::unique_ptr<v1::Registry::Stub> registry_;
   std::shared_ptr<grpc::Channel> controller_channel_;  // null: the controller is local
   std::unique_ptr<csi::v1::Node::Stub> node_via_controller_;
+  std::unique_ptr<v1::NodeState::Stub> node_state_via_controller_;
   std::string proxy_node_;
   std::map<std::string, std::string> secrets_;
   std::string controller_address_;

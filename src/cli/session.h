@@ -1,6 +1,8 @@
 // One CLI invocation's connection to the CSI services and rosetctl.v1's: the plugin hosted in
 // this process, reached over gRPC's in-process channel (the same code path `serve` exposes),
-// and with --controller, the controller's services on another host over mutual TLS.
+// and with --controller, the controller's services on another host over mutual TLS (with
+// --on-node, another node's through the controller's proxy). Everything the CLI learns goes
+// through client(): nothing below the services' API.
 #pragma once
 
 #include <memory>
@@ -21,12 +23,10 @@ class Session {
   static Expected<std::unique_ptr<Session>> open(const GlobalOptions& options);
 
   CsiClient& client() { return *client_; }
-  // Node-local facts (where volumes are mounted on this host) come from this host's store; what
-  // the controller knows comes through client() (CSI, and rosetctl.v1's Catalog and Registry).
-  StateStore& store() { return plugin_->store(); }
-  const StateLayout& layout() const { return plugin_->layout(); }
-  const LockSpace& locks() const { return plugin_->locks(); }
-  const std::string& node_id() const { return plugin_->options().node_id; }
+  // The node that node calls act on: the --on-node one, else this host's (its plugin's id).
+  const std::string& node_id() const {
+    return client_->proxy_node().empty() ? plugin_->options().node_id : client_->proxy_node();
+  }
   // The progress bar, or null when there is no terminal to draw on (or JSON output).
   ProgressSink* progress() { return progress_.get(); }
 

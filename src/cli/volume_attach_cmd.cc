@@ -10,12 +10,12 @@
 #include <filesystem>
 #include <vector>
 
+#include "cli/attach_turn.h"
 #include "cli/render.h"
 #include "cli/session.h"
 #include "cli/volume_cmd.h"
 #include "cli/volume_lookup.h"
 #include "cli/volume_view.h"
-#include "daemon/node_paths.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -27,57 +27,43 @@ struct AttachOptions {
   bool other_stagings = false;  // disconnect --staging
 };
 
-// Where block devices go by default, as udev puts disks under /dev/disk. The one parent
-// directory `connect` makes itself: /dev is no place for a user to pre-create directories.
-constexpr const char* kBlockDeviceDir = "/dev/rosetctl";
-
-// How long a CLI run waits for another CLI run's connect/disconnect of the same volume.
-constexpr auto kAttachPatience = std::chrono::seconds(60);
-
-// A target as a shell user means it: relative to the current directory, with "." and ".."
-// resolved the way the kernel resolves them (through symlinks, so never lexically); then
-// canonical and checked exactly as NodePublishVolume will check it.
-Expected<std::string> resolve_target(const Session& session, const std::string& target) {
-  std::string trimmed = target;
-  while (trimmed.size() > 1 && trimmed.back() == '/')
-    trimmed.pop_back();
-  std::filesystem::path path(trimmed);
-  if (path.is_relative()) {
+// A target as a shell user means it, relative to the current directory: the node resolves it
+// further ("." and ".." the way the kernel does, through symlinks) and checks it exactly as
+// NodePublishVolume will. "" asks for the volume's default target on the node.
+Expected<v1::ResolveTargetRequest> target_request(const Session& session,
+                                                  std::string_view volume_id,
+                                                  const std::string& target) {
+  v1::ResolveTargetRequest request;
+  request.set_node_id(session.node_id());
+  request.set_volume_id(std::string(volume_id));
+  request.set_shown_as(target);
+  std::filesystem::path path(target);
+  if (!target.empty() && path.is_relative()) {
     char cwd[PATH_MAX];
     if (::getcwd(cwd, sizeof(cwd)) == nullptr) {
       return errno_status(errno, "cannot read the current directory");
     }
     path = std::filesystem::path(cwd) / path;
   }
-  std::string leaf = path.filename().string();
-  std::filesystem::path parent =
-      leaf.empty() || leaf == "." || leaf == ".." ? path : path.parent_path();
-  if (leaf == "." || leaf == "..") leaf.clear();
-  char resolved[PATH_MAX];
-  if (::realpath(parent.c_str(), resolved) == nullptr) {
-    if (errno == ENOENT || errno == ENOTDIR) {
-      return error(Code::kInvalidArgument, "--target \"{}\": directory \"{}\" does not exist",
-                   target, parent.string());
-    }
-    return errno_status(
-        errno, fmt::format("--target \"{}\": cannot resolve \"{}\"", target, parent.string()));
-  }
-  std::string joined = leaf.empty() ? resolved : fmt::format("{}/{}", resolved, leaf);
-  return checked_mount_path(session.layout(), joined, "--target", session.layout().mounts_dir());
+  request.set_path(path.string());
+  return request;
 }
 
-// Where `connect` stages a volume on this host; other stagings are a CO's (kubelet's).
-std::string own_staging(const Session& session, std::string_view volume_id) {
-  return fmt::format("{}/{}", session.layout().staging_dir(), volume_id);
+Expected<v1::ResolveTargetResponse> resolve_target(Session& session,
+                                                   const v1::ResolveTargetRequest& request) {
+  v1::ResolveTargetResponse response;
+  ROSETCTL_RETURN_IF_ERROR(
+      session.client().node_state(&v1::NodeState::Stub::ResolveTarget, request, &response));
+  return response;
 }
 
-// Connect and disconnect are several CSI calls each; two CLI runs on one volume take turns so
-// their sequences never interleave ("am I the last user?" must stay true until acted on).
-Expected<HeldLock> lock_attachments(const Session& session, std::string_view volume_id) {
-  return session.locks().wait_lock(
-      fmt::format("attach:{}", volume_id), LockMode::kExclusive,
-      fmt::format("another rosetctl run is connecting or disconnecting volume \"{}\"", volume_id),
-      kAttachPatience);
+// Connect and disconnect are several CSI calls each; two CLI runs on one volume take turns on
+// the node they act on (its attach lock, held while the returned turn lives).
+Expected<AttachTurn> lock_attachments(Session& session, std::string_view volume_id) {
+  v1::HoldAttachLockRequest request;
+  request.set_node_id(session.node_id());
+  request.set_volume_id(std::string(volume_id));
+  return session.client().hold_attach_lock(request);
 }
 
 // Steps to take back if a later step of `connect` fails, newest first.
@@ -103,16 +89,11 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   const std::string& id = info->volume.volume_id();
   std::string name = volume_name(info->volume);
   bool block = is_block_volume(info->volume);
-  std::string wanted = options.target;
-  if (wanted.empty()) {
-    wanted = block ? fmt::format("{}/{}", kBlockDeviceDir, name)
-                   : fmt::format("{}/{}", (*session)->layout().mounts_dir(), name);
-  }
-  if (block && std::filesystem::path(wanted).parent_path() == kBlockDeviceDir &&
-      ::mkdir(kBlockDeviceDir, 0755) != 0 && errno != EEXIST) {
-    return errno_status(errno, fmt::format("cannot create \"{}\"", kBlockDeviceDir));
-  }
-  auto target = resolve_target(**session, wanted);
+  auto wanted = target_request(**session, id, options.target);
+  if (!wanted) return wanted.status();
+  wanted->set_volume_name(name);
+  wanted->set_block(block);
+  auto target = resolve_target(**session, *wanted);
   if (!target) return target.status();
   csi::v1::VolumeCapability capability = attach_capability(info->volume);
   // A restored read-only volume mounts read-only without being told.
@@ -125,14 +106,15 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   auto turn = lock_attachments(**session, id);
   if (!turn) return turn.status();
   // Refuse a bad target before mapping and staging anything, unless it is this very volume's
-  // mount already (connecting again is a no-op).
-  auto existing = (*session)->store().find_node_publication(*target);
-  if (!existing) return existing.status();
-  bool already_connected = existing->has_value() && (*existing)->volume_id == id;
-  if (!already_connected) {
-    ROSETCTL_RETURN_IF_ERROR(block ? check_block_target(*target) : check_publish_target(*target));
-  }
-  std::string staging = own_staging(**session, id);
+  // mount already (connecting again is a no-op). Asked again now that it is our turn.
+  wanted->set_path(target->path());
+  wanted->set_check(true);
+  target = resolve_target(**session, *wanted);
+  if (!target) return target.status();
+  bool already_connected = target->already_published();
+  auto on_node = volume_on_node(**session, id);
+  if (!on_node) return on_node.status();
+  const std::string& staging = on_node->own_staging_path();
   const std::string& node = (*session)->node_id();
   Rollback rollback;
 
@@ -158,8 +140,9 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
     });
   }
 
-  auto staged_before = (*session)->store().find_staging(id, staging);
-  if (!staged_before) return staged_before.status();
+  bool staged_before =
+      std::any_of(on_node->stagings().begin(), on_node->stagings().end(),
+                  [&](const v1::NodeStaging& staged) { return staged.staging_path() == staging; });
   csi::v1::NodeStageVolumeRequest stage;
   stage.set_volume_id(id);
   stage.set_staging_target_path(staging);
@@ -169,7 +152,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   csi::v1::NodeStageVolumeResponse stage_response;
   ROSETCTL_RETURN_IF_ERROR(
       client.node(&csi::v1::Node::Stub::NodeStageVolume, stage, &stage_response));
-  if (!staged_before->has_value()) {
+  if (!staged_before) {
     rollback.add([&] {
       csi::v1::NodeUnstageVolumeRequest undo;
       undo.set_volume_id(id);
@@ -182,7 +165,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   csi::v1::NodePublishVolumeRequest mount;
   mount.set_volume_id(id);
   mount.set_staging_target_path(staging);
-  mount.set_target_path(*target);
+  mount.set_target_path(target->path());
   mount.set_readonly(read_only);
   *mount.mutable_volume_capability() = capability;
   *mount.mutable_publish_context() = published.publish_context();
@@ -192,7 +175,7 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
       client.node(&csi::v1::Node::Stub::NodePublishVolume, mount, &mount_response));
   rollback.commit();
 
-  const std::string& path = *target;
+  const std::string& path = target->path();
   // ControllerPublish answered OK, so the controller now lists this node (in node id order).
   VolumeInfo connected = *info;
   if (!mapped) {
@@ -218,7 +201,6 @@ Status run_disconnect(const GlobalOptions& globals, const AttachOptions& options
   auto session = Session::open(globals);
   if (!session) return session.status();
   CsiClient& client = (*session)->client();
-  StateStore& store = (*session)->store();
   auto info = resolve_volume(**session, options.volume);
   if (!info) return info.status();
   const std::string& id = info->volume.volume_id();
@@ -226,17 +208,20 @@ Status run_disconnect(const GlobalOptions& globals, const AttachOptions& options
 
   auto turn = lock_attachments(**session, id);
   if (!turn) return turn.status();
-  auto connections = store.node_publications(id);
-  if (!connections) return connections.status();
+  auto on_node = volume_on_node(**session, id);
+  if (!on_node) return on_node.status();
   std::vector<std::string> targets;
   if (options.target.empty()) {
-    for (const auto& connection : *connections)
-      targets.push_back(connection.target_path);
+    for (const auto& connection : on_node->publications())
+      targets.push_back(connection.target_path());
   } else {
-    auto canonical = resolve_target(**session, options.target);
+    auto wanted = target_request(**session, id, options.target);
+    if (!wanted) return wanted.status();
+    auto canonical = resolve_target(**session, *wanted);
     if (!canonical) return canonical.status();
-    for (const auto& connection : *connections) {
-      if (connection.target_path == *canonical) targets.push_back(connection.target_path);
+    for (const auto& connection : on_node->publications()) {
+      if (connection.target_path() == canonical->path())
+        targets.push_back(connection.target_path());
     }
   }
 
@@ -251,29 +236,28 @@ Status run_disconnect(const GlobalOptions& globals, const AttachOptions& options
     removed.push_back(target);
   }
 
-  auto remaining = store.node_publications(id);
+  auto remaining = volume_on_node(**session, id);
   if (!remaining) return remaining.status();
-  bool still_connected = !remaining->empty();
+  bool still_connected = !remaining->publications().empty();
   nlohmann::json unstaged = nlohmann::json::array();
   std::vector<std::string> left_staged;
   if (!still_connected) {
-    // Our own staging; a kubelet staging on this host belongs to kubelet, unless --staging
+    // Our own staging; a kubelet staging on that node belongs to kubelet, unless --staging
     // says its client is gone.
-    std::string own = own_staging(**session, id);
-    auto stagings = store.stagings(id);
-    if (!stagings) return stagings.status();
-    for (const Staging& staging : *stagings) {
-      if (staging.staging_path != own && !options.other_stagings) {
-        left_staged.push_back(staging.staging_path);
+    const std::string& own = remaining->own_staging_path();
+    for (const v1::NodeStaging& staging : remaining->stagings()) {
+      const std::string& path = staging.staging_path();
+      if (path != own && !options.other_stagings) {
+        left_staged.push_back(path);
         continue;
       }
       csi::v1::NodeUnstageVolumeRequest unstage;
       unstage.set_volume_id(id);
-      unstage.set_staging_target_path(staging.staging_path);
+      unstage.set_staging_target_path(path);
       csi::v1::NodeUnstageVolumeResponse response;
       ROSETCTL_RETURN_IF_ERROR(
           client.node(&csi::v1::Node::Stub::NodeUnstageVolume, unstage, &response));
-      if (staging.staging_path != own) unstaged.push_back(staging.staging_path);
+      if (path != own) unstaged.push_back(path);
     }
     if (left_staged.empty()) {
       csi::v1::ControllerUnpublishVolumeRequest unpublish;
@@ -321,14 +305,14 @@ Status run_stats(const GlobalOptions& globals, const AttachOptions& options) {
   const std::string& id = info->volume.volume_id();
   std::string path = options.target;
   if (path.empty()) {
-    auto connections = (*session)->store().node_publications(id);
-    if (!connections) return connections.status();
-    if (connections->empty()) {
+    auto on_node = volume_on_node(**session, id);
+    if (!on_node) return on_node.status();
+    if (on_node->publications().empty()) {
       return error(Code::kFailedPrecondition,
                    "volume \"{}\" is not connected on this node; connect it to see its usage",
                    volume_name(info->volume));
     }
-    path = connections->front().target_path;
+    path = on_node->publications(0).target_path();
   }
   csi::v1::NodeGetVolumeStatsRequest request;
   request.set_volume_id(id);

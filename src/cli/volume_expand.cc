@@ -8,21 +8,27 @@ Expected<nlohmann::json> expand_on_this_node(Session& session, const VolumeInfo&
   const std::string& id = volume.volume.volume_id();
   std::string name = volume_name(volume.volume);
   if (!node_expansion_required) return nlohmann::json{{"node", "not needed"}, {"message", ""}};
-  auto stagings = session.store().stagings(id);
-  if (!stagings) return stagings.status();
-  if (stagings->empty()) {
+  auto on_node = volume_on_node(session, id);
+  if (!on_node) return on_node.status();
+  if (on_node->stagings().empty()) {
     return nlohmann::json{
         {"node", "pending"},
         {"message", fmt::format("volume \"{}\" is not connected here; it grows at the next "
                                 "connect",
                                 name)}};
   }
-  const std::string& staging = stagings->front().staging_path;
-  auto publications = session.store().node_publications_of_staging(id, staging);
-  if (!publications) return publications.status();
+  const std::string& staging = on_node->stagings(0).staging_path();
+  // The first publication of that staging (by target path), else the staging itself.
+  std::string volume_path = staging;
+  for (const v1::NodePublication& publication : on_node->publications()) {
+    if (publication.staging_path() == staging) {
+      volume_path = publication.target_path();
+      break;
+    }
+  }
   csi::v1::NodeExpandVolumeRequest request;
   request.set_volume_id(id);
-  request.set_volume_path(publications->empty() ? staging : publications->front().target_path);
+  request.set_volume_path(volume_path);
   request.set_staging_target_path(staging);
   request.mutable_capacity_range()->set_required_bytes(required_bytes);
   *request.mutable_volume_capability() = attach_capability(volume.volume);

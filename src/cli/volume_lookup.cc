@@ -66,6 +66,30 @@ Expected<std::vector<VolumeInfo>> list_all_volumes(CsiClient& client) {
   return out;
 }
 
+Expected<std::vector<v1::NodeVolume>> volumes_on_node(Session& session,
+                                                      const std::vector<std::string>& volume_ids) {
+  if (volume_ids.empty()) return std::vector<v1::NodeVolume>{};
+  v1::GetNodeVolumesRequest request;
+  request.set_node_id(session.node_id());
+  for (const std::string& id : volume_ids)
+    request.add_volume_ids(id);
+  v1::GetNodeVolumesResponse response;
+  ROSETCTL_RETURN_IF_ERROR(
+      session.client().node_state(&v1::NodeState::Stub::GetNodeVolumes, request, &response));
+  if (response.volumes_size() != request.volume_ids_size()) {
+    return error(Code::kInternal, "node {} answered {} volumes for {}",
+                 display_quoted(session.node_id()), response.volumes_size(),
+                 request.volume_ids_size());
+  }
+  return std::vector<v1::NodeVolume>(response.volumes().begin(), response.volumes().end());
+}
+
+Expected<v1::NodeVolume> volume_on_node(Session& session, const std::string& volume_id) {
+  auto volumes = volumes_on_node(session, {volume_id});
+  if (!volumes) return volumes.status();
+  return std::move(volumes->front());
+}
+
 Expected<VolumeInfo> resolve_volume(Session& session, std::string_view name_or_id) {
   ROSETCTL_RETURN_IF_ERROR(validate_name(name_or_id, "volume name or id"));
   // CSI has no lookup by name: the controller's catalog has.

@@ -1,4 +1,5 @@
-// Finding volumes by name or id through the CSI Controller service, and what kind they are.
+// Finding volumes by name or id through the CSI Controller service, what kind they are, and
+// what the node knows of them.
 #pragma once
 
 #include <string>
@@ -23,6 +24,13 @@ struct VolumeInfo {
 // own records), and the volume itself through ControllerGetVolume: one call whatever the number
 // of volumes, where paging through ListVolumes took 40 ms per 1,000 volumes.
 Expected<VolumeInfo> resolve_volume(Session& session, std::string_view name_or_id);
+
+// What the node that node calls reach (this host's, or --on-node's) records of each volume:
+// its stagings and publications there, with their mounts' condition (rosetctl.v1.NodeState),
+// in the order asked.
+Expected<std::vector<v1::NodeVolume>> volumes_on_node(Session& session,
+                                                      const std::vector<std::string>& volume_ids);
+Expected<v1::NodeVolume> volume_on_node(Session& session, const std::string& volume_id);
 
 // Every volume, following ListVolumes pages.
 Expected<std::vector<VolumeInfo>> list_all_volumes(CsiClient& client);

@@ -4,7 +4,6 @@
 #include "core/map_lookup.h"
 #include "core/size.h"
 #include "daemon/convert.h"
-#include "daemon/node_mounts.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -60,20 +59,16 @@ std::string parameters_cell(const nlohmann::json& volume) {
 
 namespace {
 
-// What this host knows of a volume that CSI's Volume does not carry.
-struct NodeFacts {
-  std::vector<NodePublication> connections;
-  std::vector<std::string> connection_problems;  // one per connection, "" when fine
-  std::vector<Staging> stagings;
-  std::vector<std::string> staging_problems;  // one per staging
-  std::map<std::string, std::string> mutable_parameters;
-};
-
 nlohmann::json condition_json(const std::string& problem) {
   return {{"abnormal", !problem.empty()}, {"message", problem}};
 }
 
-nlohmann::json volume_json(const VolumeInfo& info, const NodeFacts& node) {
+nlohmann::json condition_json(const v1::MountCondition& condition) {
+  return {{"abnormal", condition.abnormal()}, {"message", condition.message()}};
+}
+
+nlohmann::json volume_json(const VolumeInfo& info, const v1::NodeVolume& node,
+                           const std::map<std::string, std::string>& mutable_parameters) {
   const csi::v1::Volume& volume = info.volume;
   std::string type = value_or_empty(volume.volume_context(), "type");
   nlohmann::json out = {
@@ -96,45 +91,24 @@ nlohmann::json volume_json(const VolumeInfo& info, const NodeFacts& node) {
       {"condition", {{"abnormal", info.abnormal}, {"message", info.condition}}},
       {"context", nlohmann::json(std::map<std::string, std::string>(
                       volume.volume_context().begin(), volume.volume_context().end()))},
-      {"mutable_parameters", nlohmann::json(node.mutable_parameters)},
+      {"mutable_parameters", nlohmann::json(mutable_parameters)},
   };
   // The volume's own condition first; else the first thing wrong with its mounts here.
   std::string first_problem;
-  for (size_t i = 0; i < node.connections.size(); ++i) {
-    const NodePublication& connection = node.connections[i];
-    const std::string& problem = node.connection_problems[i];
-    out["connections"].push_back({{"target", connection.target_path},
-                                  {"staging_path", connection.staging_path},
-                                  {"readonly", connection.readonly},
-                                  {"condition", condition_json(problem)}});
-    if (first_problem.empty()) first_problem = problem;
+  for (const v1::NodePublication& connection : node.publications()) {
+    out["connections"].push_back({{"target", connection.target_path()},
+                                  {"staging_path", connection.staging_path()},
+                                  {"readonly", connection.readonly()},
+                                  {"condition", condition_json(connection.condition())}});
+    if (first_problem.empty()) first_problem = connection.condition().message();
   }
-  for (size_t i = 0; i < node.stagings.size(); ++i) {
-    const std::string& problem = node.staging_problems[i];
+  for (const v1::NodeStaging& staging : node.stagings()) {
     out["stagings"].push_back(
-        {{"path", node.stagings[i].staging_path}, {"condition", condition_json(problem)}});
-    if (first_problem.empty()) first_problem = problem;
+        {{"path", staging.staging_path()}, {"condition", condition_json(staging.condition())}});
+    if (first_problem.empty()) first_problem = staging.condition().message();
   }
   if (!info.abnormal && !first_problem.empty()) out["condition"] = condition_json(first_problem);
   return out;
-}
-
-// Where the volume is mounted on this host: this host's facts, in both modes.
-Expected<NodeFacts> node_facts(StateStore& store, std::string_view volume_id) {
-  NodeFacts facts;
-  auto connections = store.node_publications(volume_id);
-  if (!connections) return connections.status();
-  facts.connections = std::move(*connections);
-  for (const NodePublication& connection : facts.connections)
-    facts.connection_problems.push_back(
-        recorded_mount_problem(connection.target_path, connection.mount_id));
-  auto stagings = store.stagings(volume_id);
-  if (!stagings) return stagings.status();
-  facts.stagings = std::move(*stagings);
-  for (const Staging& staging : facts.stagings)
-    facts.staging_problems.push_back(
-        recorded_mount_problem(staging.staging_path, staging.mount_id));
-  return facts;
 }
 
 }  // namespace
@@ -160,22 +134,34 @@ Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
                                                        const std::vector<VolumeInfo>& infos) {
   auto parameters = fetch_volume_parameters(session, infos);
   if (!parameters) return parameters.status();
+  return describe_volumes(session, infos, *parameters);
+}
+
+Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
+                                                       const std::vector<VolumeInfo>& infos,
+                                                       const VolumeParameters& parameters) {
+  // Where the volumes are mounted on the node that node calls reach, asked of that node.
+  std::vector<std::string> ids;
+  for (const VolumeInfo& info : infos)
+    ids.push_back(info.volume.volume_id());
+  auto on_node = volumes_on_node(session, ids);
+  if (!on_node) return on_node.status();
   std::vector<nlohmann::json> out;
-  for (const VolumeInfo& info : infos) {
-    auto described = describe_volume(session, info, *parameters);
-    if (!described) return described.status();
-    out.push_back(std::move(*described));
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const VolumeInfo& info = infos[i];
+    auto found = parameters.find(info.volume.volume_id());
+    out.push_back(volume_json(
+        info, (*on_node)[i],
+        found == parameters.end() ? std::map<std::string, std::string>() : found->second));
   }
   return out;
 }
 
 Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info,
                                          const VolumeParameters& parameters) {
-  auto facts = node_facts(session.store(), info.volume.volume_id());
-  if (!facts) return facts.status();
-  auto found = parameters.find(info.volume.volume_id());
-  if (found != parameters.end()) facts->mutable_parameters = found->second;
-  return volume_json(info, *facts);
+  auto described = describe_volumes(session, {info}, parameters);
+  if (!described) return described.status();
+  return std::move(described->front());
 }
 
 Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info) {

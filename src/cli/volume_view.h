@@ -14,9 +14,10 @@
 
 namespace rosetctl::cli {
 
-// The volume as CSI describes it, with what this host's state store knows beside: its mounts
-// here (publications and stagings, each with its condition: a mount that is gone, or someone
-// else's in its place, makes it abnormal) and the mutable parameters in effect.
+// The volume as CSI describes it, with what the node knows beside (asked through NodeState: this
+// host's, or --on-node's): its mounts there (publications and stagings, each with its condition: a
+// mount that is gone, or someone else's in its place, makes it abnormal) and the mutable parameters
+// in effect.
 Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info);
 // What the controller records beside CSI's Volume (the mutable parameters in effect), by id.
 using VolumeParameters = std::map<std::string, std::map<std::string, std::string>>;
@@ -25,9 +26,12 @@ Expected<VolumeParameters> fetch_volume_parameters(Session& session,
 // describe_volume with the controller's part fetched before: asks the controller nothing.
 Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info,
                                          const VolumeParameters& parameters);
-// The same for many, asking the controller once.
+// The same for many, asking the controller once (or, with `parameters`, not at all).
 Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
                                                        const std::vector<VolumeInfo>& infos);
+Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
+                                                       const std::vector<VolumeInfo>& infos,
+                                                       const VolumeParameters& parameters);
 
 std::vector<Column> volume_fields();   // `volume show` (one volume)
 std::vector<Column> volume_columns();  // `volume list`

@@ -1,7 +1,10 @@
 // NodeProxy: one reactor per call reads the request bytes, forwards them with a generic stub
-// and writes the node's answer back.
+// and writes the node's answer back: one answer for a unary call; for a server-streaming call
+// (NodeState's HoldAttachLock) every message until the node ends the call, which ends when the
+// caller does (its cancellation is passed on to the node).
 #include "daemon/node_proxy.h"
 
+#include <google/protobuf/descriptor.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <spdlog/spdlog.h>
 
@@ -13,6 +16,34 @@
 
 namespace rosetctl {
 namespace {
+
+// Whether `method` ("/package.Service/Method") is one of our server-streaming RPCs; a method
+// this binary has no descriptor for is taken for unary, as CSI's all are.
+bool server_streaming(const std::string& method) {
+  size_t slash = method.rfind('/');
+  if (method.size() < 2 || method.front() != '/' || slash == 0 || slash == std::string::npos) {
+    return false;
+  }
+  std::string name = method.substr(1, slash - 1) + "." + method.substr(slash + 1);
+  const auto* descriptor =
+      google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(name);
+  return descriptor != nullptr && descriptor->server_streaming() && !descriptor->client_streaming();
+}
+
+class ProxyReactor;
+
+// The forwarded half of a server-streaming call: the node's messages go to the caller one at a
+// time (the next read starts when the caller has taken the previous message).
+class StreamForward final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  explicit StreamForward(ProxyReactor& server) : server_(server) {}
+  void OnReadDone(bool ok) override;
+  void OnDone(const grpc::Status& status) override;
+  grpc::ByteBuffer message;
+
+ private:
+  ProxyReactor& server_;
+};
 
 class ProxyReactor final : public grpc::ServerGenericBidiReactor {
  public:
@@ -45,6 +76,15 @@ class ProxyReactor final : public grpc::ServerGenericBidiReactor {
     }
     forwarded_.set_deadline(call_->deadline());
     stub_ = std::make_unique<grpc::GenericStub>(channel_);
+    if (server_streaming(call_->method())) {
+      stream_ = std::make_unique<StreamForward>(*this);
+      stub_->PrepareBidiStreamingCall(&forwarded_, call_->method(), grpc::StubOptions(),
+                                      stream_.get());
+      stream_->StartWriteLast(&request_, grpc::WriteOptions());
+      stream_->StartRead(&stream_->message);
+      stream_->StartCall();
+      return;
+    }
     stub_->UnaryCall(
         &forwarded_, call_->method(), grpc::StubOptions(), &request_, &response_,
         [this](grpc::Status status) {
@@ -55,6 +95,33 @@ class ProxyReactor final : public grpc::ServerGenericBidiReactor {
           log(Status::ok());  // before: the reactor may be gone once finished
           StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
         });
+  }
+
+  // The caller went away or ended the call: so does the forwarded one (a node then releases
+  // what the call held).
+  void OnCancel() override { forwarded_.TryCancel(); }
+
+  void OnWriteDone(bool ok) override {
+    if (!stream_) return;  // the unary answer, written with Finish
+    if (ok) {
+      stream_->StartRead(&stream_->message);
+    } else {
+      forwarded_.TryCancel();
+    }
+  }
+
+  // Called by StreamForward.
+  void pass_on(const grpc::ByteBuffer& message) {
+    outgoing_ = message;
+    StartWrite(&outgoing_);
+  }
+  void stream_ended(const grpc::Status& status) {
+    if (!status.ok()) {
+      finish(from_grpc(status).with_context(fmt::format("node {}", display_quoted(node_))));
+      return;
+    }
+    log(Status::ok());
+    Finish(grpc::Status::OK);
   }
 
   void OnDone() override { delete this; }
@@ -86,7 +153,17 @@ class ProxyReactor final : public grpc::ServerGenericBidiReactor {
   grpc::ClientContext forwarded_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;
+  std::unique_ptr<StreamForward> stream_;  // a server-streaming call's forwarded half
+  grpc::ByteBuffer outgoing_;              // the message being written to the caller
 };
+
+void StreamForward::OnReadDone(bool ok) {
+  if (ok) server_.pass_on(message);  // else the node has ended the call: OnDone follows
+}
+
+void StreamForward::OnDone(const grpc::Status& status) {
+  server_.stream_ended(status);
+}
 
 }  // namespace
 

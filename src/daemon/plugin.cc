@@ -77,6 +77,7 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
   plugin->identity_ = std::make_unique<IdentityService>(*plugin->context_, *plugin->handlers_);
   plugin->controller_ = std::make_unique<ControllerService>(*plugin->context_, *plugin->handlers_);
   plugin->node_ = std::make_unique<NodeService>(*plugin->context_, *plugin->handlers_);
+  plugin->node_state_ = std::make_unique<NodeStateService>(*plugin->context_, *plugin->handlers_);
   plugin->registry_ = std::make_unique<RegistryService>(*plugin->context_, *plugin->handlers_);
   plugin->catalog_ = std::make_unique<CatalogService>(*plugin->context_, *plugin->handlers_);
   return plugin;
@@ -129,7 +130,10 @@ void Plugin::register_services(grpc::ServerBuilder& builder, NodeProxy& proxy) {
     builder.RegisterService(registry_.get());
     builder.RegisterService(catalog_.get());
   }
-  if (context_->options.role != PluginRole::kController) builder.RegisterService(node_.get());
+  if (context_->options.role != PluginRole::kController) {
+    builder.RegisterService(node_.get());
+    builder.RegisterService(node_state_.get());
+  }
 }
 
 Expected<Plugin::TcpServer> Plugin::start_tcp(const std::vector<std::string>& addresses,

@@ -1,5 +1,6 @@
-// The plugin: state store, providers, the three CSI services and our node registry behind a
-// gRPC server (and, with TCP listeners, a second one for them, so TLS can be reloaded).
+// The plugin: state store, providers, the three CSI services and our own (Registry, Catalog,
+// NodeState) behind a gRPC server (and, with TCP listeners, a second one for them, so TLS can be
+// reloaded).
 // The CLI talks to it through gRPC's in-process channel; `serve` also listens on a socket.
 #pragma once
 
@@ -17,6 +18,7 @@
 #include "daemon/identity_service.h"
 #include "daemon/node_proxy.h"
 #include "daemon/node_service.h"
+#include "daemon/node_state_service.h"
 #include "daemon/registry_service.h"
 #include "daemon/service_context.h"
 #include "daemon/tls_files.h"
@@ -52,7 +54,6 @@ class Plugin {
   const StateLayout& layout() const { return context_->layout; }
   StateStore& store() { return *store_; }
   ProviderRegistry& providers() { return *providers_; }
-  const LockSpace& locks() const { return context_->locks; }
 
  private:
   Plugin() = default;
@@ -71,9 +72,10 @@ class Plugin {
   Expected<TcpServer> start_tcp(const std::vector<std::string>& addresses, std::vector<int>* ports);
   void register_services(grpc::ServerBuilder& builder, NodeProxy& proxy);
 
-  std::unique_ptr<NodeProxy> proxy_;           // calls for a node, forwarded to it
-  std::unique_ptr<CatalogService> catalog_;    // rosetctl.v1.Catalog, beside the controller
-  std::unique_ptr<RegistryService> registry_;  // rosetctl.v1.Registry, beside the controller
+  std::unique_ptr<NodeStateService> node_state_;  // rosetctl.v1.NodeState, beside the node
+  std::unique_ptr<NodeProxy> proxy_;              // calls for a node, forwarded to it
+  std::unique_ptr<CatalogService> catalog_;       // rosetctl.v1.Catalog, beside the controller
+  std::unique_ptr<RegistryService> registry_;     // rosetctl.v1.Registry, beside the controller
   // After the services, before the server: destroyed once the server has stopped (no new
   // work) and before the services its handlers use.
   std::unique_ptr<HandlerPool> handlers_;

@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import os
 import shutil
+import json
 import signal
 import subprocess
 import sys
 import threading
 import re
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from controller_site import (EXIT_PERMISSION, EXIT_UNAVAILABLE, PATIENCE, PORT, Site, build_site,
                              expired_certificate, retrying_lines, tls_ok)
-from host_lab import wait_for_port
+from host_lab import HostProcess, wait_for_port
 from roset_fixtures import STANDIN_FUSE
 from rosetctl_cli import EXIT_NOT_FOUND, EXIT_PRECONDITION, EXIT_USAGE, Result, binary_path
 
@@ -381,9 +384,8 @@ def test_serve_listen_refuses_bad_settings(site):
     assert picked.wait(timeout=20) == 0, picked.output()
 
 
-def test_a_node_registers_by_heartbeat_and_the_controller_proxies_calls_to_it(site):
-    """serve --role node --controller registers its address; --on-node N reaches N's own Node
-    service through the controller's proxy, as the same CSI call, and only as N or an admin."""
+def start_node_serve(site) -> HostProcess:
+    """consumer-b's `serve --role node --listen`, registered (by its heartbeat) with its address."""
     b = site.consumer_b
     node_serve = b.start([binary_path(), "serve", "--role", "node", "--listen", f"{b.address}:9444",
                           "--endpoint", f"unix://{b.dir}/csi.sock", "--state-dir", b.state_dir,
@@ -392,9 +394,15 @@ def test_a_node_registers_by_heartbeat_and_the_controller_proxies_calls_to_it(si
     while True:
         nodes = {n["node_id"]: n for n in site.ctl.ok_json("node", "list")}
         if nodes.get("consumer-b", {}).get("address") == f"{b.address}:9444":
-            break
+            return node_serve
         assert time.monotonic() < deadline and node_serve.poll() is None, (nodes, node_serve.output())
         time.sleep(0.2)
+
+
+def test_a_node_registers_by_heartbeat_and_the_controller_proxies_calls_to_it(site):
+    """serve --role node --controller registers its address; --on-node N reaches N's own Node
+    service through the controller's proxy, as the same CSI call, and only as N or an admin."""
+    node_serve = start_node_serve(site)
     assert "registered node \"consumer-b\" with controller" in node_serve.output()
 
     info = site.alice.ok_json("--on-node", "consumer-b", "node", "info")
@@ -413,17 +421,123 @@ def test_a_node_registers_by_heartbeat_and_the_controller_proxies_calls_to_it(si
     site.assert_no_secrets_printed()
 
 
-def test_two_consumers_connect_one_roset_volume_and_see_each_others_writes(site):
-    """The seed-002 shape with a shared filesystem: a roset volume made on the controller is
-    mapped to each consumer by its own connect, staged there by its own roset-fuse with its own
-    copy of the API key (the controller never sends one), and both see each other's writes."""
+def use_roset(site, *clis) -> None:
+    """Each consumer CLI (and what it starts) reaches the fake Roset API with its own copy of the key."""
     api_key = site.controller.config_dir / "roset.key"
-    for cli in (site.a, site.b):
+    for cli in clis:
         own_key = cli.host.config_dir / "roset.key"
         shutil.copyfile(api_key, own_key)
         os.chmod(own_key, 0o600)
         cli.env.update({"ROSET_API_URL": site.roset_env["ROSET_API_URL"],
                         "ROSET_API_KEY_FILE": str(own_key), "ROSET_FUSE_BINARY": str(STANDIN_FUSE)})
+
+
+# Runs on a lab host: holds a volume's attach lock through NodeState's HoldAttachLock on a serve's
+# unix socket, prints "held" once it has it, and keeps it until killed.
+HOLD_ATTACH_LOCK = """
+import sys, time
+import grpc
+sys.path.insert(0, sys.argv[1])
+import rosetctl_pb2, rosetctl_pb2_grpc
+stub = rosetctl_pb2_grpc.NodeStateStub(grpc.insecure_channel("unix://" + sys.argv[2]))
+call = stub.HoldAttachLock(rosetctl_pb2.HoldAttachLockRequest(node_id=sys.argv[3], volume_id=sys.argv[4]))
+for message in call:
+    if message.held:
+        print("held", flush=True)
+        break
+time.sleep(3600)
+"""
+
+
+def hold_attach_lock(site, stubs, volume_id: str) -> HostProcess:
+    """Another holder of consumer-b's attach lock of the volume, through its serve's socket."""
+    b = site.consumer_b
+    holder = b.start([sys.executable, "-c", HOLD_ATTACH_LOCK, str(Path(stubs.pb2.__file__).parent),
+                      f"{b.dir}/csi.sock", "consumer-b", volume_id])
+    deadline = time.monotonic() + 15
+    while "held" not in holder.output():
+        assert time.monotonic() < deadline and holder.poll() is None, holder.output()
+        time.sleep(0.05)
+    return holder
+
+
+def finishes_after(holder: HostProcess, proc) -> Result:
+    """`proc` (a CLI run started meanwhile) waits while `holder` holds the lock, and ends once it
+    dies (the node sees its call cancelled and releases the lock)."""
+    time.sleep(2)
+    assert proc.poll() is None, f"expected the CLI run to wait for its turn: {proc.communicate()}"
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=10)
+    out, err = proc.communicate(timeout=60)
+    result = Result(proc.returncode, out, err)
+    assert result.rc == 0, result.describe()
+    assert 'another rosetctl run is connecting or disconnecting volume' in err and "waiting up to 60 s" in err, (
+        result.describe())
+    return result
+
+
+def test_on_node_acts_on_that_nodes_connections_and_attachments_take_turns(site, registry_stubs):
+    """`--on-node N volume show|stats|disconnect` answer from and act on node N's connections
+    (NodeState through the controller's proxy), not the host the CLI runs on; connect and
+    disconnect of one volume on a node take turns through that node's attach lock, whether the
+    CLI runs there or reaches it through the proxy."""
+    use_roset(site, site.a, site.b)
+    start_node_serve(site)
+    volume_id = site.a.create("far", "-p", "provider=roset")["id"]
+    target_b = site.consumer_b.dir / "far"
+
+    # consumer-b's own connect waits while another holder has the volume's turn on consumer-b.
+    holder = hold_attach_lock(site, registry_stubs, volume_id)
+    connect = site.b.start("volume", "connect", volume_id, "--target", target_b, "-o", "json",
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert json.loads(finishes_after(holder, connect).stdout)["path"] == str(target_b)
+    # Two connects at once take turns: both succeed, on one staging.
+    targets = [site.consumer_b.dir / "far-1", site.consumer_b.dir / "far-2"]
+    both = [site.b.start("volume", "connect", volume_id, "--target", t, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True) for t in targets]
+    for proc in both:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, (out, err)
+    shown = site.b.volume(volume_id)
+    assert sorted(c["target"] for c in shown["connections"]) == sorted(map(str, [target_b, *targets]))
+    assert len(shown["stagings"]) == 1, shown
+
+    # From consumer-a's host, through the controller: consumer-b's connections, not consumer-a's.
+    assert site.a.volume(volume_id)["connections"] == []
+    far = site.alice.ok_json("--on-node", "consumer-b", "volume", "show", volume_id)
+    assert far["connections"] == shown["connections"] and far["stagings"] == shown["stagings"], far
+    # A node certificate asks only its own node.
+    refused = site.a.run("--on-node", "consumer-b", "volume", "show", volume_id)
+    assert refused.rc == EXIT_PERMISSION and 'node certificate "consumer-a"' in refused.stderr, refused.describe()
+    stats = site.alice.ok_json("--on-node", "consumer-b", "volume", "stats", volume_id, "--target", target_b)
+    assert stats["path"] == str(target_b), stats
+    assert site.alice.ok_json("--on-node", "consumer-b", "volume", "stats", volume_id)["path"] == min(
+        str(t) for t in [target_b, *targets])
+
+    # The disconnect through the proxy waits its turn on consumer-b too, then undoes consumer-b's
+    # connections (and its mapping), not anything of consumer-a.
+    holder = hold_attach_lock(site, registry_stubs, volume_id)
+    disconnect = site.alice.start("--on-node", "consumer-b", "volume", "disconnect", volume_id, "-o", "json",
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done = json.loads(finishes_after(holder, disconnect).stdout)
+    assert sorted(done["disconnected"]) == sorted(map(str, [target_b, *targets])), done
+    assert done["connected"] is False and done["staged"] is False, done
+    assert not any(t.exists() for t in [target_b, *targets])
+    assert site.b.volume(volume_id)["stagings"] == []
+    assert site.ctl.volume(volume_id)["published_nodes"] == []
+    # The proxied run's turn ended with it: the next run on consumer-b goes at once.
+    again = site.b.run("volume", "connect", volume_id, "--target", target_b)
+    assert again.rc == 0 and "waiting" not in again.stderr, again.describe()
+    site.b.ok("volume", "disconnect", volume_id)
+    site.a.ok("volume", "delete", volume_id)
+    site.assert_no_secrets_printed()
+
+
+def test_two_consumers_connect_one_roset_volume_and_see_each_others_writes(site):
+    """The seed-002 shape with a shared filesystem: a roset volume made on the controller is
+    mapped to each consumer by its own connect, staged there by its own roset-fuse with its own
+    copy of the API key (the controller never sends one), and both see each other's writes."""
+    use_roset(site, site.a, site.b)
     volume_id = site.a.create("team", "-p", "provider=roset")["id"]
     target_a = site.consumer_a.dir / "team"
     target_b = site.consumer_b.dir / "team"

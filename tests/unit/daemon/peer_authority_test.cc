@@ -3,7 +3,11 @@
 // here the rules are checked over the in-process channel (a local caller) and by subject.
 #include "daemon/peer_authority.h"
 
+#include <grpcpp/server_context.h>
+
 #include <catch2/catch.hpp>
+
+#include "rosetctl.pb.h"
 
 using rosetctl::Peer;
 using rosetctl::peer_from_subject;
@@ -34,4 +38,24 @@ TEST_CASE("peer_authority: descriptions name the certificate", "[peer]") {
   Peer hostile{PeerRole::kNode, "a\nb"};
   CHECK(hostile.describe().find('\n') == std::string::npos);
   CHECK(hostile.log_field().find('\n') == std::string::npos);
+}
+
+TEST_CASE("peer_authority: a node certificate asks only its own node's NodeState", "[peer]") {
+  grpc::ServerContext call;  // no metadata: not proxied
+  Peer node{PeerRole::kNode, "node-a"};
+  rosetctl::v1::GetNodeVolumesRequest facts;
+  facts.set_node_id("node-a");
+  CHECK(rosetctl::authorize(node, call, "GetNodeVolumes", facts).is_ok());
+  facts.set_node_id("node-b");
+  rosetctl::Status refused = rosetctl::authorize(node, call, "GetNodeVolumes", facts);
+  CHECK(refused.code() == rosetctl::Code::kPermissionDenied);
+  CHECK_THAT(refused.message(), Catch::Contains("node certificate \"node-a\" may not call "
+                                                "GetNodeVolumes for node \"node-b\""));
+  rosetctl::v1::HoldAttachLockRequest lock;
+  lock.set_volume_id("local-v1");  // no node: every node, which a node may not ask for
+  CHECK(rosetctl::authorize(node, call, "HoldAttachLock", lock).code() ==
+        rosetctl::Code::kPermissionDenied);
+  lock.set_node_id("node-b");
+  CHECK(rosetctl::authorize(Peer{PeerRole::kAdmin, "alice"}, call, "HoldAttachLock", lock).is_ok());
+  CHECK(rosetctl::authorize(Peer{}, call, "HoldAttachLock", lock).is_ok());
 }
