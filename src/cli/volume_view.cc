@@ -5,6 +5,7 @@
 #include "core/size.h"
 #include "daemon/convert.h"
 #include "daemon/node_mounts.h"
+#include "providers/volume_context.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -75,16 +76,16 @@ nlohmann::json condition_json(const std::string& problem) {
 
 nlohmann::json volume_json(const VolumeInfo& info, const NodeFacts& node) {
   const csi::v1::Volume& volume = info.volume;
-  std::string type = value_or_empty(volume.volume_context(), "type");
+  std::string type = value_or_empty(volume.volume_context(), kContextType);
   nlohmann::json out = {
       {"id", volume.volume_id()},
       {"name", value_or_empty(volume.volume_context(), kContextName)},
       {"provider", value_or_empty(volume.volume_context(), kContextProvider)},
       {"type", type},
       {"access_type", is_block_volume(volume) ? "block" : "mount"},
-      {"fs", value_or_empty(volume.volume_context(), "fs").empty()
+      {"fs", value_or_empty(volume.volume_context(), kContextFilesystem).empty()
                  ? nlohmann::json(nullptr)
-                 : nlohmann::json(value_or_empty(volume.volume_context(), "fs"))},
+                 : nlohmann::json(value_or_empty(volume.volume_context(), kContextFilesystem))},
       {"capacity_bytes", volume.capacity_bytes()},
       {"size", volume.capacity_bytes() > 0 ? nlohmann::json(format_size(volume.capacity_bytes()))
                                            : nlohmann::json(nullptr)},

@@ -12,18 +12,9 @@
 #include "providers/roset/http_client.h"
 #include "providers/roset/roset_config.h"
 #include "providers/roset/shared_fuse_mounts.h"
+#include "providers/volume_context.h"
 
 namespace rosetctl {
-
-// Volume context keys (the published driver's names, so PVs read the same).
-inline constexpr const char* kRosetMountId = "mountId";
-inline constexpr const char* kRosetNodeId = "nodeId";
-inline constexpr const char* kRosetRootPath = "rootPath";
-inline constexpr const char* kRosetApiUrl = "apiUrl";
-inline constexpr const char* kRosetReadOnly = "readOnly";  // "true" for restored volumes
-inline constexpr const char* kRosetCommitId = "commitId";
-inline constexpr const char* kRosetRef = "ref";
-inline constexpr const char* kRosetSubPath = "subPath";
 
 class RosetProvider final : public Provider {
  public:
