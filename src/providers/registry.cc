@@ -76,6 +76,12 @@ Expected<Provider*> ProviderRegistry::for_volume(std::string_view volume_id) con
                volume_id);
 }
 
+Expected<NodeSide*> ProviderRegistry::node_for_volume(std::string_view volume_id) const {
+  auto provider = for_volume(volume_id);
+  if (!provider) return provider.status();
+  return node_side(**provider);
+}
+
 std::vector<std::string> ProviderRegistry::names() const {
   std::vector<std::string> out;
   for (const auto& provider : providers_)

@@ -37,6 +37,9 @@ class ProviderRegistry {
   // By volume id: every id starts with "<provider>-". NOT_FOUND for ids no provider issued.
   Expected<Provider*> for_volume(std::string_view volume_id) const;
   std::vector<std::string> names() const;
+  // The node side of the owner of `volume_id`: for_volume's NOT_FOUND, or UNIMPLEMENTED when
+  // the provider has no node side (providers/provider.h).
+  Expected<NodeSide*> node_for_volume(std::string_view volume_id) const;
 
  private:
   std::vector<std::unique_ptr<Provider>> providers_;

@@ -313,7 +313,7 @@ Status RosetProvider::publish_volume(const PublishSpec& spec) {
                    value_or_empty(spec.volume_context, kContextReadOnly) == "true" ||
                    fuse_.staged_read_only(spec.volume_id, spec.staging_path);
   std::string sub_path = value_or_empty(spec.volume_context, kRosetSubPath);
-  if (sub_path.empty()) return Provider::publish_volume(bound);
+  if (sub_path.empty()) return NodeSide::publish_volume(bound);
   ROSETCTL_RETURN_IF_ERROR(validate_sub_path(sub_path));
   // The folder is opened without following symlinks or leaving the volume, and bound through
   // that descriptor: a symlink planted in the volume cannot aim the mount anywhere else on the
@@ -346,7 +346,7 @@ Status RosetProvider::publish_volume(const PublishSpec& spec) {
     return errno_status(failure, fmt::format("cannot open subPath \"{}\"", sub_path));
   }
   bound.staging_path = fmt::format("/proc/self/fd/{}", inside.get());
-  return Provider::publish_volume(bound);
+  return NodeSide::publish_volume(bound);
 }
 
 VolumeCondition RosetProvider::node_condition(std::string_view volume_id) const {

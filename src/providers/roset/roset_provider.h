@@ -16,13 +16,20 @@
 
 namespace rosetctl {
 
-class RosetProvider final : public Provider {
+// One object implements every part (the parts share its state and locks).
+class RosetProvider final : public Provider,
+                            public ControllerSide,
+                            public SnapshotSide,
+                            public NodeSide {
  public:
   RosetProvider(RosetConfig config, const StateLayout& layout, StateStore& store);
 
   std::string_view name() const override { return "roset"; }
   bool volumes_are_node_local() const override { return false; }
   Status check_health() const override;
+  ControllerSide* controller() override { return this; }
+  SnapshotSide* snapshots() override { return this; }
+  NodeSide* node() override { return this; }
 
   Status validate_create(const CreateVolumeSpec& spec) const override;
   Expected<ProvisionedVolume> create_volume(const CreateVolumeSpec& spec) override;

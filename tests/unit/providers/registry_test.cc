@@ -41,6 +41,13 @@ TEST_CASE("every registered provider is built, under its own name", "[registry]"
     names.push_back(registration.name);
   CHECK((*registry)->names() == names);
   CHECK((*registry)->default_provider().name() == "local");
+  // local and roset have every part; their snapshots keep working.
+  for (const std::string& name : names) {
+    Provider* provider = *(*registry)->by_name(name);
+    CHECK(provider->controller() != nullptr);
+    CHECK(provider->snapshots() != nullptr);
+    CHECK(provider->node() != nullptr);
+  }
 }
 
 TEST_CASE("provider options are global flags: no two share a name or variable", "[registry]") {
