@@ -19,6 +19,7 @@
 #include "core/fs_freeze.h"
 #include "core/log.h"
 #include "core/version.h"
+#include "providers/provider_registration.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -29,44 +30,36 @@ struct RawGlobals {
   std::string output = "table";
 };
 
-// The roset provider's flags. The API key has none on purpose (a command line is visible to
-// every user): it comes from ROSET_API_KEY, a key file or CSI secrets.
-void add_roset_options(CLI::App& app, GlobalOptions& globals) {
-  const std::string group = "Roset provider (--provider roset)";
-  app.add_option("--roset-api-url", globals.roset_api_url,
-                 "Roset API base URL (default https://api.roset.dev; http:// for on-premise)")
-      ->envname("ROSET_API_URL")
-      ->group(group);
-  app.add_option("--roset-api-key-file", globals.roset_api_key_file,
-                 "File holding the Roset API key (mode 0600); or set ROSET_API_KEY")
-      ->envname("ROSET_API_KEY_FILE")
-      ->group(group);
-  app.add_option("--roset-mount-id", globals.roset_mount_id,
-                 "Roset mount for new volumes when the StorageClass names none (default: the "
-                 "account's default mount)")
-      ->envname("ROSET_MOUNT_ID")
-      ->group(group);
-  app.add_option("--roset-ca-bundle", globals.roset_ca_bundle,
-                 "PEM CA bundle to verify the API's TLS certificate (default: the system store)")
-      ->envname("ROSET_CA_BUNDLE")
-      ->group(group);
-  app.add_option("--roset-fuse", globals.roset_fuse,
-                 "The roset-fuse client to run on nodes (default: roset-fuse on PATH)")
-      ->envname("ROSET_FUSE_BINARY")
-      ->group(group);
-  app.add_option("--fuse-credentials", globals.fuse_credentials,
-                 "How roset-fuse gets the key: file (0600 file named by "
-                 "ROSET_CREDENTIALS_FILE) or env (ROSET_API_KEY in its environment)")
-      ->check(CLI::IsMember({"file", "env"}))
-      ->envname("ROSET_FUSE_CREDENTIALS")
-      ->capture_default_str()
-      ->group(group);
-  app.add_option("--roset-fuse-timeout", globals.roset_fuse_timeout_seconds,
-                 "Seconds to wait for a roset-fuse mount to appear before giving up")
-      ->check(CLI::Range(1, 3600))
-      ->envname("ROSET_FUSE_TIMEOUT")
-      ->capture_default_str()
-      ->group(group);
+// Each provider's own flags, under its heading, as its folder declares them
+// (providers/provider_registration.h). Env-only settings get no flag: provider_settings()
+// reads them.
+void add_provider_options(CLI::App& app, GlobalOptions& globals) {
+  for (const ProviderRegistration& provider : registered_providers()) {
+    ProviderSettings& values = globals.provider_options[provider.name];
+    for (const ProviderOption& option : provider.options) {
+      if (option.name.empty()) continue;
+      std::string& value = values[option.name];
+      value = option.default_value;
+      CLI::Option* flag = app.add_option("--" + option.name, value, option.help);
+      if (!option.type_name.empty()) flag->type_name(option.type_name);
+      if (!option.choices.empty()) flag->check(CLI::IsMember(option.choices));
+      if (option.max > option.min) flag->check(CLI::Range(option.min, option.max));
+      if (!option.env.empty()) flag->envname(option.env);
+      if (!option.default_value.empty()) flag->capture_default_str();
+      flag->group(provider.option_group);
+    }
+  }
+}
+
+// "local or roset", "local, roset or iscsi": for --provider's help.
+std::string provider_names_in_words() {
+  std::string words;
+  const auto& providers = registered_providers();
+  for (size_t i = 0; i < providers.size(); ++i) {
+    if (i > 0) words += i + 1 == providers.size() ? " or " : ", ";
+    words += providers[i].name;
+  }
+  return words;
 }
 
 // A controller on another host, and this host's certificate (README: rosetctl across hosts).
@@ -110,7 +103,8 @@ void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) 
                  "Where this host keeps its state and local volumes")
       ->envname("ROSETCTL_STATE_DIR")
       ->capture_default_str();
-  app.add_option("--provider", globals.provider, "Provider for new volumes: local or roset")
+  app.add_option("--provider", globals.provider,
+                 "Provider for new volumes: " + provider_names_in_words())
       ->envname("ROSETCTL_PROVIDER")
       ->capture_default_str();
   app.add_option("--node-id", globals.node_id, "This node's CSI node id (default: the host name)")
@@ -125,7 +119,7 @@ void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) 
                  "JSON file (mode 0600) of CSI secrets sent with every call that takes secrets, "
                  "as a CO sends a StorageClass's secret: e.g. {\"api-key\": \"...\"} for roset")
       ->envname("ROSETCTL_SECRETS_FILE");
-  add_roset_options(app, globals);
+  add_provider_options(app, globals);
   add_network_options(app, globals);
 }
 
@@ -148,35 +142,40 @@ std::string parse_error_text(CLI::App& app, const CLI::ParseError& error) {
 
 // Environment variables of the global flags, so they can outrank the config file.
 struct EnvFlag {
-  const char* env;
-  const char* long_name;
-  const char* short_name;  // or nullptr
+  std::string env;
+  std::string long_name;
+  std::string short_name;  // or ""
 };
-constexpr EnvFlag kEnvFlags[] = {
-    {"ROSETCTL_OUTPUT", "--output", "-o"},
-    {"ROSETCTL_STATE_DIR", "--state-dir", nullptr},
-    {"ROSETCTL_PROVIDER", "--provider", nullptr},
-    {"ROSETCTL_NODE_ID", "--node-id", nullptr},
-    {"ROSETCTL_DRIVER_NAME", "--driver-name", nullptr},
-    {"ROSETCTL_SECRETS_FILE", "--secrets-file", nullptr},
-    {"ROSET_API_URL", "--roset-api-url", nullptr},
-    {"ROSET_API_KEY_FILE", "--roset-api-key-file", nullptr},
-    {"ROSET_MOUNT_ID", "--roset-mount-id", nullptr},
-    {"ROSET_CA_BUNDLE", "--roset-ca-bundle", nullptr},
-    {"ROSET_FUSE_BINARY", "--roset-fuse", nullptr},
-    {"ROSET_FUSE_CREDENTIALS", "--fuse-credentials", nullptr},
-    {"ROSET_FUSE_TIMEOUT", "--roset-fuse-timeout", nullptr},
-    {"ROSETCTL_CONTROLLER", "--controller", nullptr},
-    {"ROSETCTL_TLS_CERT", "--tls-cert", nullptr},
-    {"ROSETCTL_TLS_KEY", "--tls-key", nullptr},
-    {"ROSETCTL_TLS_CA", "--tls-ca", nullptr},
-};
+
+std::vector<EnvFlag> env_flags() {
+  std::vector<EnvFlag> flags = {
+      {"ROSETCTL_OUTPUT", "--output", "-o"},
+      {"ROSETCTL_STATE_DIR", "--state-dir", ""},
+      {"ROSETCTL_PROVIDER", "--provider", ""},
+      {"ROSETCTL_NODE_ID", "--node-id", ""},
+      {"ROSETCTL_DRIVER_NAME", "--driver-name", ""},
+      {"ROSETCTL_SECRETS_FILE", "--secrets-file", ""},
+  };
+  for (const ProviderRegistration& provider : registered_providers()) {
+    for (const ProviderOption& option : provider.options) {
+      if (!option.name.empty() && !option.env.empty())
+        flags.push_back({option.env, "--" + option.name, ""});
+    }
+  }
+  flags.insert(flags.end(), {
+                                {"ROSETCTL_CONTROLLER", "--controller", ""},
+                                {"ROSETCTL_TLS_CERT", "--tls-cert", ""},
+                                {"ROSETCTL_TLS_KEY", "--tls-key", ""},
+                                {"ROSETCTL_TLS_CA", "--tls-ca", ""},
+                            });
+  return flags;
+}
 
 bool given_on_command_line(const std::vector<std::string>& args, const EnvFlag& flag) {
   for (const std::string& arg : args) {
     if (arg == "--") break;
-    if (arg == flag.long_name || arg.starts_with(std::string(flag.long_name) + "=")) return true;
-    if (flag.short_name != nullptr && arg.starts_with(flag.short_name)) return true;
+    if (arg == flag.long_name || arg.starts_with(flag.long_name + "=")) return true;
+    if (!flag.short_name.empty() && arg.starts_with(flag.short_name)) return true;
   }
   return false;
 }
@@ -187,8 +186,8 @@ bool given_on_command_line(const std::vector<std::string>& args, const EnvFlag& 
 std::vector<std::string> arguments_with_environment(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::vector<std::string> from_env;
-  for (const EnvFlag& flag : kEnvFlags) {
-    const char* value = std::getenv(flag.env);
+  for (const EnvFlag& flag : env_flags()) {
+    const char* value = std::getenv(flag.env.c_str());
     if (value == nullptr || given_on_command_line(args, flag)) continue;
     from_env.push_back(fmt::format("{}={}", flag.long_name, value));
   }
@@ -203,18 +202,16 @@ std::string version_text() {
 
 }  // namespace
 
-RosetConfig roset_config(const GlobalOptions& options) {
-  RosetConfig config;
-  config.api_url = options.roset_api_url;
-  config.api_key_file = options.roset_api_key_file;
-  if (const char* key = std::getenv("ROSET_API_KEY")) config.api_key = key;
-  config.mount_id = options.roset_mount_id;
-  config.ca_bundle = options.roset_ca_bundle;
-  config.fuse_binary = options.roset_fuse;
-  config.fuse_credentials =
-      options.fuse_credentials == "env" ? FuseCredentials::kEnv : FuseCredentials::kFile;
-  config.fuse_ready_timeout = std::chrono::seconds(options.roset_fuse_timeout_seconds);
-  return config;
+std::map<std::string, ProviderSettings> provider_settings(const GlobalOptions& options) {
+  std::map<std::string, ProviderSettings> settings = options.provider_options;
+  for (const ProviderRegistration& provider : registered_providers()) {
+    for (const ProviderOption& option : provider.options) {
+      if (!option.name.empty()) continue;
+      if (const char* value = std::getenv(option.env.c_str()))
+        settings[provider.name][option.env] = value;
+    }
+  }
+  return settings;
 }
 
 TlsFiles tls_files(const GlobalOptions& options) {

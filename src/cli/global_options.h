@@ -1,11 +1,12 @@
 // Flags every verb understands, before or after the verb.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "core/state_layout.h"
 #include "daemon/tls_files.h"
-#include "providers/roset/roset_config.h"
+#include "providers/provider_registration.h"
 
 namespace rosetctl::cli {
 
@@ -22,14 +23,10 @@ struct GlobalOptions {
   bool verbose = false;
   // JSON file of CSI secrets sent with the calls that take them (cli/secrets_file.h).
   std::string secrets_file;
-  // The roset provider (README: the roset provider). The API key itself never is a flag.
-  std::string roset_api_url;
-  std::string roset_api_key_file;
-  std::string roset_mount_id;
-  std::string roset_ca_bundle;
-  std::string roset_fuse;
-  std::string fuse_credentials = "file";
-  int roset_fuse_timeout_seconds = 120;
+  // Each provider's own flags (--roset-api-url, ...) by provider name, as its folder declares
+  // them (providers/provider_registration.h). Env-only settings are not here: see
+  // provider_settings().
+  std::map<std::string, ProviderSettings> provider_options;
   // Across hosts (README: rosetctl across hosts): the controller this host sends controller
   // calls to, and this host's mutual-TLS files (serve --listen uses them too).
   std::string controller;  // "HOST:PORT"; empty: this host is its own controller
@@ -39,8 +36,9 @@ struct GlobalOptions {
   std::string tls_ca;
 };
 
-// The roset provider's settings from the flags, plus ROSET_API_KEY from the environment.
-RosetConfig roset_config(const GlobalOptions& options);
+// Each provider's settings: its flags, plus its env-only settings (secrets such as
+// ROSET_API_KEY) read from the environment now.
+std::map<std::string, ProviderSettings> provider_settings(const GlobalOptions& options);
 
 TlsFiles tls_files(const GlobalOptions& options);
 

@@ -60,7 +60,7 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
                         : options.role == "node"     ? PluginRole::kNode
                                                      : PluginRole::kAll;
   plugin_options.capacity_overcommit = globals.capacity_overcommit;
-  plugin_options.roset = roset_config(globals);
+  plugin_options.provider_settings = provider_settings(globals);
   plugin_options.snapshot_wait =
       std::chrono::milliseconds(static_cast<int64_t>(options.snapshot_wait_seconds * 1000));
   auto plugin = Plugin::open(std::move(plugin_options));

@@ -24,7 +24,7 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
   plugin_options.default_provider = options.provider;
   plugin_options.node_id = options.node_id;
   plugin_options.capacity_overcommit = options.capacity_overcommit;
-  plugin_options.roset = roset_config(options);
+  plugin_options.provider_settings = provider_settings(options);
   plugin_options.one_command = true;
   if (!options.driver_name.empty()) plugin_options.driver_name = options.driver_name;
 

@@ -3,6 +3,7 @@
 
 #include "core/validate.h"
 #include "daemon/catalog_convert.h"
+#include "providers/volume_context.h"
 
 namespace rosetctl::cli {
 
@@ -25,8 +26,8 @@ Status no_snapshot_state(const GlobalOptions& globals, std::string_view referenc
 }
 
 bool is_block_snapshot(const SnapshotRecord& snapshot) {
-  auto access = snapshot.context.find("access");
-  return access != snapshot.context.end() && access->second == "block";
+  auto access = snapshot.context.find(kContextAccess);
+  return access != snapshot.context.end() && access->second == kAccessBlock;
 }
 
 }  // namespace rosetctl::cli

@@ -5,6 +5,7 @@
 
 #include "cli/terminal_progress.h"
 #include "core/map_lookup.h"
+#include "providers/volume_context.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -91,9 +92,9 @@ nlohmann::json snapshot_json(const SnapshotRecord& record) {
       {"created_at_ns", record.created_at_ns},
       {"ready", record.ready},
       {"failure", or_null(record.failure)},
-      {"type", or_null(value_or_empty(record.context, "type"))},
-      {"access_type", or_null(value_or_empty(record.context, "access"))},
-      {"fs", or_null(value_or_empty(record.context, "fs"))},
+      {"type", or_null(value_or_empty(record.context, kContextType))},
+      {"access_type", or_null(value_or_empty(record.context, kContextAccess))},
+      {"fs", or_null(value_or_empty(record.context, kContextFilesystem))},
       {"files", record.file_count},
       {"bytes", record.size_bytes},
       {"new_bytes", record.new_bytes},

@@ -78,8 +78,7 @@ Expected<bool> set_content_source(Session& session, const CreateOptions& options
     if (!volume) return volume.status();
     request->mutable_volume_content_source()->mutable_volume()->set_volume_id(
         volume->volume.volume_id());
-    return volume->volume.volume_context().contains("access") &&
-           volume->volume.volume_context().at("access") == "block";
+    return is_block_volume(volume->volume);
   }
   return false;
 }

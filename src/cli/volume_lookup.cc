@@ -4,6 +4,7 @@
 #include "core/map_lookup.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
+#include "providers/volume_context.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -24,12 +25,12 @@ std::string volume_name(const csi::v1::Volume& volume) {
 }
 
 bool is_block_volume(const csi::v1::Volume& volume) {
-  auto it = volume.volume_context().find("access");
-  return it != volume.volume_context().end() && it->second == "block";
+  auto it = volume.volume_context().find(kContextAccess);
+  return it != volume.volume_context().end() && it->second == kAccessBlock;
 }
 
 bool is_read_only_volume(const csi::v1::Volume& volume) {
-  auto it = volume.volume_context().find("readOnly");
+  auto it = volume.volume_context().find(kContextReadOnly);
   return it != volume.volume_context().end() && it->second == "true";
 }
 

@@ -4,6 +4,7 @@
 #include "core/map_lookup.h"
 #include "core/size.h"
 #include "daemon/convert.h"
+#include "providers/volume_context.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -70,16 +71,16 @@ nlohmann::json condition_json(const v1::MountCondition& condition) {
 nlohmann::json volume_json(const VolumeInfo& info, const v1::NodeVolume& node,
                            const std::map<std::string, std::string>& mutable_parameters) {
   const csi::v1::Volume& volume = info.volume;
-  std::string type = value_or_empty(volume.volume_context(), "type");
+  std::string type = value_or_empty(volume.volume_context(), kContextType);
   nlohmann::json out = {
       {"id", volume.volume_id()},
       {"name", value_or_empty(volume.volume_context(), kContextName)},
       {"provider", value_or_empty(volume.volume_context(), kContextProvider)},
       {"type", type},
       {"access_type", is_block_volume(volume) ? "block" : "mount"},
-      {"fs", value_or_empty(volume.volume_context(), "fs").empty()
+      {"fs", value_or_empty(volume.volume_context(), kContextFilesystem).empty()
                  ? nlohmann::json(nullptr)
-                 : nlohmann::json(value_or_empty(volume.volume_context(), "fs"))},
+                 : nlohmann::json(value_or_empty(volume.volume_context(), kContextFilesystem))},
       {"capacity_bytes", volume.capacity_bytes()},
       {"size", volume.capacity_bytes() > 0 ? nlohmann::json(format_size(volume.capacity_bytes()))
                                            : nlohmann::json(nullptr)},

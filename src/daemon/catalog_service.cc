@@ -142,7 +142,9 @@ Status CatalogService::diff(const v1::DiffSnapshotsRequest& request,
   }
   auto provider = context_.providers.by_name(from->provider);
   if (!provider) return provider.status();
-  auto changes = (*provider)->diff_snapshots(*from, *to);
+  auto snapshots = snapshot_side(**provider);
+  if (!snapshots) return snapshots.status();
+  auto changes = (*snapshots)->diff_snapshots(*from, *to);
   if (!changes) return changes.status();
   fill_snapshot_details(*from, response->mutable_from());
   fill_snapshot_details(*to, response->mutable_to());
@@ -172,7 +174,9 @@ Status CatalogService::verify(const v1::VerifySnapshotsRequest& request,
   for (const auto& [name, snapshots] : by_provider) {
     auto provider = context_.providers.by_name(name);
     if (!provider) return provider.status();
-    auto checked = (*provider)->verify_snapshots(snapshots, context_.options.progress);
+    auto side = snapshot_side(**provider);
+    if (!side) return side.status();
+    auto checked = (*side)->verify_snapshots(snapshots, context_.options.progress);
     if (!checked) return checked.status();
     total.snapshots += checked->snapshots;
     total.objects += checked->objects;
@@ -193,7 +197,9 @@ Status CatalogService::collect(const v1::CollectGarbageRequest& request,
   for (const std::string& name : context_.providers.names()) {
     auto provider = context_.providers.by_name(name);
     if (!provider) return provider.status();
-    auto collected = (*provider)->collect_garbage(patience);
+    SnapshotSide* snapshots = (*provider)->snapshots();
+    if (snapshots == nullptr) continue;  // nothing stored, nothing to collect
+    auto collected = snapshots->collect_garbage(patience);
     if (!collected && collected.status().code() == Code::kUnimplemented) continue;
     if (!collected) return collected.status();
     if (!collected->ran) {

@@ -27,7 +27,9 @@ Status ControllerService::modify_volume(const csi::v1::ControllerModifyVolumeReq
   // Applied first, then recorded: a crash in between leaves the old value recorded, which the
   // CO's retry (it never saw an answer) applies and records again. A stage cannot come between,
   // as it needs the volume lock.
-  ROSETCTL_RETURN_IF_ERROR(volume->provider->modify_volume(volume->record, changes));
+  auto controller = controller_side(*volume->provider);
+  if (!controller) return controller.status();
+  ROSETCTL_RETURN_IF_ERROR((*controller)->modify_volume(volume->record, changes));
   StringMap updated = volume->record.mutable_parameters;
   for (const auto& [key, value] : changes)
     updated[key] = value;

@@ -214,6 +214,8 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
                       ? context_.providers.by_name(parameters.at(std::string(kProviderParameter)))
                       : Expected<Provider*>(&context_.providers.default_provider());
   if (!provider) return provider.status();
+  auto controller = controller_side(**provider);
+  if (!controller) return controller.status();
   if ((*provider)->volumes_are_node_local() &&
       !topology_allows_node(request.accessibility_requirements(), context_.options.node_id)) {
     return error(Code::kResourceExhausted,
@@ -233,8 +235,8 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
                            ? VolumeSource::Kind::kSnapshot
                            : VolumeSource::Kind::kVolume;
   }
-  ROSETCTL_RETURN_IF_ERROR((*provider)->validate_create(spec));
-  ROSETCTL_RETURN_IF_ERROR((*provider)->validate_mutable(spec));
+  ROSETCTL_RETURN_IF_ERROR((*controller)->validate_create(spec));
+  ROSETCTL_RETURN_IF_ERROR((*controller)->validate_mutable(spec));
 
   auto lock =
       context_.locks.try_lock(name_lock_key(request.name()), LockMode::kExclusive,
@@ -258,7 +260,7 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
     std::string why =
         incompatibility(record, (*provider)->name(), parameters, *range, *access_type, *source_key);
     if (why.empty()) why = mutable_mismatch(record.mutable_parameters, spec.mutable_parameters);
-    if (why.empty()) why = (*provider)->incompatibility(record, spec);
+    if (why.empty()) why = (*controller)->incompatibility(record, spec);
     if (!why.empty()) {
       return error(Code::kAlreadyExists, "volume \"{}\" already exists and {}", request.name(),
                    why);
@@ -272,7 +274,7 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
     spec.required_bytes = std::max(spec.required_bytes, source->capacity_bytes);
     spec.progress = context_.options.progress;
     spec.hold_stagings = staging_locker();
-    auto provisioned = (*provider)->create_volume(spec);
+    auto provisioned = (*controller)->create_volume(spec);
     if (!provisioned)
       return provisioned.status().with_context(fmt::format("volume \"{}\"", request.name()));
     record.id = provisioned->id;
@@ -287,7 +289,7 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
     record.mutable_parameters = provisioned->mutable_parameters;
     if (Status inserted = context_.store.insert_volume(record); !inserted) {
       // Unrecorded, what the provider made would never be found again: take it back.
-      (void)(*provider)->delete_volume_with(record, spec.secrets);
+      (void)(*controller)->delete_volume_with(record, spec.secrets);
       return inserted;
     }
   }
@@ -307,8 +309,10 @@ Status ControllerService::delete_volume(const csi::v1::DeleteVolumeRequest& requ
 
   // Refuse while anything uses it, before any data is touched (the store re-checks atomically).
   ROSETCTL_RETURN_IF_ERROR(check_not_in_use(context_.store, volume->record));
+  auto controller = controller_side(*volume->provider);
+  if (!controller) return controller.status();
   ROSETCTL_RETURN_IF_ERROR(
-      volume->provider->delete_volume_with(volume->record, to_map(request.secrets())));
+      (*controller)->delete_volume_with(volume->record, to_map(request.secrets())));
   return context_.store.delete_volume(volume->record.id);
 }
 
@@ -445,11 +449,12 @@ Status ControllerService::validate_capabilities(
   spec.name = volume->record.name;
   spec.parameters = provider_parameters(to_map(request.parameters()));
   spec.capabilities = *capabilities;
-  Status supported = volume->provider->validate_create(spec);
+  auto controller = controller_side(*volume->provider);
+  if (!controller) return controller.status();
+  Status supported = (*controller)->validate_create(spec);
   if (supported) {
     // Judged against the volume as it is, whatever parameters this request repeats.
-    supported =
-        volume->provider->check_mutable(volume->record, to_map(request.mutable_parameters()));
+    supported = (*controller)->check_mutable(volume->record, to_map(request.mutable_parameters()));
   }
   if (!supported) {
     response->set_message(supported.message());
@@ -462,7 +467,7 @@ Status ControllerService::validate_capabilities(
                                         volume->record.access_type));
       return Status::ok();
     }
-    if (std::string why = volume->provider->capability_mismatch(volume->record, capability);
+    if (std::string why = (*controller)->capability_mismatch(volume->record, capability);
         !why.empty()) {
       response->set_message(fmt::format("volume \"{}\": {}", volume->record.name, why));
       return Status::ok();
@@ -522,7 +527,9 @@ Status ControllerService::get_capacity(const csi::v1::GetCapacityRequest& reques
       return Status::ok();
     }
   }
-  auto available = (*provider)->available_capacity();
+  auto controller = controller_side(**provider);
+  if (!controller) return controller.status();
+  auto available = (*controller)->available_capacity();
   if (!available) return available.status();
   response->set_available_capacity(*available);
   return Status::ok();
@@ -572,7 +579,9 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
                  volume->record.name, current, range->limit);
   }
   // A smaller required size is already satisfied; the provider answers as for a retry.
-  auto expanded = volume->provider->expand_volume(volume->record, wanted, range->limit);
+  auto controller = controller_side(*volume->provider);
+  if (!controller) return controller.status();
+  auto expanded = (*controller)->expand_volume(volume->record, wanted, range->limit);
   if (!expanded) {
     return expanded.status().with_context(fmt::format("volume \"{}\"", volume->record.name));
   }

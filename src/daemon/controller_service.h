@@ -80,7 +80,7 @@ class ControllerService final : public csi::v1::Controller::CallbackService {
                         csi::v1::ListSnapshotsResponse* response);
   // Runs in the background: the provider takes the snapshot, the record says how it went.
   // `secrets` stay in memory: records never hold them.
-  void take_snapshot(SnapshotRecord record, Provider* provider, std::vector<HeldLock> locks,
+  void take_snapshot(SnapshotRecord record, SnapshotSide* snapshots, std::vector<HeldLock> locks,
                      const StringMap& secrets);
   Expected<std::optional<SnapshotRecord>> settle_abandoned(SnapshotRecord record);
   // For providers copying a volume's data: its stage lock, waited for a while.

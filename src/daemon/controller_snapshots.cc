@@ -77,12 +77,12 @@ Expected<std::optional<SnapshotRecord>> ControllerService::settle_abandoned(Snap
   return std::optional<SnapshotRecord>();
 }
 
-void ControllerService::take_snapshot(SnapshotRecord record, Provider* provider,
+void ControllerService::take_snapshot(SnapshotRecord record, SnapshotSide* snapshots,
                                       std::vector<HeldLock> locks, const StringMap& secrets) {
   SnapshotSpec spec{record.name,      record.source_volume_id, record.source_volume_name,
                     record.parent_id, record.message,          context_.options.progress,
                     secrets,          staging_locker()};
-  auto created = provider->create_snapshot(spec, [&](const ProvisionedSnapshot& made) {
+  auto created = snapshots->create_snapshot(spec, [&](const ProvisionedSnapshot& made) {
     SnapshotRecord done = record;
     done.commit_id = made.id;
     done.size_bytes = made.size_bytes;
@@ -167,6 +167,8 @@ Status ControllerService::create_snapshot(const csi::v1::CreateSnapshotRequest& 
   locks.push_back(std::move(*commit_lock));
   auto volume = load_volume(context_, source_id);
   if (!volume) return volume.status();
+  auto snapshots = snapshot_side(*volume->provider);
+  if (!snapshots) return snapshots.status();
   auto parent = context_.store.latest_snapshot_of(source_id);
   if (!parent) return parent.status();
 
@@ -187,10 +189,10 @@ Status ControllerService::create_snapshot(const csi::v1::CreateSnapshotRequest& 
   locks.push_back(std::move(*work));
   ROSETCTL_RETURN_IF_ERROR(context_.store.insert_snapshot(record));
 
-  auto done = background_.start([this, record, provider = volume->provider,
+  auto done = background_.start([this, record, snapshots = *snapshots,
                                  held = std::make_shared<std::vector<HeldLock>>(std::move(locks)),
                                  secrets = to_map(request.secrets())]() mutable {
-    take_snapshot(record, provider, std::move(*held), secrets);
+    take_snapshot(record, snapshots, std::move(*held), secrets);
   });
   done.wait_for(context_.options.snapshot_wait);
   auto now = context_.store.find_snapshot(record.id);
@@ -230,7 +232,9 @@ Status ControllerService::delete_snapshot(const csi::v1::DeleteSnapshotRequest& 
   if (!record->ready) return forget();  // a failed snapshot stored nothing
   auto provider = context_.providers.by_name(record->provider);
   if (!provider) return provider.status();
-  return (*provider)->delete_snapshot_with(*record, to_map(request.secrets()), forget);
+  auto snapshots = snapshot_side(**provider);
+  if (!snapshots) return snapshots.status();
+  return (*snapshots)->delete_snapshot_with(*record, to_map(request.secrets()), forget);
 }
 
 Status ControllerService::list_snapshots(const csi::v1::ListSnapshotsRequest& request,

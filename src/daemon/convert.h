@@ -8,14 +8,11 @@
 
 #include "csi.pb.h"
 #include "providers/provider.h"
+#include "providers/volume_context.h"
 
 namespace rosetctl {
 
 inline constexpr const char* kTopologyNodeKey = "topology.rosetctl.io/node";
-// Volume context keys naming the volume and its provider, so any caller (the CLI included) can
-// show a volume by name without a second lookup.
-inline constexpr const char* kContextName = "rosetctl.io/name";
-inline constexpr const char* kContextProvider = "rosetctl.io/provider";
 // How VolumeRecord::content_source names a restore or clone source: "snapshot:<id>",
 // "volume:<id>".
 inline constexpr std::string_view kContentSourceSnapshot = "snapshot:";

@@ -13,12 +13,12 @@ bool is_dead_mount(const std::string& path) {
   return probe_path(path) == PathHealth::kDisconnected;
 }
 
-Expected<bool> repair_dead_staging(ServiceContext& context, Provider& provider,
+Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
                                    std::string_view volume_id, const std::string& staging_path) {
   if (!is_dead_mount(staging_path)) return false;
   spdlog::warn("volume \"{}\": staging \"{}\" does not answer (dead mount); repairing it",
                volume_id, staging_path);
-  ROSETCTL_RETURN_IF_ERROR(provider.revive_staging(volume_id, staging_path)
+  ROSETCTL_RETURN_IF_ERROR(node.revive_staging(volume_id, staging_path)
                                .with_context(fmt::format("volume \"{}\"", volume_id)));
   ROSETCTL_RETURN_IF_ERROR(
       context.store.set_staging_mount(volume_id, staging_path, mount_made_at(staging_path)));
@@ -42,7 +42,7 @@ Expected<bool> repair_dead_staging(ServiceContext& context, Provider& provider,
     PublishSpec spec{std::string(volume_id),  staging_path,
                      publication.target_path, *capability,
                      publication.readonly,    (*record)->context};
-    if (Status bound = provider.publish_volume(spec); !bound) {
+    if (Status bound = node.publish_volume(spec); !bound) {
       return bound.with_context(fmt::format("volume \"{}\": cannot bind \"{}\" again", volume_id,
                                             publication.target_path));
     }

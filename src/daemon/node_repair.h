@@ -13,7 +13,7 @@ namespace rosetctl {
 // Nothing to do when the staging answers. Publications are bound again with the volume's
 // stored context, when this host has the record (else their own NodePublish repairs them).
 // Call with the volume's stage lock held. True when it repaired something (mounts changed).
-Expected<bool> repair_dead_staging(ServiceContext& context, Provider& provider,
+Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
                                    std::string_view volume_id, const std::string& staging_path);
 
 // True when `path` is a mount that no longer answers.

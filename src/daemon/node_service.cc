@@ -105,9 +105,9 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
                               busy_message(fmt::format("volume \"{}\"", request.volume_id())));
   if (!stage_lock) return stage_lock.status();
 
-  auto provider = context_.providers.for_volume(request.volume_id());
-  if (!provider) return provider.status();
-  ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+  auto node = context_.providers.node_for_volume(request.volume_id());
+  if (!node) return node.status();
+  ROSETCTL_RETURN_IF_ERROR((*node)->check_volume_on_node(request.volume_id()));
   ROSETCTL_RETURN_IF_ERROR(check_access_type(context_, request.volume_id(), *capability));
 
   auto record = context_.store.find_staging(request.volume_id(), *staging);
@@ -128,7 +128,7 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
                    "volume \"{}\" is already staged at \"{}\" with a different capability",
                    request.volume_id(), *staging);
     }
-    auto repaired = repair_dead_staging(context_, **provider, request.volume_id(), *staging);
+    auto repaired = repair_dead_staging(context_, **node, request.volume_id(), *staging);
     if (!repaired) return repaired.status();
     // A record from before mount ids were recorded adopts the mount it describes.
     if (*repaired || (*record)->mount_id == 0) {
@@ -150,7 +150,7 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
                  to_map(request.publish_context()),
                  to_map(request.volume_context()),
                  to_map(request.secrets())};
-  if (Status status = (*provider)->stage_volume(spec); !status) {
+  if (Status status = (*node)->stage_volume(spec); !status) {
     (void)context_.store.delete_staging(request.volume_id(), *staging);
     if (staged.created_dir) (void)remove_directory(*staging);
     return status;
@@ -182,9 +182,9 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
           "\"{}\" is mounted but rosetctl did not stage volume \"{}\" there; not touching it",
           *staging, request.volume_id());
     }
-    auto provider = context_.providers.for_volume(request.volume_id());
-    if (!provider) return provider.status();
-    return (*provider)->check_volume_on_node(request.volume_id());  // NOT_FOUND or already done
+    auto node = context_.providers.node_for_volume(request.volume_id());
+    if (!node) return node.status();
+    return (*node)->check_volume_on_node(request.volume_id());  // NOT_FOUND or already done
   }
 
   auto publications = context_.store.node_publications_of_staging(request.volume_id(), *staging);
@@ -203,11 +203,11 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
   }
   ROSETCTL_RETURN_IF_ERROR(refuse_foreign_mount(*judged, request.volume_id(), "staging", *staging));
 
-  auto provider = context_.providers.for_volume(request.volume_id());
-  if (!provider) return provider.status();
+  auto node = context_.providers.node_for_volume(request.volume_id());
+  if (!node) return node.status();
   // Also when the mount is already gone: the provider may still hold something for it (a loop
   // device attached before a crash), and unstaging what is not mounted is fine by contract.
-  ROSETCTL_RETURN_IF_ERROR((*provider)->unstage_volume(request.volume_id(), *staging));
+  ROSETCTL_RETURN_IF_ERROR((*node)->unstage_volume(request.volume_id(), *staging));
   if ((*record)->created_dir) ROSETCTL_RETURN_IF_ERROR(remove_directory(*staging));
   return context_.store.delete_staging(request.volume_id(), *staging);
 }
@@ -248,9 +248,9 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                                              busy_message(fmt::format("target \"{}\"", *target)));
   if (!target_lock) return target_lock.status();
 
-  auto provider = context_.providers.for_volume(request.volume_id());
-  if (!provider) return provider.status();
-  ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+  auto node = context_.providers.node_for_volume(request.volume_id());
+  if (!node) return node.status();
+  ROSETCTL_RETURN_IF_ERROR((*node)->check_volume_on_node(request.volume_id()));
   ROSETCTL_RETURN_IF_ERROR(check_access_type(context_, request.volume_id(), *capability));
 
   auto staged = context_.store.find_staging(request.volume_id(), *staging);
@@ -270,7 +270,7 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   ROSETCTL_RETURN_IF_ERROR(
       refuse_foreign_mount(*staging_mount, request.volume_id(), "staging", *staging));
 
-  auto repaired = repair_dead_staging(context_, **provider, request.volume_id(), *staging);
+  auto repaired = repair_dead_staging(context_, **node, request.volume_id(), *staging);
   if (!repaired) return repaired.status();
   if (*repaired) {  // mounted anew
     ROSETCTL_RETURN_IF_ERROR(
@@ -337,7 +337,7 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
 
   PublishSpec spec{request.volume_id(), *staging,           *target,
                    *capability,         request.readonly(), to_map(request.volume_context())};
-  if (Status status = (*provider)->publish_volume(spec); !status) {
+  if (Status status = (*node)->publish_volume(spec); !status) {
     (void)context_.store.delete_node_publication(*target);
     if (publication.created_target) (void)remove_target(*target);
     return status;
@@ -368,17 +368,17 @@ Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& 
                    "\"{}\" is mounted but is not a publication of volume \"{}\"; not touching it",
                    *target, request.volume_id());
     }
-    auto provider = context_.providers.for_volume(request.volume_id());
-    if (!provider) return provider.status();
-    return (*provider)->check_volume_on_node(request.volume_id());  // NOT_FOUND or already done
+    auto node = context_.providers.node_for_volume(request.volume_id());
+    if (!node) return node.status();
+    return (*node)->check_volume_on_node(request.volume_id());  // NOT_FOUND or already done
   }
   ROSETCTL_RETURN_IF_ERROR(
       refuse_foreign_mount(*judged, request.volume_id(), "publication", *target));
 
-  auto provider = context_.providers.for_volume(request.volume_id());
-  if (!provider) return provider.status();
+  auto node = context_.providers.node_for_volume(request.volume_id());
+  if (!node) return node.status();
   if (judged->owner == MountOwner::kOurs)
-    ROSETCTL_RETURN_IF_ERROR((*provider)->unpublish_volume(request.volume_id(), *target));
+    ROSETCTL_RETURN_IF_ERROR((*node)->unpublish_volume(request.volume_id(), *target));
   if ((*record)->created_target) ROSETCTL_RETURN_IF_ERROR(remove_target(*target));
   return context_.store.delete_node_publication(*target);
 }
@@ -390,9 +390,9 @@ Status NodeService::volume_stats(const csi::v1::NodeGetVolumeStatsRequest& reque
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
   if (request.volume_path().empty())
     return error(Code::kInvalidArgument, "volume_path is required");
-  auto provider = context_.providers.for_volume(request.volume_id());
-  if (!provider) return provider.status();
-  ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+  auto node = context_.providers.node_for_volume(request.volume_id());
+  if (!node) return node.status();
+  ROSETCTL_RETURN_IF_ERROR((*node)->check_volume_on_node(request.volume_id()));
   // Only a path where this node staged or published this volume has its stats (spec: NOT_FOUND
   // when the volume is not at volume_path).
   auto path = normalize_absolute_path(request.volume_path(), "volume_path");
@@ -433,7 +433,7 @@ Status NodeService::volume_stats(const csi::v1::NodeGetVolumeStatsRequest& reque
     return Status::ok();
   }
   ROSETCTL_RETURN_IF_ERROR(fill_usage(*path, response));
-  VolumeCondition health_here = (*provider)->node_condition(request.volume_id());
+  VolumeCondition health_here = (*node)->node_condition(request.volume_id());
   condition->set_abnormal(health_here.abnormal);
   condition->set_message(health_here.abnormal ? health_here.message : "volume is healthy");
   return Status::ok();
@@ -448,7 +448,7 @@ Status NodeService::expand_volume(const csi::v1::NodeExpandVolumeRequest& reques
     return error(Code::kInvalidArgument, "volume_path is required");
   // An unknown volume is NOT_FOUND before anything about the path is judged (csi-sanity asks
   // for NOT_FOUND with a relative path and an unknown id).
-  auto owner = context_.providers.for_volume(request.volume_id());
+  auto owner = context_.providers.node_for_volume(request.volume_id());
   if (!owner) return owner.status();
   ROSETCTL_RETURN_IF_ERROR((*owner)->check_volume_on_node(request.volume_id()));
   auto path = normalize_absolute_path(request.volume_path(), "volume_path");
@@ -474,15 +474,15 @@ Status NodeService::expand_volume(const csi::v1::NodeExpandVolumeRequest& reques
                               busy_message(fmt::format("volume \"{}\"", request.volume_id())));
   if (!stage_lock) return stage_lock.status();
 
-  auto provider = context_.providers.for_volume(request.volume_id());
-  if (!provider) return provider.status();
-  ROSETCTL_RETURN_IF_ERROR((*provider)->check_volume_on_node(request.volume_id()));
+  auto node = context_.providers.node_for_volume(request.volume_id());
+  if (!node) return node.status();
+  ROSETCTL_RETURN_IF_ERROR((*node)->check_volume_on_node(request.volume_id()));
   if (probe_path(*path) == PathHealth::kMissing) {
     return error(Code::kNotFound, "volume_path \"{}\" does not exist", *path);
   }
   NodeExpandSpec spec{request.volume_id(), *path, staging,
                       request.capacity_range().required_bytes()};
-  auto capacity = (*provider)->expand_on_node(spec);
+  auto capacity = (*node)->expand_on_node(spec);
   if (!capacity) return capacity.status();
   response->set_capacity_bytes(*capacity);
   return Status::ok();

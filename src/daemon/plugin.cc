@@ -63,9 +63,11 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
                                                         : StateStore::Lifetime::kLongRunning);
   if (!store) return store.status();
   plugin->store_ = std::move(*store);
-  options.roset.node_role = options.role != PluginRole::kController;
-  auto providers = ProviderRegistry::create(layout, *plugin->store_, options.default_provider,
-                                            options.capacity_overcommit, options.roset);
+  auto providers = ProviderRegistry::create(layout, *plugin->store_,
+                                            {.default_provider = options.default_provider,
+                                             .capacity_overcommit = options.capacity_overcommit,
+                                             .node_role = options.role != PluginRole::kController,
+                                             .by_provider = options.provider_settings});
   if (!providers) return providers.status();
   plugin->providers_ = std::move(*providers);
   auto locks = LockSpace::open(layout.lock_file());

@@ -77,7 +77,9 @@ Status reconcile_node(ServiceContext& context) {
   for (const std::string& name : context.providers.names()) {
     auto provider = context.providers.by_name(name);
     if (!provider) return provider.status();
-    Status status = (*provider)->reconcile_node(locker);
+    NodeSide* node = (*provider)->node();
+    if (node == nullptr) continue;  // nothing of it on this node
+    Status status = node->reconcile_node(locker);
     if (!status) return status.with_context(fmt::format("reconcile of provider \"{}\"", name));
   }
   return Status::ok();

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "core/lock_space.h"
@@ -10,7 +11,6 @@
 #include "core/state_layout.h"
 #include "core/state_store.h"
 #include "providers/registry.h"
-#include "providers/roset/roset_config.h"
 
 namespace rosetctl {
 
@@ -33,7 +33,9 @@ struct PluginOptions {
   ProgressSink* progress = nullptr;
   // A CLI run: the plugin lives for one command (StateStore::Lifetime).
   bool one_command = false;
-  RosetConfig roset;  // the roset provider's settings
+  // Each provider's own settings by provider name (providers/provider_registration.h); an
+  // option not given takes its default.
+  std::map<std::string, ProviderSettings> provider_settings;
 };
 
 struct ServiceContext {

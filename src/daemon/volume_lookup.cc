@@ -26,7 +26,10 @@ Status fill_volume_status(const ServiceContext& context, const LoadedVolume& vol
   if (!publications) return publications.status();
   for (const auto& publication : *publications)
     status->add_published_node_ids(publication.node_id);
-  VolumeCondition condition = volume.provider->volume_condition(volume.record);
+  // A provider without a controller side has nothing to say about its volumes' health here.
+  const ControllerSide* controller = volume.provider->controller();
+  VolumeCondition condition =
+      controller != nullptr ? controller->volume_condition(volume.record) : VolumeCondition{};
   status->mutable_volume_condition()->set_abnormal(condition.abnormal);
   status->mutable_volume_condition()->set_message(condition.abnormal ? condition.message
                                                                      : "volume is healthy");

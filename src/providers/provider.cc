@@ -1,6 +1,6 @@
-// Defaults shared by providers: publish/unpublish as bind mounts from the staging path,
-// UNIMPLEMENTED snapshots, no mutable parameters, and no-op answers for what only some
-// providers need (node expansion, reconcile).
+// Defaults shared by providers: publish/unpublish as bind mounts from the staging path, no
+// mutable parameters, and no-op answers for what only some providers need (node expansion,
+// reconcile); and the UNIMPLEMENTED answer for a part a provider lacks.
 #include "providers/provider.h"
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 
 namespace rosetctl {
 
-Status Provider::publish_volume(const PublishSpec& spec) {
+Status NodeSide::publish_volume(const PublishSpec& spec) {
   auto options = parse_mount_flags(spec.capability.mount_flags);
   if (!options) return options.status();
   options->read_only = options->read_only || spec.readonly;
@@ -33,87 +33,98 @@ Status nothing_mutable(std::string_view provider, const StringMap& changes) {
 
 }  // namespace
 
-Status Provider::validate_mutable(const CreateVolumeSpec& spec) const {
+Status ControllerSide::validate_mutable(const CreateVolumeSpec& spec) const {
   return nothing_mutable(name(), spec.mutable_parameters);
 }
 
-Status Provider::check_mutable(const VolumeRecord& /*volume*/, const StringMap& parameters) const {
+Status ControllerSide::check_mutable(const VolumeRecord& /*volume*/,
+                                     const StringMap& parameters) const {
   return nothing_mutable(name(), parameters);
 }
 
-Status Provider::modify_volume(const VolumeRecord& volume, const StringMap& changes) {
+Status ControllerSide::modify_volume(const VolumeRecord& volume, const StringMap& changes) {
   return check_mutable(volume, changes);
 }
 
-Expected<ProvisionedSnapshot> Provider::create_snapshot(const SnapshotSpec&,
-                                                        const RecordSnapshot&) {
-  return no_snapshots(name());
-}
-
-Status Provider::delete_snapshot(const SnapshotRecord&) {
-  return no_snapshots(name());
-}
-
-Status Provider::delete_snapshot_with(const SnapshotRecord& snapshot, const StringMap&,
-                                      const ForgetSnapshot& forget) {
+Status SnapshotSide::delete_snapshot_with(const SnapshotRecord& snapshot, const StringMap&,
+                                          const ForgetSnapshot& forget) {
   ROSETCTL_RETURN_IF_ERROR(forget());
   return delete_snapshot(snapshot);
 }
 
-Expected<std::vector<TreeChange>> Provider::diff_snapshots(const SnapshotRecord&,
-                                                           const SnapshotRecord&) {
+Expected<std::vector<TreeChange>> SnapshotSide::diff_snapshots(const SnapshotRecord&,
+                                                               const SnapshotRecord&) {
   return no_snapshots(name());
 }
 
-Expected<SnapshotVerification> Provider::verify_snapshots(const std::vector<SnapshotRecord>&,
-                                                          ProgressSink*) {
+Expected<SnapshotVerification> SnapshotSide::verify_snapshots(const std::vector<SnapshotRecord>&,
+                                                              ProgressSink*) {
   return no_snapshots(name());
 }
 
-Expected<StorageCollection> Provider::collect_garbage(std::chrono::milliseconds) {
+Expected<StorageCollection> SnapshotSide::collect_garbage(std::chrono::milliseconds) {
   return no_snapshots(name());
 }
 
-Status Provider::unpublish_volume(std::string_view /*volume_id*/, const std::string& target_path) {
+Status NodeSide::unpublish_volume(std::string_view /*volume_id*/, const std::string& target_path) {
   return unmount_topmost(target_path);
 }
 
-std::string Provider::incompatibility(const VolumeRecord& /*existing*/,
-                                      const CreateVolumeSpec& /*spec*/) const {
+std::string ControllerSide::incompatibility(const VolumeRecord& /*existing*/,
+                                            const CreateVolumeSpec& /*spec*/) const {
   return "";
 }
 
-std::string Provider::capability_mismatch(const VolumeRecord& /*volume*/,
-                                          const Capability& /*capability*/) const {
+std::string ControllerSide::capability_mismatch(const VolumeRecord& /*volume*/,
+                                                const Capability& /*capability*/) const {
   return "";
 }
 
-Status Provider::delete_volume_with(const VolumeRecord& volume, const StringMap& /*secrets*/) {
+Status ControllerSide::delete_volume_with(const VolumeRecord& volume,
+                                          const StringMap& /*secrets*/) {
   return delete_volume(volume);
 }
 
-Status Provider::revive_staging(std::string_view volume_id, const std::string& staging_path) {
+Status NodeSide::revive_staging(std::string_view volume_id, const std::string& staging_path) {
   return error(Code::kFailedPrecondition,
                "the staging of volume \"{}\" at \"{}\" is dead (its mount does not answer); "
                "unstage and stage it again",
                volume_id, staging_path);
 }
 
-Expected<ExpandedVolume> Provider::expand_volume(const VolumeRecord& volume, int64_t required_bytes,
-                                                 int64_t /*limit_bytes*/) {
+Expected<ExpandedVolume> ControllerSide::expand_volume(const VolumeRecord& volume,
+                                                       int64_t required_bytes,
+                                                       int64_t /*limit_bytes*/) {
   return ExpandedVolume{std::max(volume.capacity_bytes, required_bytes), false};
 }
 
-Expected<int64_t> Provider::expand_on_node(const NodeExpandSpec& spec) {
+Expected<int64_t> NodeSide::expand_on_node(const NodeExpandSpec& spec) {
   return spec.required_bytes;
 }
 
-VolumeCondition Provider::node_condition(std::string_view /*volume_id*/) const {
+VolumeCondition NodeSide::node_condition(std::string_view /*volume_id*/) const {
   return {};
 }
 
-Status Provider::reconcile_node(const VolumeLocker& /*lock*/) {
+Status NodeSide::reconcile_node(const VolumeLocker& /*lock*/) {
   return Status::ok();
+}
+
+Expected<ControllerSide*> controller_side(Provider& provider) {
+  if (ControllerSide* side = provider.controller()) return side;
+  return error(Code::kUnimplemented, "provider \"{}\" has no controller side on this host",
+               provider.name());
+}
+
+Expected<SnapshotSide*> snapshot_side(Provider& provider) {
+  if (SnapshotSide* side = provider.snapshots()) return side;
+  return no_snapshots(provider.name());
+}
+
+Expected<NodeSide*> node_side(Provider& provider) {
+  if (NodeSide* side = provider.node()) return side;
+  return error(Code::kUnimplemented, "provider \"{}\" has no node side on this host",
+               provider.name());
 }
 
 }  // namespace rosetctl

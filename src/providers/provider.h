@@ -166,20 +166,19 @@ struct NodeExpandSpec {
 // Takes the locks a NodeStage of the volume would take; ABORTED while one is in flight.
 using VolumeLocker = std::function<Expected<std::vector<HeldLock>>(std::string_view volume_id)>;
 
-class Provider {
- public:
-  virtual ~Provider() = default;
+// A provider is split by side, because the sides share nothing on a provider such as iSCSI
+// (tgtadm on the controller; login and device discovery on the node): ControllerSide,
+// SnapshotSide and NodeSide below. A provider object hands out the parts it has; one class may
+// implement several (local and roset implement all three), or each part may be its own object.
 
-  // "local", "roset", "iscsi": also the prefix of every volume id the provider hands out.
+// --- controller side: making and removing storage ---
+class ControllerSide {
+ public:
+  virtual ~ControllerSide() = default;
+
+  // The provider's name, for messages (Provider::name()).
   virtual std::string_view name() const = 0;
 
-  // True when a volume can only be used on the node that holds it (reported as topology).
-  virtual bool volumes_are_node_local() const = 0;
-
-  // Ready to serve? (Probe.) A not-OK status says what is missing.
-  virtual Status check_health() const = 0;
-
-  // --- controller side ---
   // Parameters and capabilities this provider accepts; INVALID_ARGUMENT otherwise.
   virtual Status validate_create(const CreateVolumeSpec& spec) const = 0;
   // Must be safe to call again after a crash; the daemon records the result.
@@ -220,19 +219,29 @@ class Provider {
   // where it is in use on this node. The daemon records the result once this succeeded.
   // INVALID_ARGUMENT naming the key as above. Default: nothing is mutable.
   virtual Status modify_volume(const VolumeRecord& volume, const StringMap& changes);
+};
 
-  // --- snapshots (default: UNIMPLEMENTED) ---
+// --- snapshots (optional: without this part, snapshot calls are UNIMPLEMENTED) ---
+class SnapshotSide {
+ public:
+  virtual ~SnapshotSide() = default;
+
+  // The provider's name, for messages (Provider::name()).
+  virtual std::string_view name() const = 0;
+
   // Takes a snapshot of the volume and calls `record` before returning.
   virtual Expected<ProvisionedSnapshot> create_snapshot(const SnapshotSpec& spec,
-                                                        const RecordSnapshot& record);
+                                                        const RecordSnapshot& record) = 0;
   // Called after the daemon removed the record; frees what no other snapshot or volume needs
   // (now, or at the next collection when the storage is busy).
-  virtual Status delete_snapshot(const SnapshotRecord& snapshot);
+  virtual Status delete_snapshot(const SnapshotRecord& snapshot) = 0;
   // DeleteSnapshot with the request's CSI secrets. Calls `forget` where a crash leaves the
   // least behind. Default: forget, then delete_snapshot (data no record names is found by
   // garbage collection; a record whose data is gone would be a lie).
   virtual Status delete_snapshot_with(const SnapshotRecord& snapshot, const StringMap& secrets,
                                       const ForgetSnapshot& forget);
+  // The maintenance below is for snapshots whose data this host stores; a provider whose
+  // snapshots live elsewhere (roset's commits) keeps the defaults: UNIMPLEMENTED.
   // What changed from `from` to `to`, path by path.
   virtual Expected<std::vector<TreeChange>> diff_snapshots(const SnapshotRecord& from,
                                                            const SnapshotRecord& to);
@@ -240,8 +249,13 @@ class Provider {
       const std::vector<SnapshotRecord>& snapshots, ProgressSink* progress);
   // Waits up to `patience` for the storage to be free, then collects.
   virtual Expected<StorageCollection> collect_garbage(std::chrono::milliseconds patience);
+};
 
-  // --- node side ---
+// --- node side: making a volume appear on this host ---
+class NodeSide {
+ public:
+  virtual ~NodeSide() = default;
+
   // NOT_FOUND when this node cannot reach a volume with that id.
   virtual Status check_volume_on_node(std::string_view volume_id) const = 0;
   // Makes the volume appear at spec.staging_path. Leaves nothing behind on failure.
@@ -266,5 +280,29 @@ class Provider {
   // Each volume is touched only under `lock`; a busy one is in use and is left alone.
   virtual Status reconcile_node(const VolumeLocker& lock);
 };
+
+class Provider {
+ public:
+  virtual ~Provider() = default;
+
+  // "local", "roset", "iscsi": also the prefix of every volume id the provider hands out.
+  virtual std::string_view name() const = 0;
+
+  // True when a volume can only be used on the node that holds it (reported as topology).
+  virtual bool volumes_are_node_local() const = 0;
+
+  // Ready to serve? (Probe.) A not-OK status says what is missing.
+  virtual Status check_health() const = 0;
+
+  // The parts this provider has, owned by it; null for a part it lacks.
+  virtual ControllerSide* controller() = 0;
+  virtual SnapshotSide* snapshots() { return nullptr; }
+  virtual NodeSide* node() = 0;
+};
+
+// The part of `provider` a call needs; UNIMPLEMENTED naming the provider when it lacks it.
+Expected<ControllerSide*> controller_side(Provider& provider);
+Expected<SnapshotSide*> snapshot_side(Provider& provider);
+Expected<NodeSide*> node_side(Provider& provider);
 
 }  // namespace rosetctl

@@ -34,8 +34,9 @@ std::string image_kind(const VolumeRecord& volume) {
 }
 
 StringMap image_snapshot_context(const std::string& kind) {
-  StringMap context = {{kContextType, std::string(kTypeImage)},
-                       {kContextAccess, kind == "block" ? "block" : "mount"}};
+  StringMap context = {
+      {kContextType, std::string(kTypeImage)},
+      {kContextAccess, std::string(kind == "block" ? kAccessBlock : kAccessMount)}};
   if (kind != "block") context[kContextFilesystem] = kind;
   return context;
 }

@@ -158,7 +158,7 @@ Expected<ImagePlan> plan_image(const CreateVolumeSpec& spec) {
 
 StringMap image_context(const ImagePlan& plan) {
   StringMap context = {{kContextType, std::string(kTypeImage)},
-                       {kContextAccess, plan.block ? "block" : "mount"}};
+                       {kContextAccess, std::string(plan.block ? kAccessBlock : kAccessMount)}};
   if (!plan.block) context[kContextFilesystem] = plan.filesystem;
   return context;
 }

@@ -13,15 +13,9 @@
 #include "core/status.h"
 #include "core/unique_fd.h"
 #include "providers/provider.h"
+#include "providers/volume_context.h"
 
 namespace rosetctl {
-
-// Volume context keys of local volumes; node calls and the CLI read them back.
-inline constexpr const char* kContextType = "type";      // "dir" or "image"
-inline constexpr const char* kContextFilesystem = "fs";  // image mount volumes: ext4, xfs
-inline constexpr const char* kContextAccess = "access";  // image volumes: "mount", "block"
-inline constexpr std::string_view kTypeDir = "dir";
-inline constexpr std::string_view kTypeImage = "image";
 
 bool is_image_volume(const VolumeRecord& volume);
 bool is_block_volume(const VolumeRecord& volume);

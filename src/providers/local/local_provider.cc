@@ -182,7 +182,8 @@ std::string LocalProvider::capability_mismatch(const VolumeRecord& volume,
 
 Expected<ExpandedVolume> LocalProvider::expand_volume(const VolumeRecord& volume,
                                                       int64_t required_bytes, int64_t limit_bytes) {
-  if (!is_image_volume(volume)) return Provider::expand_volume(volume, required_bytes, limit_bytes);
+  if (!is_image_volume(volume))
+    return ControllerSide::expand_volume(volume, required_bytes, limit_bytes);
   auto bytes = image_bytes(std::max(required_bytes, volume.capacity_bytes), limit_bytes);
   if (!bytes) return bytes.status();
   // A mount volume's filesystem grows on the node (NodeExpandVolume, or the next stage); a
@@ -286,7 +287,7 @@ Status LocalProvider::publish_volume(const PublishSpec& spec) {
   auto volume = load(spec.volume_id);
   if (!volume) return volume.status();
   if (is_block_volume(*volume)) return image_node_.publish_block(*volume, spec);
-  return Provider::publish_volume(spec);
+  return NodeSide::publish_volume(spec);
 }
 
 Expected<int64_t> LocalProvider::expand_on_node(const NodeExpandSpec& spec) {

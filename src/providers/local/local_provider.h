@@ -21,7 +21,11 @@
 
 namespace rosetctl {
 
-class LocalProvider final : public Provider {
+// One object implements every part (the parts share its state and locks).
+class LocalProvider final : public Provider,
+                            public ControllerSide,
+                            public SnapshotSide,
+                            public NodeSide {
  public:
   // `capacity_overcommit`: image volumes may promise more space than the disk has free (see
   // ImageFiles for the policy).
@@ -30,6 +34,9 @@ class LocalProvider final : public Provider {
   std::string_view name() const override { return "local"; }
   bool volumes_are_node_local() const override { return true; }
   Status check_health() const override;
+  ControllerSide* controller() override { return this; }
+  SnapshotSide* snapshots() override { return this; }
+  NodeSide* node() override { return this; }
 
   Status validate_create(const CreateVolumeSpec& spec) const override;
   Status validate_mutable(const CreateVolumeSpec& spec) const override;

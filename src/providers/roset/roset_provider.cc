@@ -214,7 +214,7 @@ Expected<ProvisionedVolume> RosetProvider::create_volume(const CreateVolumeSpec&
                  display_quoted(node->id));
   }
   volume.capacity_bytes = spec.required_bytes;  // a folder has no size of its own
-  volume.context = {{"type", "folder"},
+  volume.context = {{kContextType, std::string(kTypeFolder)},
                     {kRosetNodeId, node->id},
                     {kRosetRootPath, path},
                     {kRosetApiUrl, endpoint->api_url}};
@@ -230,7 +230,7 @@ Status RosetProvider::check_no_restores_of(const VolumeRecord& volume) {
   std::string node_id = value_or_empty(volume.context, kRosetNodeId);
   for (const VolumeRecord& other : *volumes) {
     if (other.id == volume.id || other.provider != "roset") continue;
-    if (value_or_empty(other.context, kRosetReadOnly) == "true" &&
+    if (value_or_empty(other.context, kContextReadOnly) == "true" &&
         value_or_empty(other.context, kRosetNodeId) == node_id) {
       return error(Code::kFailedPrecondition,
                    "volume \"{}\" was restored from a snapshot of this one and shows its folder; "
@@ -249,7 +249,7 @@ Status RosetProvider::delete_volume_with(const VolumeRecord& volume, const Strin
   auto endpoint = endpoint_for(volume.context, secrets);
   if (!endpoint) return endpoint.status();
   RosetApi api(*http_, *endpoint);
-  if (value_or_empty(volume.context, kRosetReadOnly) == "true") {
+  if (value_or_empty(volume.context, kContextReadOnly) == "true") {
     // A restored volume owns only its pin on the commit, never the folder it shows.
     std::string ref = value_or_empty(volume.context, kRosetRef);
     return ref.empty() ? Status::ok() : api.delete_ref(ref);
@@ -298,8 +298,8 @@ Status RosetProvider::stage_volume(const StageSpec& spec) {
   ROSETCTL_RETURN_IF_ERROR(normalize_absolute_path(folder, "volume_context rootPath").status());
   auto endpoint = endpoint_for(context, spec.secrets);
   if (!endpoint) return endpoint.status();
-  bool read_only =
-      value_or_empty(context, kRosetReadOnly) == "true" || reader_only(spec.capability.access_mode);
+  bool read_only = value_or_empty(context, kContextReadOnly) == "true" ||
+                   reader_only(spec.capability.access_mode);
   return fuse_.stage(*endpoint, FuseUser{spec.volume_id, spec.staging_path, folder, read_only});
 }
 
@@ -309,10 +309,11 @@ Status RosetProvider::unstage_volume(std::string_view volume_id, const std::stri
 
 Status RosetProvider::publish_volume(const PublishSpec& spec) {
   PublishSpec bound = spec;
-  bound.readonly = spec.readonly || value_or_empty(spec.volume_context, kRosetReadOnly) == "true" ||
+  bound.readonly = spec.readonly ||
+                   value_or_empty(spec.volume_context, kContextReadOnly) == "true" ||
                    fuse_.staged_read_only(spec.volume_id, spec.staging_path);
   std::string sub_path = value_or_empty(spec.volume_context, kRosetSubPath);
-  if (sub_path.empty()) return Provider::publish_volume(bound);
+  if (sub_path.empty()) return NodeSide::publish_volume(bound);
   ROSETCTL_RETURN_IF_ERROR(validate_sub_path(sub_path));
   // The folder is opened without following symlinks or leaving the volume, and bound through
   // that descriptor: a symlink planted in the volume cannot aim the mount anywhere else on the
@@ -345,7 +346,7 @@ Status RosetProvider::publish_volume(const PublishSpec& spec) {
     return errno_status(failure, fmt::format("cannot open subPath \"{}\"", sub_path));
   }
   bound.staging_path = fmt::format("/proc/self/fd/{}", inside.get());
-  return Provider::publish_volume(bound);
+  return NodeSide::publish_volume(bound);
 }
 
 VolumeCondition RosetProvider::node_condition(std::string_view volume_id) const {

@@ -12,26 +12,24 @@
 #include "providers/roset/http_client.h"
 #include "providers/roset/roset_config.h"
 #include "providers/roset/shared_fuse_mounts.h"
+#include "providers/volume_context.h"
 
 namespace rosetctl {
 
-// Volume context keys (the published driver's names, so PVs read the same).
-inline constexpr const char* kRosetMountId = "mountId";
-inline constexpr const char* kRosetNodeId = "nodeId";
-inline constexpr const char* kRosetRootPath = "rootPath";
-inline constexpr const char* kRosetApiUrl = "apiUrl";
-inline constexpr const char* kRosetReadOnly = "readOnly";  // "true" for restored volumes
-inline constexpr const char* kRosetCommitId = "commitId";
-inline constexpr const char* kRosetRef = "ref";
-inline constexpr const char* kRosetSubPath = "subPath";
-
-class RosetProvider final : public Provider {
+// One object implements every part (the parts share its state and locks).
+class RosetProvider final : public Provider,
+                            public ControllerSide,
+                            public SnapshotSide,
+                            public NodeSide {
  public:
   RosetProvider(RosetConfig config, const StateLayout& layout, StateStore& store);
 
   std::string_view name() const override { return "roset"; }
   bool volumes_are_node_local() const override { return false; }
   Status check_health() const override;
+  ControllerSide* controller() override { return this; }
+  SnapshotSide* snapshots() override { return this; }
+  NodeSide* node() override { return this; }
 
   Status validate_create(const CreateVolumeSpec& spec) const override;
   Expected<ProvisionedVolume> create_volume(const CreateVolumeSpec& spec) override;

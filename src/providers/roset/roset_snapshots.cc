@@ -73,7 +73,7 @@ Expected<ProvisionedSnapshot> RosetProvider::create_snapshot(const SnapshotSpec&
     return error(Code::kNotFound, "volume \"{}\" does not exist", spec.volume_id);
   }
   const StringMap& context = (*volume)->context;
-  if (value_or_empty(context, kRosetReadOnly) == "true") {
+  if (value_or_empty(context, kContextReadOnly) == "true") {
     return error(Code::kFailedPrecondition,
                  "volume \"{}\" is a read-only restore of commit {}; snapshot the volume it came "
                  "from instead",
@@ -171,12 +171,12 @@ Expected<ProvisionedVolume> RosetProvider::create_restored_volume(const CreateVo
   ProvisionedVolume volume;
   volume.id = fmt::format("roset-restore-{}", random_hex(8));
   volume.capacity_bytes = spec.required_bytes;
-  volume.context = {{"type", "folder"},
+  volume.context = {{kContextType, std::string(kTypeFolder)},
                     {kRosetNodeId, commit->node_id.empty() ? value_or_empty(from, kRosetNodeId)
                                                            : commit->node_id},
                     {kRosetRootPath, value_or_empty(from, kRosetRootPath)},
                     {kRosetApiUrl, endpoint->api_url},
-                    {kRosetReadOnly, "true"},
+                    {kContextReadOnly, "true"},
                     {kRosetCommitId, commit_id},
                     {kRosetRef, ref}};
   if (!endpoint->mount_id.empty()) volume.context[kRosetMountId] = endpoint->mount_id;

@@ -1,0 +1,38 @@
+// The keys of the CSI volume context (and of a snapshot's context, which uses the same words)
+// that providers write and the daemon and CLI read back: one vocabulary, so that a key a
+// provider writes is the key the CLI looks for. Keys of the publish context (what
+// ControllerPublish hands to NodeStage) belong here too when a provider sets some.
+//
+// The values are stored in every volume record and PV: never rename one.
+#pragma once
+
+#include <string_view>
+
+namespace rosetctl {
+
+// --- set by the daemon for every volume, so that any caller can show it by name ---
+inline constexpr const char* kContextName = "rosetctl.io/name";
+inline constexpr const char* kContextProvider = "rosetctl.io/provider";
+
+// --- what the volume is; providers set those that apply ---
+inline constexpr const char* kContextType = "type";      // local: "dir", "image"; roset: "folder"
+inline constexpr const char* kContextFilesystem = "fs";  // image mount volumes: ext4, xfs
+inline constexpr const char* kContextAccess = "access";  // image volumes: "mount", "block"
+inline constexpr const char* kContextReadOnly = "readOnly";  // "true": only readers may attach
+
+inline constexpr std::string_view kTypeDir = "dir";
+inline constexpr std::string_view kTypeImage = "image";
+inline constexpr std::string_view kTypeFolder = "folder";
+inline constexpr std::string_view kAccessMount = "mount";
+inline constexpr std::string_view kAccessBlock = "block";
+
+// --- the roset provider's volumes (the published driver's names, so PVs read the same) ---
+inline constexpr const char* kRosetMountId = "mountId";
+inline constexpr const char* kRosetNodeId = "nodeId";
+inline constexpr const char* kRosetRootPath = "rootPath";
+inline constexpr const char* kRosetApiUrl = "apiUrl";
+inline constexpr const char* kRosetCommitId = "commitId";
+inline constexpr const char* kRosetRef = "ref";
+inline constexpr const char* kRosetSubPath = "subPath";
+
+}  // namespace rosetctl
