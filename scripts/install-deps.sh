@@ -43,6 +43,9 @@ packages=(
   # against the Kubernetes API's OpenAPI-generated models of python3-kubernetes; PyYAML reads
   # what `kubectl kustomize` renders
   python3-kubernetes python3-yaml
+  # tests: the .deb (cmake/Packaging.cmake) is checked with lintian, its rosetctl(1) rendered
+  # with man, its units checked with systemd-analyze (systemd)
+  lintian man-db systemd
 )
 
 if [[ ${EUID} -ne 0 ]]; then
