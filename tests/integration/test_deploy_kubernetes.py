@@ -138,6 +138,28 @@ def test_privilege_only_where_needed(rendered, overlay):
     assert bool((plugin.get("securityContext") or {}).get("privileged")) == (overlay == "local")
 
 
+@pytest.mark.parametrize("overlay", k8s.OVERLAYS)
+def test_no_two_containers_of_a_node_listen_on_one_port(rendered, overlay):
+    """The controller may run on a node of the DaemonSet: the ports of pods in the host's network
+    must differ from each other, and within a pod every container's must."""
+    def ports(pod: dict) -> list[int]:
+        """Ports the sidecars listen on (each once) and the ones containers declare (a declared
+        port may be a sidecar's: the plugin's livenessProbe port is the livenessprobe's)."""
+        listening, declared = [], set()
+        for c in k8s.pod_spec(pod)["containers"]:
+            declared |= {p["containerPort"] for p in c.get("ports", [])}
+            for flag in ("--http-endpoint", "--health-port"):
+                value = k8s.flag_value(c.get("args", []), flag)
+                if value is not None:
+                    listening.append(int(value.rsplit(":", 1)[-1]))
+        assert len(listening) == len(set(listening)), f"{pod['metadata']['name']}: two sidecars on one port"
+        return sorted(set(listening) | declared)
+
+    pods = [o for o in rendered[overlay] if o["kind"] in ("Deployment", "DaemonSet")]
+    host = [p for pod in pods if k8s.pod_spec(pod).get("hostNetwork") for p in ports(pod)]
+    assert len(host) == len(set(host)), f"pods in the host's network share a port: {sorted(host)}"
+
+
 def known_flags(cli) -> set[str]:
     """Every long flag the binary's help lists: the global ones and serve's."""
     text = cli.ok("--help", with_state_dir=False).stdout + cli.ok("serve", "--help", with_state_dir=False).stdout
