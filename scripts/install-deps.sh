@@ -39,6 +39,13 @@ packages=(
   # with this kernel (it has the iSCSI initiator the host kernel lacks) and a static busybox
   # as its init
   qemu-system-x86 linux-image-amd64 busybox-static
+  # tests: deploy/kubernetes is checked offline (tests/integration/test_deploy_kubernetes.py)
+  # against the Kubernetes API's OpenAPI-generated models of python3-kubernetes; PyYAML reads
+  # what `kubectl kustomize` renders
+  python3-kubernetes python3-yaml
+  # tests: the .deb (cmake/Packaging.cmake) is checked with lintian, its rosetctl(1) rendered
+  # with man, its units checked with systemd-analyze (systemd)
+  lintian man-db systemd
 )
 
 if [[ ${EUID} -ne 0 ]]; then
@@ -51,6 +58,14 @@ for package in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "${package}" 2>/dev/null || true)
   [[ ${status} == "install ok installed" ]] || missing+=("${package}")
 done
+
+# tests: `kubectl kustomize` renders deploy/kubernetes. Debian's kubernetes-client (kubectl
+# 1.20, kustomize v2) is enough: the manifests keep to what kustomize v2 knows. A kubectl that
+# is already there (another vendor's package owns /usr/bin/kubectl and would conflict) is used
+# as it is.
+if ! command -v kubectl >/dev/null; then
+  missing+=(kubernetes-client)
+fi
 
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#packages[@]} packages present"

@@ -14,7 +14,7 @@ step "building (release)"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)"
 
-step "installing rosetctl to /usr/local/bin"
+step "installing rosetctl to /usr/local (binary, rosetctl(1), completions, systemd units)"
 cmake --install build/release --prefix /usr/local >/dev/null
 command -v rosetctl
 
