@@ -720,6 +720,15 @@ Expected<std::vector<Staging>> StateStore::stagings(std::string_view volume_id) 
   });
 }
 
+Expected<std::vector<Staging>> StateStore::all_stagings() {
+  return read([&](sqlite::Connection& connection) {
+    return select_all(
+        prepare(connection, fmt::format("SELECT {} FROM stagings ORDER BY volume_id, staging_path",
+                                        kStagingColumns)),
+        read_staging);
+  });
+}
+
 Status StateStore::delete_staging(std::string_view volume_id, std::string_view staging_path) {
   return write([&](sqlite::Connection& connection) {
     return run(prepare(connection,

@@ -184,6 +184,8 @@ class StateStore {
   Expected<std::optional<Staging>> find_staging(std::string_view volume_id,
                                                 std::string_view staging_path);
   Expected<std::vector<Staging>> stagings(std::string_view volume_id);
+  // Every staging on this node, whatever volume (a consumer holds no volume records).
+  Expected<std::vector<Staging>> all_stagings();
   Status delete_staging(std::string_view volume_id, std::string_view staging_path);
 
   // Node publications on this node. Their writes survive a crash of the process but may be

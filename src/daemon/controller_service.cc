@@ -178,6 +178,17 @@ Status check_node_registered(ServiceContext& context, std::string_view node_id) 
                node_id);
 }
 
+// The registry's record of a node; for this plugin's own node when it never registered, a
+// record with only its id.
+Expected<NodeRecord> node_record(ServiceContext& context, std::string_view node_id) {
+  auto node = context.store.find_node(node_id);
+  if (!node) return node.status();
+  if (node->has_value()) return std::move(**node);
+  NodeRecord own;
+  own.node_id = std::string(node_id);
+  return own;
+}
+
 int64_t unix_now() {
   return static_cast<int64_t>(::time(nullptr));
 }
@@ -186,6 +197,15 @@ int64_t unix_now() {
 constexpr std::chrono::seconds kStagingPatience{30};
 
 }  // namespace
+
+Expected<StringMap> ControllerService::map_to_node(
+    const LoadedVolume& volume, const csi::v1::ControllerPublishVolumeRequest& request) {
+  auto node = node_record(context_, request.node_id());
+  if (!node) return node.status();
+  auto controller = controller_side(*volume.provider);
+  if (!controller) return controller.status();
+  return (*controller)->map_to_node(volume.record, *node, to_map(request.secrets()));
+}
 
 StagingLocker ControllerService::staging_locker() const {
   return [&locks = context_.locks](std::string_view volume_id) {
@@ -373,7 +393,12 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
                    "or read-only flag",
                    volume->record.name, request.node_id());
     }
-    fill_map(publication.publish_context, response->mutable_publish_context());
+    // Mapped again: a target daemon may have lost what it had (mapping is idempotent).
+    auto mapped = map_to_node(*volume, request);
+    if (!mapped) return mapped.status();
+    StringMap context = publication.publish_context;
+    context.insert(mapped->begin(), mapped->end());
+    fill_map(context, response->mutable_publish_context());
     return Status::ok();
   }
 
@@ -399,11 +424,16 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
     }
   }
 
+  // The node can reach the volume before the publication is recorded: a crash in between
+  // leaves a mapping the retry makes again, never a record of a mapping that does not exist.
+  auto mapped = map_to_node(*volume, request);
+  if (!mapped) return mapped.status();
   ControllerPublication publication{request.volume_id(),
                                     request.node_id(),
                                     request.readonly(),
                                     key,
                                     {{"readonly", request.readonly() ? "true" : "false"}}};
+  publication.publish_context.insert(mapped->begin(), mapped->end());
   ROSETCTL_RETURN_IF_ERROR(context_.store.upsert_controller_publication(publication));
   fill_map(publication.publish_context, response->mutable_publish_context());
   return Status::ok();
@@ -428,6 +458,14 @@ Status ControllerService::unpublish_volume(
         busy_message(
             fmt::format("volume \"{}\" on node \"{}\"", request.volume_id(), publication.node_id)));
     if (!lock) return lock.status();
+    auto volume = load_volume(context_, request.volume_id());
+    if (!volume) return volume.status();
+    auto node = node_record(context_, publication.node_id);
+    if (!node) return node.status();
+    auto controller = controller_side(*volume->provider);
+    if (!controller) return controller.status();
+    // Unmapped first: a crash before the record goes leaves a record the retry unmaps again.
+    ROSETCTL_RETURN_IF_ERROR((*controller)->unmap_from_node(volume->record, *node));
     ROSETCTL_RETURN_IF_ERROR(
         context_.store.delete_controller_publication(request.volume_id(), publication.node_id));
   }

@@ -8,6 +8,7 @@
 #include "daemon/background_work.h"
 #include "daemon/handler_pool.h"
 #include "daemon/service_context.h"
+#include "daemon/volume_lookup.h"
 
 namespace rosetctl {
 
@@ -85,6 +86,9 @@ class ControllerService final : public csi::v1::Controller::CallbackService {
   Expected<std::optional<SnapshotRecord>> settle_abandoned(SnapshotRecord record);
   // For providers copying a volume's data: its stage lock, waited for a while.
   StagingLocker staging_locker() const;
+  // The provider lets the request's node reach the volume (ControllerSide::map_to_node).
+  Expected<StringMap> map_to_node(const LoadedVolume& volume,
+                                  const csi::v1::ControllerPublishVolumeRequest& request);
 
   ServiceContext& context_;
   HandlerPool& handlers_;

@@ -67,6 +67,7 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
                                             {.default_provider = options.default_provider,
                                              .capacity_overcommit = options.capacity_overcommit,
                                              .node_role = options.role != PluginRole::kController,
+                                             .controller_role = options.role != PluginRole::kNode,
                                              .by_provider = options.provider_settings});
   if (!providers) return providers.status();
   plugin->providers_ = std::move(*providers);
@@ -181,6 +182,7 @@ Status Plugin::reload_tls(std::chrono::milliseconds grace) {
 }
 
 Status Plugin::reconcile() {
+  if (context_->options.role != PluginRole::kNode) reconcile_controller(*context_);
   return reconcile_node(*context_);
 }
 

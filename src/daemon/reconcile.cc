@@ -85,4 +85,17 @@ Status reconcile_node(ServiceContext& context) {
   return Status::ok();
 }
 
+void reconcile_controller(ServiceContext& context) {
+  for (const std::string& name : context.providers.names()) {
+    auto provider = context.providers.by_name(name);
+    if (!provider) continue;
+    ControllerSide* controller = (*provider)->controller();
+    if (controller == nullptr) continue;
+    if (Status status = controller->reconcile_controller(); !status) {
+      spdlog::error("startup reconcile of provider \"{}\" failed: {}", name,
+                    escape_text(status.message()));
+    }
+  }
+}
+
 }  // namespace rosetctl

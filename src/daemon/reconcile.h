@@ -12,4 +12,9 @@ namespace rosetctl {
 
 Status reconcile_node(ServiceContext& context);
 
+// A controller starts: each provider brings what it keeps outside the state database (a
+// target daemon's targets) back in line with it. A provider that cannot is logged, not fatal:
+// its calls say why until it can.
+void reconcile_controller(ServiceContext& context);
+
 }  // namespace rosetctl

@@ -46,6 +46,19 @@ Status ControllerSide::modify_volume(const VolumeRecord& volume, const StringMap
   return check_mutable(volume, changes);
 }
 
+Expected<StringMap> ControllerSide::map_to_node(const VolumeRecord&, const NodeRecord&,
+                                                const StringMap&) {
+  return StringMap{};
+}
+
+Status ControllerSide::unmap_from_node(const VolumeRecord&, const NodeRecord&) {
+  return Status::ok();
+}
+
+Status ControllerSide::reconcile_controller() {
+  return Status::ok();
+}
+
 Status SnapshotSide::delete_snapshot_with(const SnapshotRecord& snapshot, const StringMap&,
                                           const ForgetSnapshot& forget) {
   ROSETCTL_RETURN_IF_ERROR(forget());

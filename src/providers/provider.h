@@ -219,6 +219,19 @@ class ControllerSide {
   // where it is in use on this node. The daemon records the result once this succeeded.
   // INVALID_ARGUMENT naming the key as above. Default: nothing is mutable.
   virtual Status modify_volume(const VolumeRecord& volume, const StringMap& changes);
+
+  // --- map and unmap (ControllerPublish / ControllerUnpublish) ---
+  // Lets `node` reach the volume (`node` is its registry record; for this plugin's own node
+  // when it never registered, only its id); returns what the node needs to attach it, added to
+  // the publish context. Called before the publication is recorded and on every retry, so it
+  // must be idempotent. Default: nothing to do (the volume is reachable as it is).
+  virtual Expected<StringMap> map_to_node(const VolumeRecord& volume, const NodeRecord& node,
+                                          const StringMap& secrets);
+  // The reverse, before the publication record goes; idempotent. Default: nothing to do.
+  virtual Status unmap_from_node(const VolumeRecord& volume, const NodeRecord& node);
+  // A controller starts: external state the provider keeps (targets of a target daemon) is
+  // brought in line with the state database. Default: nothing to do.
+  virtual Status reconcile_controller();
 };
 
 // --- snapshots (optional: without this part, snapshot calls are UNIMPLEMENTED) ---

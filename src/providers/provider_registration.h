@@ -47,6 +47,8 @@ struct ProviderContext {
   bool capacity_overcommit = false;
   bool is_default = false;
   bool node_role = true;
+  bool controller_role = true;  // this process serves the controller side (not serve --role node
+                                // nor a CLI run with --controller)
 };
 
 struct ProviderRegistration {

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "core/validate.h"
+#include "providers/iscsi/iscsi_registration.h"
 #include "providers/local/local_registration.h"
 #include "providers/roset/roset_registration.h"
 
@@ -18,6 +19,7 @@ const std::vector<ProviderRegistration>& registered_providers() {
   static const std::vector<ProviderRegistration> providers = {
       local_registration(),
       roset_registration(),
+      iscsi_registration(),
   };
   return providers;
 }
@@ -40,7 +42,8 @@ Expected<std::unique_ptr<ProviderRegistry>> ProviderRegistry::create(const State
                             .settings = own,
                             .capacity_overcommit = settings.capacity_overcommit,
                             .is_default = settings.default_provider == registration.name,
-                            .node_role = settings.node_role};
+                            .node_role = settings.node_role,
+                            .controller_role = settings.controller_role};
     auto provider = registration.create(context);
     if (!provider) return provider.status();
     registry->providers_.push_back(std::move(*provider));
@@ -55,10 +58,6 @@ Expected<std::unique_ptr<ProviderRegistry>> ProviderRegistry::create(const State
 Expected<Provider*> ProviderRegistry::by_name(std::string_view name) const {
   for (const auto& provider : providers_) {
     if (provider->name() == name) return provider.get();
-  }
-  if (name == "iscsi") {
-    return error(Code::kInvalidArgument, "provider \"{}\" is not available yet in this build",
-                 name);
   }
   return error(Code::kInvalidArgument, "unknown provider {} (available: {})", display_quoted(name),
                fmt::join(names(), ", "));

@@ -22,6 +22,7 @@ class ProviderRegistry {
     std::string default_provider = "local";  // serves CreateVolume calls that do not name one
     bool capacity_overcommit = false;
     bool node_role = true;
+    bool controller_role = true;
     std::map<std::string, ProviderSettings> by_provider;
   };
 

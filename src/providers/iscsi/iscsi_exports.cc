@@ -88,6 +88,11 @@ Expected<std::vector<std::string>> IscsiExports::restore(std::string_view provid
 Expected<std::vector<std::string>> IscsiExports::restore_exports() {
   std::lock_guard<std::mutex> one_at_a_time(restore_mutex_);
   std::vector<std::string> done;
+  auto volumes = store_.list_volumes("", 0);
+  if (!volumes) return volumes.status();
+  std::erase_if(*volumes,
+                [&](const VolumeRecord& volume) { return volume.provider != provider_name_; });
+  if (volumes->empty()) return done;  // nothing to export: the target daemon is not asked
   auto existing = backend_->list_targets();
   if (!existing) return existing.status();
   auto has = [&](const std::string& id) {
@@ -96,10 +101,7 @@ Expected<std::vector<std::string>> IscsiExports::restore_exports() {
     }
     return static_cast<const TargetInfo*>(nullptr);
   };
-  auto volumes = store_.list_volumes("", 0);
-  if (!volumes) return volumes.status();
   for (const VolumeRecord& volume : *volumes) {
-    if (volume.provider != provider_name_) continue;
     const TargetInfo* target = has(volume.id);
     if (target == nullptr || !target->has_lun) {
       ROSETCTL_RETURN_IF_ERROR(export_volume(volume.id));

@@ -19,19 +19,23 @@
 namespace rosetctl {
 namespace {
 
-Status validate_parameters(const StringMap& parameters) {
+Status validate_parameters(const StringMap& parameters, const LocalFlavor& flavor) {
   for (const auto& [key, value] : parameters) {
     if (key.starts_with(kKubernetesParameterPrefix)) continue;
     if (key == kContextType) {
+      if (flavor.images_only && value == kTypeDir) {
+        return error(Code::kInvalidArgument,
+                     "parameter type=dir: {} volumes are always image-backed (type image)",
+                     flavor.name);
+      }
       if (value == kTypeDir || value == kTypeImage) continue;
-      return error(Code::kInvalidArgument,
-                   "parameter type={} is not a local volume type (types: dir, image)",
-                   display_quoted(value));
+      return error(Code::kInvalidArgument, "parameter type={} is not a {} volume type (types: {})",
+                   display_quoted(value), flavor.name, flavor.images_only ? "image" : "dir, image");
     }
     if (key == kParameterDirectIo) continue;  // checked with the mutable parameters
     return error(Code::kInvalidArgument,
-                 "unknown parameter {} for the local provider (known: type, {})",
-                 display_quoted(key), kParameterDirectIo);
+                 "unknown parameter {} for the {} provider (known: type, {})", display_quoted(key),
+                 flavor.name, kParameterDirectIo);
   }
   return Status::ok();
 }
@@ -43,10 +47,12 @@ bool asks_for_dir(const CreateVolumeSpec& spec) {
 
 }  // namespace
 
-LocalProvider::LocalProvider(StateLayout layout, StateStore& store, bool capacity_overcommit)
+LocalProvider::LocalProvider(StateLayout layout, StateStore& store, bool capacity_overcommit,
+                             LocalFlavor flavor)
     : layout_(std::move(layout)),
+      flavor_(std::move(flavor)),
       store_(store),
-      images_(layout_.root + "/images", capacity_overcommit),
+      images_(layout_.root + "/" + flavor_.images_dir, capacity_overcommit),
       image_node_(images_, store) {}
 
 Expected<VolumeRecord> LocalProvider::load(std::string_view volume_id) const {
@@ -70,7 +76,7 @@ Status LocalProvider::check_health() const {
 }
 
 Status LocalProvider::validate_create(const CreateVolumeSpec& spec) const {
-  ROSETCTL_RETURN_IF_ERROR(validate_parameters(spec.parameters));
+  ROSETCTL_RETURN_IF_ERROR(validate_parameters(spec.parameters, flavor_));
   ROSETCTL_RETURN_IF_ERROR(validate_mutable(spec));
   bool block = std::any_of(spec.capabilities.begin(), spec.capabilities.end(),
                            [](const Capability& c) { return c.access_type == AccessType::kBlock; });
@@ -110,7 +116,7 @@ Status LocalProvider::modify_volume(const VolumeRecord& volume, const StringMap&
 
 Expected<ProvisionedVolume> LocalProvider::create_volume(const CreateVolumeSpec& spec) {
   ProvisionedVolume volume;
-  volume.id = fmt::format("local-{}", random_hex(8));
+  volume.id = fmt::format("{}-{}", flavor_.name, random_hex(8));
   // A restore or clone fills the new volume's data directory or image completely before the
   // daemon records the volume, so a recorded volume is never half filled.
   if (spec.source.kind != VolumeSource::Kind::kNone) return create_from_source(volume.id, spec);

@@ -21,6 +21,15 @@
 
 namespace rosetctl {
 
+// What distinguishes another provider built on local image volumes (iscsi: images exported by
+// a target daemon): its name (the volume id prefix), its images' directory under the state dir,
+// and whether directory volumes are refused.
+struct LocalFlavor {
+  std::string name = "local";
+  std::string images_dir = "images";
+  bool images_only = false;
+};
+
 // One object implements every part (the parts share its state and locks).
 class LocalProvider final : public Provider,
                             public ControllerSide,
@@ -29,9 +38,12 @@ class LocalProvider final : public Provider,
  public:
   // `capacity_overcommit`: image volumes may promise more space than the disk has free (see
   // ImageFiles for the policy).
-  LocalProvider(StateLayout layout, StateStore& store, bool capacity_overcommit);
+  LocalProvider(StateLayout layout, StateStore& store, bool capacity_overcommit,
+                LocalFlavor flavor = {});
 
-  std::string_view name() const override { return "local"; }
+  std::string_view name() const override { return flavor_.name; }
+  // The image file of an image volume.
+  std::string image_path(std::string_view volume_id) const { return images_.image(volume_id); }
   bool volumes_are_node_local() const override { return true; }
   Status check_health() const override;
   ControllerSide* controller() override { return this; }
@@ -106,6 +118,7 @@ class LocalProvider final : public Provider,
                      const CreateVolumeSpec& spec, int64_t bytes);
 
   StateLayout layout_;
+  LocalFlavor flavor_;
   StateStore& store_;
   ImageFiles images_;
   ImageNode image_node_;

@@ -1,0 +1,187 @@
+"""The iscsi provider end to end: volumes exported by a real tgtd on this host, mapped to nodes by
+their initiator names, checked from the initiator's side with libiscsi; and a QEMU guest as the
+consumer host, attaching them with open-iscsi through `rosetctl --controller`.
+
+The host kernel has no iSCSI initiator, so the consumer side runs only in the guest
+(guest_lab.py); the controller side runs here, with tgtd on 127.0.0.1 (the guest's 10.0.2.2)."""
+from __future__ import annotations
+
+import shutil
+import socket
+
+from guest_lab import HOST_ADDRESS
+from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, read_lun
+
+MiB = 1024 * 1024
+EXIT_NOT_FOUND = 3
+EXIT_WRONG_STATE = 5
+
+
+def provider_flags(tgtd, portal: str | None = None) -> list[str]:
+    return ["--provider", "iscsi", "--iscsi-portal", portal or tgtd.portal,
+            "--iscsi-tgt-control-port", str(tgtd.control_port)]
+
+
+def iqn(volume_id: str) -> str:
+    return f"{IQN_PREFIX}:{volume_id}"
+
+
+def our_targets(tgtd) -> list[str]:
+    shown = tgtd.tgtadm("--op", "show", "--mode", "target")
+    assert shown.rc == 0, shown.describe()
+    return [line.split(": ", 1)[1] for line in shown.stdout.splitlines() if line.startswith("Target ")]
+
+
+def test_map_lets_only_the_mapped_node_in_and_the_database_rebuilds_a_restarted_tgtd(cli, tgtd):
+    flags = provider_flags(tgtd)
+    cli.ok(*flags, "--node-id", "controller", "node", "register", "--iscsi-initiator", INITIATOR_A)
+    # A second node, registered as it would register itself.
+    cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
+    cli.ok(*flags, "--node-id", "node-b", "node", "register", "--iscsi-initiator", INITIATOR_B)
+    volume = cli.ok_json(*flags, "volume", "create", "data", "--size", "64Mi")
+    vid = volume["id"]
+    assert vid.startswith("iscsi-") and volume["capacity_bytes"] == 64 * MiB, volume
+    # Exported at once, closed to everyone until mapped.
+    assert our_targets(tgtd) == [iqn(vid)]
+    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A), Lun)
+
+    mapped = cli.ok_json(*flags, "volume", "map", "data", "--node", "node-a")
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A) == Lun(vid, 64 * MiB), mapped
+    refused = read_lun(tgtd.portal, iqn(vid), INITIATOR_B)
+    assert not isinstance(refused, Lun), "an initiator of a node the volume is not mapped to got in"
+    # Idempotent: mapping again changes nothing.
+    cli.ok(*flags, "volume", "map", "data", "--node", "node-a")
+    # A mapped volume is not deleted.
+    busy = cli.run(*flags, "volume", "delete", "data")
+    assert busy.rc == EXIT_WRONG_STATE, busy.describe()
+    assert our_targets(tgtd) == [iqn(vid)]
+
+    # tgtd keeps nothing across its restart: the next call finds the target missing and makes
+    # every target and ACL again from the state database.
+    tgtd.restart()
+    assert our_targets(tgtd) == []
+    cli.ok(*flags, "volume", "map", "data", "--node", "node-a")
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A) == Lun(vid, 64 * MiB)
+
+    # Expansion reaches the LUN.
+    cli.ok(*flags, "volume", "expand", "data", "--size", "96Mi")
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A) == Lun(vid, 96 * MiB)
+
+    cli.ok(*flags, "volume", "unmap", "data", "--node", "node-a")
+    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A), Lun), "unmapped, still let in"
+    cli.ok(*flags, "volume", "delete", "data")
+    assert our_targets(tgtd) == []
+
+
+def test_serve_restores_every_target_at_start(cli, tgtd, start_serve):
+    flags = provider_flags(tgtd)
+    cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
+    vid = cli.ok_json(*flags, "volume", "create", "kept", "--size", "32Mi")["id"]
+    cli.ok(*flags, "volume", "map", "kept", "--node", "node-a")
+    tgtd.restart()
+    assert our_targets(tgtd) == []
+    server = start_serve(extra=["--role", "controller", *flags])
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A) == Lun(vid, 32 * MiB), server.log()
+    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_B), Lun)
+
+
+def test_a_node_without_an_initiator_name_or_a_controller_without_a_portal_is_refused(cli, tgtd):
+    flags = provider_flags(tgtd)
+    cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
+    cli.ok(*flags, "volume", "create", "data", "--size", "32Mi")
+    no_portal = cli.run("--provider", "iscsi", "--iscsi-tgt-control-port", str(tgtd.control_port),
+                        "volume", "map", "data", "--node", "node-a")
+    assert no_portal.rc == EXIT_WRONG_STATE and "--iscsi-portal" in no_portal.stderr, no_portal.describe()
+    unknown = cli.run(*flags, "volume", "map", "data", "--node", "node-z")
+    assert unknown.rc == EXIT_NOT_FOUND and "node-z" in unknown.stderr, unknown.describe()
+    dirs = cli.run(*flags, "volume", "create", "d", "--type", "dir")
+    assert dirs.rc == 2 and "image" in dirs.stderr, dirs.describe()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_guest_consumer_connects_writes_disconnects_and_finds_its_data_again(
+        cli, tgtd, start_serve, workdir, guest_lab_factory, rosetctl_binary):
+    tls = workdir / "tls"
+    cli.ok("tls", "init", "--dir", str(tls), "--ip", HOST_ADDRESS)
+    cli.ok("tls", "issue", "guest-1", "--dir", str(tls))
+    cli.ok("tls", "issue", "guest-2", "--dir", str(tls))
+    port = free_port()
+    flags = provider_flags(tgtd, portal=f"{HOST_ADDRESS}:{tgtd.port}")
+    start_serve(extra=["--role", "controller", "--node-id", "controller", *flags,
+                       "--listen", f"127.0.0.1:{port}", "--tls-cert", str(tls / "controller.crt"),
+                       "--tls-key", str(tls / "controller.key"), "--tls-ca", str(tls / "ca.crt")])
+    cli.ok(*flags, "volume", "create", "data", "--size", "64Mi")
+    cli.ok(*flags, "volume", "create", "raw", "--size", "32Mi", "--block")
+
+    def consumer(guest) -> str:
+        # The guest sees its own directory (the host's /tmp is a tmpfs of its own there): its
+        # certificate travels there, as an operator copies it to a consumer host.
+        own = guest.dir / "tls"
+        own.mkdir(parents=True)
+        for file in ("ca.crt", f"{guest.name}.crt", f"{guest.name}.key"):
+            shutil.copy2(tls / file, own / file)
+        return (f"{rosetctl_binary} --controller {HOST_ADDRESS}:{port} --node-id {guest.name} "
+                f"--tls-cert {own}/{guest.name}.crt --tls-key {own}/{guest.name}.key "
+                f"--tls-ca {own}/ca.crt")
+
+    guest = guest_lab_factory("guest-1")
+    other = guest_lab_factory("guest-2")
+    ctl = consumer(guest)
+    guest.start()
+    try:
+        first = guest.run(f"""set -e
+{ctl} volume connect data --target /mnt/data
+echo hello-from-the-guest > /mnt/data/note
+grep -q ' /mnt/data ext4 ' /proc/mounts
+{ctl} volume disconnect data
+! grep -q ' /mnt/data ' /proc/mounts
+{ctl} volume connect data --target /mnt/data
+cat /mnt/data/note
+{ctl} volume connect raw --target /dev/raw-disk
+blockdev --getsize64 /dev/raw-disk
+""", timeout=180)
+        assert first.rc == 0, first.describe() + guest.console()
+        lines = first.stdout.splitlines()
+        assert "hello-from-the-guest" in lines, first.describe()
+        assert str(32 * MiB) in lines, first.describe()
+
+        # The controller maps the volume to this node only.
+        shown = cli.ok_json(*flags, "volume", "show", "data")
+        assert shown["published_nodes"] == ["guest-1"], shown
+
+        # Expand while connected: the LUN grows on the controller, the guest rescans and grows
+        # the filesystem.
+        grown = guest.run(f"""set -e
+{ctl} volume expand data --size 96Mi
+df -B1 --output=size /mnt/data | tail -1
+""", timeout=120)
+        assert grown.rc == 0, grown.describe()
+        assert int(grown.stdout.split()[-1]) > 80 * MiB, grown.describe()
+
+        # Another host cannot log in to a volume that is not mapped to it.
+        other.start()
+        iqn_data = iqn(shown["id"])
+        refused = other.run(f"""
+iscsiadm -m node -o new -T {iqn_data} -p {HOST_ADDRESS}:{tgtd.port} >/dev/null
+iscsiadm -m node -T {iqn_data} -p {HOST_ADDRESS}:{tgtd.port} --login
+""", timeout=90)
+        assert refused.rc != 0, refused.describe()
+
+        done = guest.run(f"""set -e
+{ctl} volume disconnect data
+{ctl} volume disconnect raw
+iscsiadm -m session 2>&1 || true
+""", timeout=120)
+        assert done.rc == 0, done.describe()
+        assert "iqn." not in done.stdout, done.describe()
+    finally:
+        guest.kill()
+        other.kill()
+    # Disconnected and unmapped: the controller may delete them.
+    cli.ok(*flags, "volume", "delete", "data")
+    cli.ok(*flags, "volume", "delete", "raw")
