@@ -18,6 +18,9 @@ complete -c rosetctl -n '__fish_use_subcommand' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_use_subcommand' -l roset-fuse
 complete -c rosetctl -n '__fish_use_subcommand' -l fuse-credentials
 complete -c rosetctl -n '__fish_use_subcommand' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_use_subcommand' -l iscsi-portal
+complete -c rosetctl -n '__fish_use_subcommand' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_use_subcommand' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_use_subcommand' -l controller
 complete -c rosetctl -n '__fish_use_subcommand' -l on-node
 complete -c rosetctl -n '__fish_use_subcommand' -l tls-cert
@@ -49,6 +52,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l tls-cert
@@ -90,6 +96,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l tls-cert
@@ -113,6 +122,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from list' -l tls-cert
@@ -136,6 +148,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from show' -l tls-cert
@@ -160,6 +175,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from expand' -l tls-cert
@@ -184,6 +202,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from modify' -l tls-cert
@@ -207,6 +228,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from delete' -l tls-cert
@@ -232,6 +256,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from map' -l tls-cert
@@ -256,6 +283,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from unmap' -l tls-cert
@@ -281,6 +311,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from connect' -l tls-cert
@@ -306,6 +339,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from disconnect' -l tls-cert
@@ -330,6 +366,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l tls-cert
@@ -353,6 +392,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-ca-bundl
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l tls-cert
@@ -386,6 +428,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from commit' -l tls-cert
@@ -410,6 +455,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from list' -l tls-cert
@@ -433,6 +481,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from show' -l tls-cert
@@ -459,6 +510,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from restore' -l tls-cert
@@ -482,6 +536,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from delete' -l tls-cert
@@ -505,6 +562,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from diff' -l tls-cert
@@ -528,6 +588,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from verify' -l tls-cert
@@ -551,6 +614,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_s
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot; and __fish_seen_subcommand_from gc' -l tls-cert
@@ -581,6 +647,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l tls-cert
@@ -604,6 +673,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from tls' -l tls-cert
@@ -637,6 +709,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcom
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from init' -l tls-cert
@@ -666,6 +741,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcom
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from issue' -l tls-cert
@@ -689,6 +767,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcom
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from tls; and __fish_seen_subcommand_from show' -l tls-cert
@@ -712,6 +793,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -l tls-cert
@@ -740,6 +824,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l tls-cert
@@ -765,6 +852,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from register' -l tls-cert
@@ -788,6 +878,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from list' -l tls-cert
@@ -811,6 +904,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l tls-cert
@@ -835,6 +931,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l tls-cert
@@ -858,6 +957,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l tls-cert
@@ -882,6 +984,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin; and __fish_seen_subcommand_from info' -l tls-cert
@@ -905,6 +1010,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-ca-bundle
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l tls-cert
@@ -928,6 +1036,9 @@ complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-ca-bun
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-fuse
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l fuse-credentials
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l iscsi-tgt-control-port
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l controller
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l tls-cert
