@@ -16,7 +16,7 @@ SOURCE = Path(os.environ.get("ROSETCTL_SOURCE_DIR") or Path(__file__).resolve().
 DEPLOY = k8s.deploy_dir(SOURCE)
 
 # Flags of the iscsi provider (issue 20) that a rosetctl without it does not have yet.
-ISCSI_FLAGS = {"--iscsi-portal", "--iscsi-iqn-prefix", "--tgt-control-port"}
+ISCSI_FLAGS = {"--iscsi-portal", "--iscsi-iqn-prefix", "--iscsi-tgt-control-port"}
 
 
 @pytest.fixture(scope="module")
