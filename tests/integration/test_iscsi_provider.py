@@ -6,6 +6,9 @@ The host kernel has no iSCSI initiator, so the consumer side runs only in the gu
 (guest_lab.py); the controller side runs here, with tgtd on 127.0.0.1 (the guest's 10.0.2.2)."""
 from __future__ import annotations
 
+import json
+import os
+import secrets
 import shutil
 import socket
 
@@ -98,6 +101,32 @@ def test_a_node_without_an_initiator_name_or_a_controller_without_a_portal_is_re
     assert dirs.rc == 2 and "image" in dirs.stderr, dirs.describe()
 
 
+def write_secrets(path, secrets: dict) -> None:
+    path.write_text(json.dumps(secrets))
+    os.chmod(path, 0o600)
+
+
+def test_chap_from_the_publish_secrets_closes_the_target_to_initiators_without_it(cli, tgtd, workdir):
+    flags = provider_flags(tgtd)
+    password = "s3cret-" + secrets.token_hex(8)
+    secrets_file = workdir / "chap.json"
+    write_secrets(secrets_file, {"chap-user": "consumer-a", "chap-password": password})
+    cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
+    vid = cli.ok_json(*flags, "volume", "create", "locked", "--size", "32Mi")["id"]
+    mapped = cli.run_json(*flags, "--secrets-file", str(secrets_file), "volume", "map", "locked",
+                          "--node", "node-a")
+    assert mapped.rc == 0, mapped.describe()
+    assert password not in mapped.stdout + mapped.stderr
+    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A), Lun), "let in without CHAP"
+    wrong = read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=("consumer-a", "not-the-password"))
+    assert not isinstance(wrong, Lun), "let in with a wrong CHAP password"
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=("consumer-a", password)) == Lun(vid, 32 * MiB)
+    # Half a credential is refused, naming what is missing.
+    write_secrets(secrets_file, {"chap-password": password})
+    half = cli.run(*flags, "--secrets-file", str(secrets_file), "volume", "map", "locked", "--node", "node-a")
+    assert half.rc == 2 and "chap-user" in half.stderr and password not in half.stderr, half.describe()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -117,6 +146,7 @@ def test_a_guest_consumer_connects_writes_disconnects_and_finds_its_data_again(
                        "--tls-key", str(tls / "controller.key"), "--tls-ca", str(tls / "ca.crt")])
     cli.ok(*flags, "volume", "create", "data", "--size", "64Mi")
     cli.ok(*flags, "volume", "create", "raw", "--size", "32Mi", "--block")
+    cli.ok(*flags, "volume", "create", "locked", "--size", "32Mi")
 
     def consumer(guest) -> str:
         # The guest sees its own directory (the host's /tmp is a tmpfs of its own there): its
@@ -149,6 +179,17 @@ blockdev --getsize64 /dev/raw-disk
         lines = first.stdout.splitlines()
         assert "hello-from-the-guest" in lines, first.describe()
         assert str(32 * MiB) in lines, first.describe()
+
+        # CHAP: the same secrets reach the controller's publish (the target's account) and the
+        # guest's stage (its node record, written without a command line).
+        chap = guest.dir / "chap.json"
+        write_secrets(chap, {"chap-user": "guest-1", "chap-password": "s3cret-" + secrets.token_hex(8)})
+        locked = guest.run(f"""set -e
+{ctl} --secrets-file {chap} volume connect locked --target /mnt/locked
+grep -q ' /mnt/locked ext4 ' /proc/mounts
+{ctl} --secrets-file {chap} volume disconnect locked
+""", timeout=120)
+        assert locked.rc == 0, locked.describe()
 
         # The controller maps the volume to this node only.
         shown = cli.ok_json(*flags, "volume", "show", "data")
@@ -185,3 +226,4 @@ iscsiadm -m session 2>&1 || true
     # Disconnected and unmapped: the controller may delete them.
     cli.ok(*flags, "volume", "delete", "data")
     cli.ok(*flags, "volume", "delete", "raw")
+    cli.ok(*flags, "volume", "delete", "locked")
