@@ -3,6 +3,7 @@
 
 #include "core/log.h"
 #include "core/mountinfo.h"
+#include "core/validate.h"
 #include "daemon/node_paths.h"
 #include "daemon/volume_locks.h"
 

@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""The iscsi provider's speed (issue 20): `volume connect` and `volume disconnect` of an iSCSI
+volume on a consumer (a QEMU guest under TCG, as in the tests), p50 of N, timed inside the guest;
+and the controller's map/unmap (ControllerPublish/Unpublish through the CLI) per second on the
+host, against the same map/unmap of a local provider volume to the controller's own node in the
+same run (the cost of driving tgtd). Results in bench/README.md.
+
+The guest is the tests' guest lab (tests/integration/guest_lab.py) and tgtd the tests' own
+(tgtd_lab.py). Run as root from the repository, after a release build:
+    sudo /usr/bin/python3 bench/iscsi/connect.py [--cycles N]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+BINARY = os.environ.setdefault("ROSETCTL_BIN", str(ROOT / "build" / "release" / "src" / "rosetctl"))
+
+import guest_lab  # noqa: E402
+import tgtd_lab  # noqa: E402
+
+HOST = guest_lab.HOST_ADDRESS
+
+
+def run(*args, env=None) -> str:
+    done = subprocess.run([BINARY, *map(str, args)], capture_output=True, text=True, env=env, timeout=120)
+    if done.returncode != 0:
+        raise SystemExit(f"rosetctl {' '.join(map(str, args))} failed: {done.stderr}")
+    return done.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def map_rate(state: Path, flags: list, volume: str, node: str, cycles: int) -> float:
+    started = time.perf_counter()
+    for _ in range(cycles):
+        run("--state-dir", state, *flags, "volume", "map", volume, "--node", node)
+        run("--state-dir", state, *flags, "volume", "unmap", volume, "--node", node)
+    return cycles / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cycles", type=int, default=10, help="connect+disconnect cycles in the guest")
+    parser.add_argument("--map-cycles", type=int, default=50, help="map+unmap pairs per provider")
+    options = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="rosetctl-iscsibench-", dir="/var/tmp"))
+    tgtd = tgtd_lab.Tgtd(work)
+    serve = None
+    guest = None
+    boot = work / "boot"
+    try:
+        tgtd.start()
+        state = work / "state"
+        flags = ["--provider", "iscsi", "--iscsi-portal", f"{HOST}:{tgtd.port}",
+                 "--iscsi-tgt-control-port", tgtd.control_port]
+        tls = work / "tls"
+        run("tls", "init", "--dir", tls, "--ip", HOST)
+        run("tls", "issue", "guest", "--dir", tls)
+
+        # The controller's map/unmap rate: iscsi (tgtd's ACL) against local (a record only).
+        run("--state-dir", state, *flags, "--node-id", "controller", "node", "register",
+            "--iscsi-initiator", tgtd_lab.INITIATOR_A)
+        run("--state-dir", state, *flags, "--node-id", "bench", "node", "register",
+            "--iscsi-initiator", tgtd_lab.INITIATOR_B)
+        run("--state-dir", state, *flags, "volume", "create", "mapped", "--size", "32Mi")
+        run("--state-dir", state, "--node-id", "controller", "volume", "create", "plain", "--size", "32Mi",
+            "--type", "image")
+        iscsi_rate = map_rate(state, flags, "mapped", "bench", options.map_cycles)
+        local_rate = map_rate(state, ["--node-id", "controller"], "plain", "controller", options.map_cycles)
+
+        # connect/disconnect in a guest, through `serve --listen` on this host.
+        port = free_port()
+        serve = subprocess.Popen(
+            [BINARY, "--state-dir", state, "--node-id", "controller", *map(str, flags), "serve",
+             "--role", "controller", "--endpoint", f"unix://{work}/csi.sock", "--listen", f"127.0.0.1:{port}",
+             "--tls-cert", tls / "controller.crt", "--tls-key", tls / "controller.key", "--tls-ca", tls / "ca.crt"],
+            stdout=subprocess.DEVNULL, stderr=open(work / "serve.log", "w"))
+        run("--state-dir", state, *flags, "volume", "create", "data", "--size", "64Mi")
+        boot.mkdir()
+        files = guest_lab.prepare_boot_files(boot)
+        guest = guest_lab.Guest(files, work / "guest", "guest")
+        own = guest.dir / "tls"
+        own.mkdir(parents=True)
+        for name in ("ca.crt", "guest.crt", "guest.key"):
+            shutil.copy2(tls / name, own / name)
+        ctl = (f"{BINARY} --controller {HOST}:{port} --node-id guest --tls-cert {own}/guest.crt "
+               f"--tls-key {own}/guest.key --tls-ca {own}/ca.crt")
+        guest.start()
+        script = f"""set -e
+ms() {{ echo $(( $(date +%s%N) / 1000000 )); }}
+for i in $(seq {options.cycles}); do
+  a=$(ms); {ctl} volume connect data --target /mnt/data >/dev/null; b=$(ms)
+  {ctl} volume disconnect data >/dev/null; c=$(ms)
+  echo "$((b - a)) $((c - b))"
+done
+"""
+        result = guest.run(script, timeout=60 * options.cycles + 120)
+        if result.rc != 0:
+            raise SystemExit(f"the guest's cycles failed: {result.describe()}")
+        pairs = [tuple(map(int, line.split())) for line in result.stdout.split("\n") if line.strip()]
+        # The first connect formats the disk: reported apart.
+        first = pairs[0]
+        rest = pairs[1:] or pairs
+        print(f"guest connect (first, with mkfs): {first[0]} ms, disconnect {first[1]} ms")
+        print(f"guest connect p50 of {len(rest)}: {statistics.median(p[0] for p in rest):.0f} ms, "
+              f"disconnect p50: {statistics.median(p[1] for p in rest):.0f} ms")
+        print(f"controller map+unmap pairs/s: iscsi {iscsi_rate:.1f}, local {local_rate:.1f} "
+              f"(ratio {iscsi_rate / local_rate:.2f})")
+    finally:
+        if guest is not None:
+            guest.kill()
+        if serve is not None:
+            serve.kill()
+            serve.wait()
+        tgtd.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
