@@ -10,6 +10,15 @@ bool is_non_ascii(char c) {
   return static_cast<unsigned char>(c) >= 0x80;
 }
 
+// What a bare value (a number, date or boolean) or bare key is made of. toml++ scans a bare value
+// up to a terminator (whitespace, a newline, ',', ']', '}' or '#'), testing each character for
+// whitespace on the way: a quote right after such a character (never valid TOML) starts no
+// string for it, so none starts one here either.
+bool is_bare_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '+' || c == ':';
+}
+
 class Scanner {
  public:
   explicit Scanner(std::string_view text) : text_(text) {}
@@ -58,8 +67,13 @@ class Scanner {
               "ASCII: quote it)");
         }
         if (c == '#') context_ = Context::kComment;
-        if (c == '"') context_ = starts_with("\"\"\"") ? Context::kMultiBasic : Context::kBasic;
-        if (c == '\'') context_ = starts_with("'''") ? Context::kMultiLiteral : Context::kLiteral;
+        if (c == '"' && !is_bare_char(last_outside_)) {
+          context_ = starts_with("\"\"\"") ? Context::kMultiBasic : Context::kBasic;
+        }
+        if (c == '\'' && !is_bare_char(last_outside_)) {
+          context_ = starts_with("'''") ? Context::kMultiLiteral : Context::kLiteral;
+        }
+        last_outside_ = c;
         advance(context_ == Context::kMultiBasic || context_ == Context::kMultiLiteral ? 3 : 1);
         return std::nullopt;
       case Context::kComment:
@@ -127,6 +141,7 @@ class Scanner {
   int line_ = 1;
   int column_ = 1;
   Context context_ = Context::kOutside;
+  char last_outside_ = '\n';  // the last character read outside strings and comments
 };
 
 }  // namespace
