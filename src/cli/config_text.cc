@@ -11,12 +11,17 @@ bool is_non_ascii(char c) {
 }
 
 // What a bare value (a number, date or boolean) or bare key is made of. toml++ scans a bare value
-// up to a terminator (whitespace, a newline, ',', ']', '}' or '#'), testing each character for
-// whitespace on the way: a quote right after such a character (never valid TOML) starts no
-// string for it, so none starts one here either.
+// up to a terminator (whitespace, a line end, ',', ']', '}' or '#'; not a quote, '.' or '='),
+// testing each character for whitespace on the way, so a quote inside such a scan (never valid
+// TOML) starts no string for it, and none starts one here either.
 bool is_bare_char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-' || c == '+' || c == ':';
+         c == '-' || c == '+' || c == ':' || c == '.';
+}
+
+bool ends_bare_scan(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == ']' || c == '}' ||
+         c == '#';
 }
 
 class Scanner {
@@ -66,18 +71,25 @@ class Scanner {
               "a non-ASCII character outside a string or comment (TOML keys and whitespace are "
               "ASCII: quote it)");
         }
+        // The first '=' of a line ends a bare key ('a="é"'); a later one is inside a value.
+        if (is_bare_char(c)) bare_scan_ = true;
+        if (ends_bare_scan(c) || (c == '=' && !equals_seen_)) bare_scan_ = false;
+        if (c == '=') equals_seen_ = true;
+        if (c == '\n') equals_seen_ = false;
         if (c == '#') context_ = Context::kComment;
-        if (c == '"' && !is_bare_char(last_outside_)) {
+        if (c == '"' && !bare_scan_) {
           context_ = starts_with("\"\"\"") ? Context::kMultiBasic : Context::kBasic;
         }
-        if (c == '\'' && !is_bare_char(last_outside_)) {
+        if (c == '\'' && !bare_scan_) {
           context_ = starts_with("'''") ? Context::kMultiLiteral : Context::kLiteral;
         }
-        last_outside_ = c;
         advance(context_ == Context::kMultiBasic || context_ == Context::kMultiLiteral ? 3 : 1);
         return std::nullopt;
       case Context::kComment:
-        if (c == '\n') context_ = Context::kOutside;
+        if (c == '\n') {
+          context_ = Context::kOutside;
+          equals_seen_ = false;
+        }
         advance();
         return std::nullopt;
       case Context::kBasic:
@@ -141,7 +153,8 @@ class Scanner {
   int line_ = 1;
   int column_ = 1;
   Context context_ = Context::kOutside;
-  char last_outside_ = '\n';  // the last character read outside strings and comments
+  bool bare_scan_ = false;    // in a bare key or value, where toml++ sees no strings
+  bool equals_seen_ = false;  // this line has had its '=' outside strings
 };
 
 }  // namespace

@@ -55,6 +55,8 @@ BROKEN_CONFIGS = [
     ('state-dir = """\\\n\u00a7"""\n', 2, 1, "first after a backslash in a multi-line string"),
     ('state-dir = """\\ \u00e1\n"""\n', 1, 18, "first after a backslash in a multi-line string"),
     ('output = 0"\u00e9"\n', 1, 12, "a non-ASCII character outside a string"),  # a bare value's scan
+    ('output = 2""\u00a7"\n', 1, 13, "a non-ASCII character outside a string"),
+    ('output = 2="\u00a7"\n', 1, 13, "a non-ASCII character outside a string"),
 ]
 
 
