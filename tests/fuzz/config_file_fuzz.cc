@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ namespace {
 const std::string& config_path() {
   static const std::string path =
       "/tmp/rosetctl-fuzz-config-" + std::to_string(::getpid()) + ".toml";
+  // Removed when the fuzzer exits (a crash leaves it, beside the input that caused it).
+  static const int removed_at_exit = std::atexit([] { ::unlink(path.c_str()); });
+  (void)removed_at_exit;
   return path;
 }
 

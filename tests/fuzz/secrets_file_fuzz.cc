@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "cli/secrets_file.h"
@@ -13,6 +14,9 @@ namespace {
 const std::string& secrets_path() {
   static const std::string path =
       "/tmp/rosetctl-fuzz-secrets-" + std::to_string(::getpid()) + ".json";
+  // Removed when the fuzzer exits (a crash leaves it, beside the input that caused it).
+  static const int removed_at_exit = std::atexit([] { ::unlink(path.c_str()); });
+  (void)removed_at_exit;
   return path;
 }
 
