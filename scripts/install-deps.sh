@@ -6,6 +6,9 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git clang-format
+  # the fuzz targets (tests/fuzz, the fuzz preset): clang 14 and its libFuzzer runtime; the
+  # sanitizers' runtimes come with clang
+  clang-14 libfuzzer-14-dev
   # libraries (README.md "Dependencies" says why each one is here)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libspdlog-dev libfmt-dev

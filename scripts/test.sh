@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: formatting, unit tests under ASan+UBSan, then every
-# unit, integration and conformance test against the release build (as root: real mounts).
+# The whole test suite, as CI runs it: formatting, unit tests under ASan+UBSan, a short run of
+# each fuzz target, then every unit, integration and conformance test against the release build
+# (as root: real mounts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +26,9 @@ cmake --build --preset asan -j "${jobs}" --target ${unit_targets}
 
 step "unit tests under ASan+UBSan"
 ctest --preset asan -j "${jobs}"
+
+step "fuzz targets of the input parsers, 15 s each (tests/fuzz/run.sh; a build of their own)"
+tests/fuzz/run.sh 15
 
 step "all tests (unit, integration, conformance) on the release build"
 ctest --preset release

@@ -17,6 +17,7 @@
 #include "cli/tls_cmd.h"
 #include "cli/volume_cmd.h"
 #include "core/fs_freeze.h"
+#include "core/full_filesystem.h"
 #include "core/log.h"
 #include "core/version.h"
 #include "providers/provider_registration.h"
@@ -269,6 +270,9 @@ int run(int argc, char** argv) {
     return kExitUsage;
   }
   Status status = action();
+  // A full disk here is on this host's state directory; one at a controller (--controller)
+  // is on that host's, which this host cannot see.
+  if (globals.controller.empty()) status = name_full_filesystem(status, globals.state_dir);
   if (!status.is_ok()) {
     std::fprintf(stderr, "rosetctl: %s\n", status.message().c_str());
     return exit_code_for(status.code());

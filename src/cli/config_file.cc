@@ -9,10 +9,13 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "cli/config_text.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -41,7 +44,12 @@ class TomlConfig : public CLI::Config {
   // CLI11's protocol for a config reader: items, or a ParseError thrown (it becomes exit 2).
   std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
     std::string path = file_name();
-    toml::parse_result parsed = toml::parse(input, path);
+    const std::string text(std::istreambuf_iterator<char>(input), {});
+    if (auto unsafe = find_unsafe_config_text(text)) {
+      throw CLI::ConfigError(fmt::format("config file \"{}\", line {}, column {}: {}", path,
+                                         unsafe->line, unsafe->column, unsafe->what));
+    }
+    toml::parse_result parsed = toml::parse(text, path);
     if (!parsed) fail(parsed.error().source(), std::string(parsed.error().description()));
     std::vector<CLI::ConfigItem> items;
     std::vector<std::string> parents;

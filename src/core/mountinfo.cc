@@ -110,6 +110,14 @@ Status parse_fields(const std::vector<std::string_view>& fields, MountEntry* ent
   return Status::ok();
 }
 
+// Mount points in the table never end in "/" (except "/" itself): the kernel prints none, and one
+// read with it would never be found by the lookups below. Callers' paths may.
+std::string_view without_trailing_slashes(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/')
+    path.remove_suffix(1);
+  return path;
+}
+
 Expected<MountEntry> parse_line(std::string_view line) {
   std::vector<std::string_view> fields = split(line, ' ');
   MountEntry entry;
@@ -121,16 +129,9 @@ Expected<MountEntry> parse_line(std::string_view line) {
   auto source = unescape(fields[fields.size() - 2], "source");
   if (!source) return source.status();
   entry.root = std::move(*root);
-  entry.mount_point = std::move(*mount_point);
+  entry.mount_point = std::string(without_trailing_slashes(*mount_point));
   entry.source = std::move(*source);
   return entry;
-}
-
-// Mount points in the table never end in "/" (except "/" itself); callers' paths may.
-std::string_view without_trailing_slashes(std::string_view path) {
-  while (path.size() > 1 && path.back() == '/')
-    path.remove_suffix(1);
-  return path;
 }
 
 }  // namespace

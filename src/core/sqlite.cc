@@ -16,8 +16,18 @@ std::string database_name(sqlite3* db) {
   return fmt::format("state database {}", file != nullptr && *file != '\0' ? file : "(unnamed)");
 }
 
+// Never repaired or replaced here: the records are the only list of what exists on disk, so a
+// state database made anew would forget volumes and snapshots that are still there.
+Status damaged(const std::string& where, std::string_view what) {
+  return error(Code::kDataLoss,
+               "{} is damaged ({}); rosetctl does not use or rebuild a damaged state database: "
+               "restore it, with its -wal file, from a backup",
+               where, what);
+}
+
 // Busy and locked only come back once the busy timeout has run out, so the caller may retry;
-// a UNIQUE/PRIMARY KEY violation is the caller's duplicate; a full disk is the operator's to fix.
+// a UNIQUE/PRIMARY KEY violation is the caller's duplicate; a full disk is the operator's to fix;
+// a damaged file is refused.
 Status sqlite_error(sqlite3* db, int rc) {
   const std::string where = database_name(db);
   const std::string what = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
@@ -27,6 +37,9 @@ Status sqlite_error(sqlite3* db, int rc) {
       return error(Code::kAborted, "state store busy: {}: {}; retry", where, what);
     case SQLITE_FULL:
       return error(Code::kResourceExhausted, "{}: {}; free space on its filesystem", where, what);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return damaged(where, what);
     case SQLITE_CONSTRAINT:
       if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
         return error(Code::kAlreadyExists, "{}: {}", where, what);
@@ -209,6 +222,17 @@ Expected<Connection> Connection::open(const std::string& path,
   ROSETCTL_RETURN_IF_ERROR(
       connection.exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-256"));
   return connection;
+}
+
+Status Connection::check_integrity() {
+  Expected<Statement> statement = prepare("PRAGMA quick_check");
+  if (!statement) return statement.status();
+  Expected<bool> row = statement->step();
+  if (!row) return row.status();
+  // One row "ok", or up to 100 rows each naming a problem: the first says enough.
+  const std::string verdict = *row ? statement->column_text(0) : "no verdict";
+  if (verdict == "ok") return Status::ok();
+  return damaged(database_name(db_.get()), verdict);
 }
 
 Status Connection::exec(std::string_view sql) {

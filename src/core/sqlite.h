@@ -100,6 +100,10 @@ class Connection {
   // prepare(sql) and run it: for the frequent statements without rows (BEGIN, COMMIT, ...).
   Status run(std::string_view sql);
 
+  // PRAGMA quick_check: every page of every table and index read and its structure checked
+  // (O(size of the database)). DATA_LOSS naming the file when anything is damaged.
+  Status check_integrity();
+
   // Rows inserted, updated or deleted by the most recent statement.
   int64_t changes() const;
   // False in autocommit mode, true between BEGIN and COMMIT/ROLLBACK.

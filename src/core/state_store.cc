@@ -500,6 +500,10 @@ Expected<std::unique_ptr<StateStore>> StateStore::open(const std::string& state_
   ROSETCTL_RETURN_IF_ERROR(create_private_file(path));
   Expected<sqlite::Connection> connection = sqlite::Connection::open(path);
   if (!connection) return connection.status();
+  // Checked once per process, before anything reads or writes a record: damage in a page no
+  // call of this process reads would otherwise go unseen, and a write into a damaged b-tree
+  // can spread it. It costs a read of the whole file, which is small.
+  ROSETCTL_RETURN_IF_ERROR(connection->check_integrity());
   ROSETCTL_RETURN_IF_ERROR(migrate(*connection, path));
   constexpr int kOneCommandWalPages = 100;
   std::unique_ptr<StateStore> store(

@@ -1,6 +1,8 @@
 // ControllerModifyVolume: the provider checks and applies the mutable parameters given, the
 // daemon records them. Only the keys given change (the spec: nothing is modified because a key
 // is absent), and applying what is already in effect again is a no-op, so retries are safe.
+// Naming nothing is therefore a no-op too (the CSI sanity suite sends exactly that), once the
+// volume is known to exist.
 #include <spdlog/spdlog.h>
 
 #include "core/validate.h"
@@ -14,15 +16,12 @@ namespace rosetctl {
 Status ControllerService::modify_volume(const csi::v1::ControllerModifyVolumeRequest& request) {
   ROSETCTL_RETURN_IF_ERROR(check_volume_id(request.volume_id()));
   StringMap changes = to_map(request.mutable_parameters());
-  if (changes.empty()) {
-    return error(Code::kInvalidArgument,
-                 "mutable_parameters is required: the parameters to change and their new values");
-  }
   // Exclusive, like an expansion: no stage attaches a loop device while its settings change.
   auto lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kExclusive);
   if (!lock) return lock.status();
   auto volume = load_volume(context_, request.volume_id());
   if (!volume) return volume.status();
+  if (changes.empty()) return Status::ok();
 
   // Applied first, then recorded: a crash in between leaves the old value recorded, which the
   // CO's retry (it never saw an answer) applies and records again. A stage cannot come between,

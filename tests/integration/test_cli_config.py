@@ -49,6 +49,14 @@ BROKEN_CONFIGS = [
     ('output = "yaml"\n', 1, 10, "yaml not in"),
     ('capacity-overcommit = "yes"\n', 1, 23, "takes true or false"),
     ('state-dir = ["/a", "/b"]\n', 1, 13, "takes one value, not a list"),
+    # Characters toml++ 3.3 must not test for whitespace (cli/config_text.h): refused before it.
+    ("\n\u02caK\n", 2, 1, "a non-ASCII character outside a string or comment"),
+    ('# caf\u00e9\noutput = "json" \u00e9\n', 2, 17, "a non-ASCII character outside a string"),
+    ('state-dir = """\\\n\u00a7"""\n', 2, 1, "first after a backslash in a multi-line string"),
+    ('state-dir = """\\ \u00e1\n"""\n', 1, 18, "first after a backslash in a multi-line string"),
+    ('output = 0"\u00e9"\n', 1, 12, "a non-ASCII character outside a string"),  # a bare value's scan
+    ('output = 2""\u00a7"\n', 1, 13, "a non-ASCII character outside a string"),
+    ('output = 2="\u00a7"\n', 1, 13, "a non-ASCII character outside a string"),
 ]
 
 
@@ -63,6 +71,14 @@ def test_broken_config_files_are_usage_errors_naming_file_line_and_problem(workd
         assert rc == 2 and where in err and what in err, (
             f"{text!r}: expected exit 2 with {where!r} and {what!r}, got {rc}: {err}")
         assert "INI" not in err and "++" not in err, err
+
+
+def test_non_ascii_in_strings_and_comments_is_read(workdir):
+    config = workdir / "config.toml"
+    state = workdir / "caf\u00e9 \u02ca"
+    config.write_text(f'# r\u00e9pertoire\nstate-dir = """\\\n  {state}"""\n')
+    rc, _, err = run("volume", "create", "a", env_extra={"ROSETCTL_CONFIG": str(config)})
+    assert rc == 0 and (state / "state.db").exists(), f"expected the state dir {state}, got {rc}: {err}"
 
 
 def test_config_sections_set_verb_flags_and_flags_still_win(workdir):

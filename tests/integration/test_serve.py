@@ -190,6 +190,29 @@ def test_unknown_volume_id_is_not_found(csi, server):
         grpc.StatusCode.NOT_FOUND, "ControllerGetVolume of an unknown id")
 
 
+def test_modify_without_mutable_parameters_is_a_no_op_or_not_found(csi, cli, server):
+    # The CSI sanity suite in its default configuration sends exactly this, against directory
+    # volumes: the spec changes only what is named, so naming nothing changes nothing.
+    pb2 = csi.pb2
+    capability = mount_capability(pb2)
+    directory = server.controller.CreateVolume(
+        pb2.CreateVolumeRequest(name="modify-dir", volume_capabilities=[capability]), timeout=CALL_TIMEOUT).volume
+    image = server.controller.CreateVolume(pb2.CreateVolumeRequest(
+        name="modify-image", parameters={"type": "image"}, mutable_parameters={"directIO": "false"},
+        capacity_range=pb2.CapacityRange(required_bytes=16 * 2**20), volume_capabilities=[capability]),
+        timeout=CALL_TIMEOUT).volume
+    for volume in (directory, image):
+        before = cli.volume(volume.volume_id)
+        server.controller.ControllerModifyVolume(
+            pb2.ControllerModifyVolumeRequest(volume_id=volume.volume_id), timeout=CALL_TIMEOUT)
+        after = cli.volume(volume.volume_id)
+        assert after == before, f"expected an empty modify to change nothing, was {before}, is {after}"
+    details = expect_code(lambda: server.controller.ControllerModifyVolume(
+        pb2.ControllerModifyVolumeRequest(volume_id="local-0123456789abcdef"), timeout=CALL_TIMEOUT),
+        grpc.StatusCode.NOT_FOUND, "ControllerModifyVolume without parameters of an unknown id")
+    assert "local-0123456789abcdef" in details, f"expected the message to name the volume: {details!r}"
+
+
 # ---------------------------------------------------------------- the socket and the process
 
 def test_socket_is_created_with_mode_0660(server):

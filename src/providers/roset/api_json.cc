@@ -2,6 +2,7 @@
 #include "providers/roset/api_json.h"
 
 #include <ctime>
+#include <limits>
 
 namespace rosetctl {
 namespace {
@@ -139,7 +140,10 @@ Expected<RosetPage> parse_page(const json& body, std::string_view what) {
     int64_t total = number(body, {"total"});
     int64_t number_of_page = number(body, {"page"});
     int64_t size = number(body, {"pageSize", "page_size"});
-    page.has_more = total > 0 && number_of_page > 0 && size > 0 && number_of_page * size < total;
+    // Compared as pages, not as number_of_page * size: the server's numbers may be big enough
+    // for the product to overflow.
+    page.has_more = total > 0 && number_of_page > 0 && size > 0 &&
+                    number_of_page < total / size + (total % size != 0 ? 1 : 0);
   }
   page.next_cursor = text(body, {"nextCursor", "next_cursor"});
   return page;
@@ -151,6 +155,10 @@ int64_t parse_timestamp_ns(std::string_view value) {
   const char* rest = ::strptime(copy.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
   if (rest == nullptr) return 0;
   int64_t seconds = static_cast<int64_t>(::timegm(&tm));
+  // Nanoseconds in an int64_t reach 292 years either side of 1970; a time outside (a server's
+  // year 1012 or 9999) cannot be given and is as unparsable.
+  constexpr int64_t kMaxSeconds = std::numeric_limits<int64_t>::max() / 1'000'000'000 - 1;
+  if (seconds > kMaxSeconds || seconds < -kMaxSeconds) return 0;
   int64_t fraction_ns = 0;
   if (*rest == '.') {
     int64_t scale = 100'000'000;

@@ -97,6 +97,19 @@ TEST_CASE("mountinfo: stacked mounts", "[mountinfo]") {
   CHECK(table.find_by_target("/nowhere") == nullptr);
 }
 
+// Found by fuzz_mountinfo (tests/fuzz): a mount point read with a trailing slash was in the
+// table but never found by it.
+TEST_CASE("mountinfo: a mount point with trailing slashes is found by its path", "[mountinfo]") {
+  MountTable table = parse_ok(
+      "24 27 0:6 / /devhms// rw,relatime - devtmpfs devtmpfs rw\n"
+      "25 27 0:7 / / rw - ext4 /dev/vda1 rw\n");
+  REQUIRE(table.entries().size() == 2);
+  CHECK(table.entries()[0].mount_point == "/devhms");
+  CHECK(table.find_by_target("/devhms") != nullptr);
+  CHECK(table.count_at("/devhms/") == 1);
+  CHECK(table.entries()[1].mount_point == "/");
+}
+
 TEST_CASE("mountinfo: under() matches whole path components", "[mountinfo]") {
   MountTable table = parse_ok(kNodeTable);
   CHECK(mount_points(table.under("/a")) == std::vector<std::string>{"/a", "/a", "/a/b"});

@@ -91,3 +91,25 @@ TEST_CASE("bodies that are not JSON are reported, not thrown", "[roset]") {
   CHECK(parsed.status().message().find("look up node n") != std::string::npos);
   CHECK(parse_json_body("", "x")->is_null());
 }
+
+// Found by fuzz_roset_api_json (tests/fuzz): both were signed overflows (undefined behaviour),
+// caught by UBSan, that the release build turned into wrong answers.
+TEST_CASE("times beyond what nanoseconds hold are unparsable, not wrapped", "[roset]") {
+  CHECK(parse_timestamp_ns("1012-05-01T12:34:56Z") == 0);
+  CHECK(parse_timestamp_ns("9999-12-31T23:59:59.999Z") == 0);
+  CHECK(parse_timestamp_ns("2200-01-01T00:00:00Z") == 7'258'118'400'000'000'000LL);
+}
+
+TEST_CASE("a page number far past the total has no more, without overflowing", "[roset]") {
+  auto page = parse_page(json::parse(R"({"items":[],"page":4611686018427387904,"pageSize":4,
+                                         "total":5})"),
+                         "x");
+  REQUIRE(page);
+  CHECK_FALSE(page->has_more);
+  auto second = parse_page(json::parse(R"({"items":[],"page":1,"pageSize":4,"total":5})"), "x");
+  REQUIRE(second);
+  CHECK(second->has_more);
+  auto last = parse_page(json::parse(R"({"items":[],"page":2,"pageSize":4,"total":5})"), "x");
+  REQUIRE(last);
+  CHECK_FALSE(last->has_more);
+}
