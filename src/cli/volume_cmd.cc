@@ -48,9 +48,9 @@ csi::v1::VolumeCapability default_capability() {
 void note_unreachable(OutputFormat format, const nlohmann::json& volume) {
   if (format != OutputFormat::kTable) return;
   for (const auto& node : volume["unreachable_nodes"]) {
-    std::fprintf(
-        stderr, "rosetctl: note: node \"%s\" not asked (%s): its connections are not shown\n",
-        node["node"].get<std::string>().c_str(), node["reason"].get<std::string>().c_str());
+    std::fprintf(stderr, "rosetctl: note: node \"%s\" is left out of this view: %s\n",
+                 node["node"].get<std::string>().c_str(),
+                 node["reason"].get<std::string>().c_str());
   }
 }
 

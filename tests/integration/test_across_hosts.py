@@ -580,7 +580,7 @@ def test_the_controller_lists_where_each_node_has_a_volume_connected(site):
     [down] = listed["unreachable_nodes"]
     assert down["node"] == "consumer-b" and "consumer-b" in down["reason"], listed
     table = site.alice.ok("volume", "list")
-    assert 'node "consumer-b" not asked' in table.stderr and volume_id in table.stdout, table.describe()
+    assert 'node "consumer-b" is left out of this view' in table.stderr and volume_id in table.stdout, table.describe()
 
     # A node registered without an address cannot be asked either: consumer-a, seen from consumer-b.
     from_b = site.b.volume(volume_id)
