@@ -121,6 +121,22 @@ class CsiClient {
     node_via_controller_ = csi::v1::Node::NewStub(controller_channel_);
     node_state_via_controller_ = v1::NodeState::NewStub(controller_channel_);
   }
+  // NodeState of registered node `node_id` through the controller's proxy, asked once with a
+  // short `deadline` and no retry (the combined `volume list` asks every node: one that is down
+  // is reported, not waited for). UNAVAILABLE without a remote controller.
+  template <typename Request, typename Response>
+  Status node_state_of(const std::string& node_id, NodeStateMethod<Request, Response> method,
+                       const Request& request, Response* response,
+                       std::chrono::system_clock::duration deadline) {
+    if (!controller_channel_) {
+      return error(Code::kUnavailable, "no controller to reach node \"{}\" through", node_id);
+    }
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + deadline);
+    context.AddMetadata(kProxyNodeKey, node_id);
+    std::unique_ptr<v1::NodeState::Stub> stub = v1::NodeState::NewStub(controller_channel_);
+    return from_grpc(((*stub).*method)(&context, request, response));
+  }
   // The node that node calls reach: the --on-node one, or "" for this host's.
   const std::string& proxy_node() const { return proxy_node_; }
   // rosetctl.v1's services live beside the controller, and are reached the same way.

@@ -43,6 +43,17 @@ csi::v1::VolumeCapability default_capability() {
   return capability;
 }
 
+// Table mode says on stderr which nodes the view lacks (JSON has `unreachable_nodes`): a partial
+// view is marked, never silently short.
+void note_unreachable(OutputFormat format, const nlohmann::json& volume) {
+  if (format != OutputFormat::kTable) return;
+  for (const auto& node : volume["unreachable_nodes"]) {
+    std::fprintf(stderr, "rosetctl: note: node \"%s\" is left out of this view: %s\n",
+                 node["node"].get<std::string>().c_str(),
+                 node["reason"].get<std::string>().c_str());
+  }
+}
+
 Status print_volume(Session& session, OutputFormat format, const VolumeInfo& info) {
   auto described = describe_volume(session, info);
   if (!described) return described.status();
@@ -172,12 +183,13 @@ Status run_list(const GlobalOptions& globals) {
   if (!session) return session.status();
   auto volumes = list_all_volumes((*session)->client());
   if (!volumes) return volumes.status();
-  auto described = describe_volumes(**session, *volumes);
+  auto described = describe_volumes(**session, *volumes, NodesAsked::kEveryNode);
   if (!described) return described.status();
   nlohmann::json items = nlohmann::json::array();
   for (nlohmann::json& item : *described)
     items.push_back(std::move(item));
   print_list(globals.output, items, volume_columns());
+  if (!items.empty()) note_unreachable(globals.output, items.front());
   return Status::ok();
 }
 
@@ -197,7 +209,11 @@ Status run_show(const GlobalOptions& globals, const VolumeOptions& options) {
   if (!session) return session.status();
   auto info = resolve_volume(**session, options.volume);
   if (!info) return info.status();
-  return print_volume(**session, globals.output, *info);
+  auto described = describe_volume(**session, *info, NodesAsked::kEveryNode);
+  if (!described) return described.status();
+  print_object(globals.output, *described, volume_fields());
+  note_unreachable(globals.output, *described);
+  return Status::ok();
 }
 
 Status run_expand(const GlobalOptions& globals, const VolumeOptions& options) {

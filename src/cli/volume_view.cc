@@ -1,6 +1,7 @@
 // Building and laying out the volume model.
 #include "cli/volume_view.h"
 
+#include "cli/node_reports.h"
 #include "core/map_lookup.h"
 #include "core/size.h"
 #include "daemon/convert.h"
@@ -26,7 +27,9 @@ std::string join_stagings(const nlohmann::json& stagings) {
   return out.empty() ? "-" : out;
 }
 
-std::string size_cell(const nlohmann::json& volume) {
+// Not size_cell: snapshot_view.cc has one, and a unity batch that holds both files would make
+// the name an overload set that a Column cannot take.
+std::string capacity_cell(const nlohmann::json& volume) {
   int64_t bytes = volume["capacity_bytes"].get<int64_t>();
   if (bytes == 0) return "-";
   std::string size = format_size(bytes);
@@ -53,6 +56,39 @@ std::string parameters_cell(const nlohmann::json& volume) {
   std::string out;
   for (const auto& [key, value] : volume["mutable_parameters"].items())
     out += fmt::format("{}{}={}", out.empty() ? "" : ", ", key, value.get<std::string>());
+  return out.empty() ? "-" : out;
+}
+
+// "consumer-b: /mnt/a, /mnt/b; consumer-c (staged)", "-" when connected nowhere asked.
+std::string connected_on_cell(const nlohmann::json& volume) {
+  std::string out;
+  for (const auto& node : volume["nodes"]) {
+    if (node["connections"].is_null() || (node["connections"].empty() && node["staged"] != true))
+      continue;
+    std::string targets;
+    for (const auto& target : node["connections"])
+      targets += (targets.empty() ? "" : ", ") + target.get<std::string>();
+    out += fmt::format("{}{}{}", out.empty() ? "" : "; ", node["node"].get<std::string>(),
+                       targets.empty() ? " (staged)" : ": " + targets);
+  }
+  return out.empty() ? "-" : out;
+}
+
+// The same, for the list's column: node names only.
+std::string connected_nodes_cell(const nlohmann::json& volume) {
+  std::string out;
+  for (const auto& node : volume["nodes"]) {
+    if (node["connections"].is_null() || node["connections"].empty()) continue;
+    out += (out.empty() ? "" : ", ") + node["node"].get<std::string>();
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string unreachable_cell(const nlohmann::json& volume) {
+  std::string out;
+  for (const auto& node : volume["unreachable_nodes"])
+    out += (out.empty() ? "" : "; ") + node["node"].get<std::string>() + " (" +
+           node["reason"].get<std::string>() + ")";
   return out.empty() ? "-" : out;
 }
 
@@ -132,21 +168,30 @@ Expected<VolumeParameters> fetch_volume_parameters(Session& session,
 }
 
 Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
-                                                       const std::vector<VolumeInfo>& infos) {
+                                                       const std::vector<VolumeInfo>& infos,
+                                                       NodesAsked asked) {
   auto parameters = fetch_volume_parameters(session, infos);
   if (!parameters) return parameters.status();
-  return describe_volumes(session, infos, *parameters);
+  return describe_volumes(session, infos, *parameters, asked);
 }
 
 Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
                                                        const std::vector<VolumeInfo>& infos,
-                                                       const VolumeParameters& parameters) {
+                                                       const VolumeParameters& parameters,
+                                                       NodesAsked asked) {
   // Where the volumes are mounted on the node that node calls reach, asked of that node.
   std::vector<std::string> ids;
   for (const VolumeInfo& info : infos)
     ids.push_back(info.volume.volume_id());
   auto on_node = volumes_on_node(session, ids);
   if (!on_node) return on_node.status();
+  // And on every other registered node (seed 001's combined list), each asked once.
+  NodeReports reports;
+  if (asked == NodesAsked::kEveryNode) {
+    auto answers = ask_registered_nodes(session, session.node_id(), ids);
+    if (!answers) return answers.status();
+    reports = std::move(*answers);
+  }
   std::vector<nlohmann::json> out;
   for (size_t i = 0; i < infos.size(); ++i) {
     const VolumeInfo& info = infos[i];
@@ -154,6 +199,19 @@ Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
     out.push_back(volume_json(
         info, (*on_node)[i],
         found == parameters.end() ? std::map<std::string, std::string>() : found->second));
+    std::map<std::string, const v1::NodeVolume*> reported = {{session.node_id(), &(*on_node)[i]}};
+    for (const auto& [node, volumes] : reports.answered)
+      reported[node] = &volumes[i];
+    // A node it is mapped to that was not asked is named too: its connections are not known.
+    std::map<std::string, std::string> unreachable = reports.unreachable;
+    for (const std::string& node : info.published_nodes) {
+      if (reported.contains(node) || unreachable.contains(node)) continue;
+      unreachable[node] = asked == NodesAsked::kEveryNode
+                              ? "not registered with the controller (rosetctl node list)"
+                              : "not asked: only `volume list` and `volume show` ask other nodes";
+    }
+    out.back()["nodes"] = nodes_json(info.published_nodes, reported);
+    out.back()["unreachable_nodes"] = unreachable_json(unreachable);
   }
   return out;
 }
@@ -165,8 +223,9 @@ Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& inf
   return std::move(described->front());
 }
 
-Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info) {
-  auto described = describe_volumes(session, {info});
+Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info,
+                                         NodesAsked asked) {
+  auto described = describe_volumes(session, {info}, asked);
   if (!described) return described.status();
   return std::move(described->front());
 }
@@ -177,7 +236,7 @@ std::vector<Column> volume_fields() {
       {"Name", [](const nlohmann::json& v) { return text_of(v["name"]); }},
       {"Provider", [](const nlohmann::json& v) { return text_of(v["provider"]); }},
       {"Type", type_cell},
-      {"Size", size_cell},
+      {"Size", capacity_cell},
       {"Published to",
        [](const nlohmann::json& v) {
          std::string nodes;
@@ -187,6 +246,8 @@ std::vector<Column> volume_fields() {
        }},
       {"Connected at", [](const nlohmann::json& v) { return join_targets(v["connections"]); }},
       {"Staged at", [](const nlohmann::json& v) { return join_stagings(v["stagings"]); }},
+      {"Connected on", connected_on_cell},
+      {"Not asked", unreachable_cell},
       {"Condition", condition_cell},
       {"Mutable parameters", parameters_cell},
   };
@@ -197,8 +258,9 @@ std::vector<Column> volume_columns() {
       {"NAME", [](const nlohmann::json& v) { return text_of(v["name"]); }},
       {"ID", [](const nlohmann::json& v) { return text_of(v["id"]); }},
       {"PROVIDER", [](const nlohmann::json& v) { return text_of(v["provider"]); }},
-      {"SIZE", size_cell},
+      {"SIZE", capacity_cell},
       {"CONNECTED AT", [](const nlohmann::json& v) { return join_targets(v["connections"]); }},
+      {"CONNECTED ON", connected_nodes_cell},
       {"CONDITION", condition_cell},
   };
 }

@@ -18,7 +18,13 @@ namespace rosetctl::cli {
 // host's, or --on-node's): its mounts there (publications and stagings, each with its condition: a
 // mount that is gone, or someone else's in its place, makes it abnormal) and the mutable parameters
 // in effect.
-Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info);
+//
+// JSON `nodes` and `unreachable_nodes` say where else the volume is: `volume list` and `volume
+// show` ask every registered node (kEveryNode: node_reports.h); the verbs that print a volume
+// after changing it ask only the node above, and name the other nodes it is mapped to as not asked.
+enum class NodesAsked { kThisNode, kEveryNode };
+Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info,
+                                         NodesAsked asked = NodesAsked::kThisNode);
 // What the controller records beside CSI's Volume (the mutable parameters in effect), by id.
 using VolumeParameters = std::map<std::string, std::map<std::string, std::string>>;
 Expected<VolumeParameters> fetch_volume_parameters(Session& session,
@@ -28,10 +34,12 @@ Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& inf
                                          const VolumeParameters& parameters);
 // The same for many, asking the controller once (or, with `parameters`, not at all).
 Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
-                                                       const std::vector<VolumeInfo>& infos);
+                                                       const std::vector<VolumeInfo>& infos,
+                                                       NodesAsked asked = NodesAsked::kThisNode);
 Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
                                                        const std::vector<VolumeInfo>& infos,
-                                                       const VolumeParameters& parameters);
+                                                       const VolumeParameters& parameters,
+                                                       NodesAsked asked = NodesAsked::kThisNode);
 
 std::vector<Column> volume_fields();   // `volume show` (one volume)
 std::vector<Column> volume_columns();  // `volume list`

@@ -45,6 +45,11 @@ def site(host_lab, rosetctl_binary) -> Site:
 # ---------------------------------------------------------------- volumes across hosts
 
 
+def same_view(volume: dict) -> dict:
+    """A volume without `unreachable_nodes`, which depends on where the CLI runs."""
+    return {key: value for key, value in volume.items() if key != "unreachable_nodes"}
+
+
 def test_consumers_share_one_controller(site):
     a, b, ctl = site.a, site.b, site.ctl
     created = a.create("shared")
@@ -52,16 +57,24 @@ def test_consumers_share_one_controller(site):
     assert created["name"] == "shared" and created["provider"] == "local", created
 
     # The controller host's own CLI (local mode, no --controller) is the reference for the shapes.
+    # Which registered nodes a view could not ask depends on where it stands (the controller host's
+    # local CLI asks none; a consumer has itself at hand): compared apart.
     local = ctl.volume(volume_id)
-    assert a.volume(volume_id) == local == created, "expected show over --controller to equal the local show"
-    assert a.volumes() == [local], "expected list over --controller to equal the local list"
+    assert local["unreachable_nodes"] == [
+        {"node": "consumer-a", "reason": "not asked: only a CLI with --controller asks the registered nodes"}]
+    assert a.volume(volume_id)["unreachable_nodes"] == [], "consumer-a's own node answered"
+    assert same_view(a.volume(volume_id)) == same_view(local) == same_view(created), (
+        "expected show over --controller to equal the local show")
+    assert [same_view(v) for v in a.volumes()] == [same_view(local)], (
+        "expected list over --controller to equal the local list")
 
     # consumer-b (config file) makes one of its own and sees both: one controller.
     other = b.create("b-own")
-    assert b.volume(other["id"]) == ctl.volume(other["id"])
-    everyone = sorted([local, ctl.volume(other["id"])], key=lambda v: v["id"])
+    assert same_view(b.volume(other["id"])) == same_view(ctl.volume(other["id"]))
+    everyone = sorted([same_view(local), same_view(ctl.volume(other["id"]))], key=lambda v: v["id"])
     for cli in (a, b, ctl):
-        assert sorted(cli.volumes(), key=lambda v: v["id"]) == everyone, f"expected {cli.host.name} to list both"
+        assert sorted(map(same_view, cli.volumes()), key=lambda v: v["id"]) == everyone, (
+            f"expected {cli.host.name} to list both")
     table = b.ok("volume", "list").stdout
     assert volume_id in table and other["id"] in table, table
 
@@ -300,7 +313,7 @@ def test_a_retry_completes_when_the_controller_comes_back(site):
     assert made.rc == 0 and len(retrying_lines(made)) == 1, made.describe()
     assert sorted(v["name"] for v in site.ctl.volumes()) == ["before", "during"]
     assert site.serve_log().count('CreateVolume name="during"') == 1, "expected one CreateVolume, after the restart"
-    assert a.volume(made.json()["id"]) == site.ctl.volume(made.json()["id"])
+    assert same_view(a.volume(made.json()["id"])) == same_view(site.ctl.volume(made.json()["id"]))
 
 
 def test_an_unreachable_controller_exits_6_after_retrying(site):
@@ -528,6 +541,55 @@ def test_on_node_acts_on_that_nodes_connections_and_attachments_take_turns(site,
     # The proxied run's turn ended with it: the next run on consumer-b goes at once.
     again = site.b.run("volume", "connect", volume_id, "--target", target_b)
     assert again.rc == 0 and "waiting" not in again.stderr, again.describe()
+    site.b.ok("volume", "disconnect", volume_id)
+    site.a.ok("volume", "delete", volume_id)
+    site.assert_no_secrets_printed()
+
+
+def test_the_controller_lists_where_each_node_has_a_volume_connected(site):
+    """Seed 001's combined ListVolumes: an admin's `volume list` and `volume show` ask every
+    registered node with an address (through the controller's proxy) where it has each volume
+    connected; a node that cannot be asked (down, or no address) is named with the reason, so the
+    view is marked partial rather than silently short."""
+    use_roset(site, site.a, site.b)
+    node_serve = start_node_serve(site)
+    volume_id = site.a.create("seen", "-p", "provider=roset")["id"]
+    target_b = site.consumer_b.dir / "seen"
+    site.b.ok("volume", "connect", volume_id, "--target", target_b)
+
+    # alice sits on consumer-a's host: her own node answers here, consumer-b through the proxy.
+    [listed] = [v for v in site.alice.volumes() if v["id"] == volume_id]
+    assert listed["connections"] == [], "expected this host's own connections unchanged (none)"
+    assert listed["nodes"] == [{"node": "consumer-b", "mapped": True, "connections": [str(target_b)],
+                                "staged": True}], listed
+    assert listed["unreachable_nodes"] == [], listed
+    assert site.alice.volume(volume_id)["nodes"] == listed["nodes"]
+    assert re.search(r'GetNodeVolumes node="consumer-b" peer=admin:alice forwarded .*status=OK', site.serve_log())
+    table = site.alice.ok("volume", "list")
+    assert "CONNECTED ON" in table.stdout and "consumer-b" in table.stdout and not table.stderr, table.describe()
+    shown = site.alice.ok("volume", "show", volume_id).stdout
+    assert f"Connected on: consumer-b: {target_b}" in re.sub(r":\s+", ": ", shown), shown
+
+    # consumer-b's serve goes down: it is still registered with its address, and reported.
+    node_serve.send_signal(signal.SIGKILL)
+    node_serve.wait(timeout=10)
+    started = time.monotonic()
+    [listed] = [v for v in site.alice.volumes() if v["id"] == volume_id]
+    assert time.monotonic() - started < 30, "expected a down node to cost one short deadline"
+    assert listed["nodes"] == [{"node": "consumer-b", "mapped": True, "connections": None, "staged": None}], listed
+    [down] = listed["unreachable_nodes"]
+    assert down["node"] == "consumer-b" and "consumer-b" in down["reason"], listed
+    table = site.alice.ok("volume", "list")
+    assert 'node "consumer-b" is left out of this view' in table.stderr and volume_id in table.stdout, table.describe()
+
+    # A node registered without an address cannot be asked either: consumer-a, seen from consumer-b.
+    from_b = site.b.volume(volume_id)
+    assert {"node": "consumer-a", "reason": "registered no address (its serve runs without --listen)"} in (
+        from_b["unreachable_nodes"]), from_b
+    assert [c["target"] for c in from_b["connections"]] == [str(target_b)]
+    assert from_b["nodes"] == [{"node": "consumer-b", "mapped": True, "connections": [str(target_b)],
+                                "staged": True}], from_b
+
     site.b.ok("volume", "disconnect", volume_id)
     site.a.ok("volume", "delete", volume_id)
     site.assert_no_secrets_printed()
