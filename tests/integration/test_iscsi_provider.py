@@ -227,3 +227,55 @@ iscsiadm -m session 2>&1 || true
     cli.ok(*flags, "volume", "delete", "data")
     cli.ok(*flags, "volume", "delete", "raw")
     cli.ok(*flags, "volume", "delete", "locked")
+
+
+def test_a_node_starting_logs_out_of_stray_sessions_and_back_in_for_staged_volumes(
+        cli, tgtd, start_serve, workdir, guest_lab_factory, rosetctl_binary):
+    """serve --role node's startup repairs: a session no staging knows (a crash between login and
+    record) is logged out; a staged volume whose session is gone gets it back."""
+    tls = workdir / "tls"
+    cli.ok("tls", "init", "--dir", str(tls), "--ip", HOST_ADDRESS)
+    cli.ok("tls", "issue", "guest-1", "--dir", str(tls))
+    port = free_port()
+    portal = f"{HOST_ADDRESS}:{tgtd.port}"
+    flags = provider_flags(tgtd, portal=portal)
+    start_serve(extra=["--role", "controller", "--node-id", "controller", *flags,
+                       "--listen", f"127.0.0.1:{port}", "--tls-cert", str(tls / "controller.crt"),
+                       "--tls-key", str(tls / "controller.key"), "--tls-ca", str(tls / "ca.crt")])
+    staged_id = cli.ok_json(*flags, "volume", "create", "staged", "--size", "32Mi")["id"]
+    stray_id = cli.ok_json(*flags, "volume", "create", "stray", "--size", "32Mi")["id"]
+    guest = guest_lab_factory("guest-1")
+    own = guest.dir / "tls"
+    own.mkdir(parents=True)
+    for file in ("ca.crt", "guest-1.crt", "guest-1.key"):
+        shutil.copy2(tls / file, own / file)
+    ctl = (f"{rosetctl_binary} --controller {HOST_ADDRESS}:{port} --node-id guest-1 "
+           f"--tls-cert {own}/guest-1.crt --tls-key {own}/guest-1.key --tls-ca {own}/ca.crt")
+    serve_node = (f"{rosetctl_binary} --node-id guest-1 serve --role node "
+                  f"--endpoint unix:///run/node.sock > /run/node.log 2>&1 & pid=$!; "
+                  f"for i in $(seq 100); do [ -S /run/node.sock ] && break; sleep 0.1; done; "
+                  f"kill $pid; wait $pid || true")
+    guest.start()
+    try:
+        setup = guest.run(f"""set -e
+{ctl} volume connect staged --target /mnt/staged
+""", timeout=120)
+        assert setup.rc == 0, setup.describe()
+        # The stray volume is mapped to this node, and logged in to behind rosetctl's back.
+        cli.ok(*flags, "volume", "map", "stray", "--node", "guest-1")
+        repaired = guest.run(f"""set -e
+iscsiadm -m node -o new -T {iqn(stray_id)} -p {portal} >/dev/null
+iscsiadm -m node -T {iqn(stray_id)} -p {portal} --login >/dev/null
+iscsiadm -m node -T {iqn(staged_id)} -p {portal} --logout >/dev/null
+{serve_node}
+cat /run/node.log
+echo SESSIONS
+iscsiadm -m session 2>&1 || true
+""", timeout=120)
+        assert repaired.rc == 0, repaired.describe()
+        log, sessions = repaired.stdout.split("SESSIONS", 1)
+        assert iqn(stray_id) not in sessions, repaired.describe()
+        assert iqn(staged_id) in sessions, repaired.describe()
+        assert "logged out of" in log and "logged in to" in log, repaired.describe()
+    finally:
+        guest.kill()
