@@ -92,6 +92,16 @@ def main() -> None:
              "--tls-cert", tls / "controller.crt", "--tls-key", tls / "controller.key", "--tls-ca", tls / "ca.crt"],
             stdout=subprocess.DEVNULL, stderr=open(work / "serve.log", "w"))
         run("--state-dir", state, *flags, "volume", "create", "data", "--size", "64Mi")
+        # The baseline: the same login, mount, umount and logout by hand (iscsiadm, mount) of a
+        # volume mapped to the guest from here, and the guest's cost of starting rosetctl at all.
+        bare_id = run("--state-dir", state, *flags, "volume", "create", "bare", "--size", "64Mi",
+                      "-o", "json")
+        bare_id = __import__("json").loads(bare_id)["id"]
+        run("--state-dir", state, *flags, "--node-id", "guest", "node", "register",
+            "--iscsi-initiator", "iqn.2026-11.io.roset.test:guest")
+        run("--state-dir", state, *flags, "volume", "map", "bare", "--node", "guest")
+        bare_iqn = f"iqn.2026-11.io.roset:{bare_id}"
+        portal = f"{HOST}:{tgtd.port}"
         boot.mkdir()
         files = guest_lab.prepare_boot_files(boot)
         guest = guest_lab.Guest(files, work / "guest", "guest")
@@ -104,22 +114,34 @@ def main() -> None:
         guest.start()
         script = f"""set -e
 ms() {{ echo $(( $(date +%s%N) / 1000000 )); }}
+mkdir -p /mnt/bare
+iscsiadm -m node -o new -T {bare_iqn} -p {portal} >/dev/null
 for i in $(seq {options.cycles}); do
   a=$(ms); {ctl} volume connect data --target /mnt/data >/dev/null; b=$(ms)
   {ctl} volume disconnect data >/dev/null; c=$(ms)
-  echo "$((b - a)) $((c - b))"
+  iscsiadm -m node -T {bare_iqn} -p {portal} --login >/dev/null
+  while ! ls /sys/class/iscsi_session/*/device/target*/*:*:*:1/block >/dev/null 2>&1; do sleep 0.05; done
+  disk=$(ls /sys/class/iscsi_session/*/device/target*/*:*:*:1/block)
+  [ "$i" = 1 ] && mkfs.ext4 -q /dev/$disk
+  mount /dev/$disk /mnt/bare; d=$(ms)
+  umount /mnt/bare; iscsiadm -m node -T {bare_iqn} -p {portal} --logout >/dev/null; e=$(ms)
+  {BINARY} --version >/dev/null; f=$(ms)
+  echo "$((b - a)) $((c - b)) $((d - c)) $((e - d)) $((f - e))"
 done
 """
         result = guest.run(script, timeout=60 * options.cycles + 120)
         if result.rc != 0:
             raise SystemExit(f"the guest's cycles failed: {result.describe()}")
         pairs = [tuple(map(int, line.split())) for line in result.stdout.split("\n") if line.strip()]
-        # The first connect formats the disk: reported apart.
+        # The first cycle formats the disks: reported apart.
         first = pairs[0]
         rest = pairs[1:] or pairs
-        print(f"guest connect (first, with mkfs): {first[0]} ms, disconnect {first[1]} ms")
-        print(f"guest connect p50 of {len(rest)}: {statistics.median(p[0] for p in rest):.0f} ms, "
-              f"disconnect p50: {statistics.median(p[1] for p in rest):.0f} ms")
+        p50 = [statistics.median(p[i] for p in rest) for i in range(5)]
+        print(f"first cycle (mkfs): rosetctl connect {first[0]} ms, disconnect {first[1]} ms")
+        print(f"p50 of {len(rest)}: rosetctl connect {p50[0]:.0f} ms, disconnect {p50[1]:.0f} ms; "
+              f"by hand (iscsiadm login + mount) {p50[2]:.0f} ms, (umount + logout) {p50[3]:.0f} ms; "
+              f"rosetctl --version {p50[4]:.0f} ms")
+        print(f"ratios: connect {p50[0] / p50[2]:.2f}x by hand, disconnect {p50[1] / p50[3]:.2f}x")
         print(f"controller map+unmap pairs/s: iscsi {iscsi_rate:.1f}, local {local_rate:.1f} "
               f"(ratio {iscsi_rate / local_rate:.2f})")
     finally:
