@@ -95,6 +95,11 @@ def test_a_node_without_an_initiator_name_or_a_controller_without_a_portal_is_re
     no_portal = cli.run("--provider", "iscsi", "--iscsi-tgt-control-port", str(tgtd.control_port),
                         "volume", "map", "data", "--node", "node-a")
     assert no_portal.rc == EXIT_WRONG_STATE and "--iscsi-portal" in no_portal.stderr, no_portal.describe()
+    # An empty --iscsi-initiator registers a node without one (no open-iscsi there).
+    cli.ok(*flags, "--node-id", "node-c", "node", "register", "--iscsi-initiator", "")
+    no_initiator = cli.run(*flags, "volume", "map", "data", "--node", "node-c")
+    assert no_initiator.rc == EXIT_WRONG_STATE, no_initiator.describe()
+    assert "node-c" in no_initiator.stderr and "initiator" in no_initiator.stderr, no_initiator.describe()
     unknown = cli.run(*flags, "volume", "map", "data", "--node", "node-z")
     assert unknown.rc == EXIT_NOT_FOUND and "node-z" in unknown.stderr, unknown.describe()
     dirs = cli.run(*flags, "volume", "create", "d", "--type", "dir")
