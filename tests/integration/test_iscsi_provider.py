@@ -86,6 +86,11 @@ def test_serve_restores_every_target_at_start(cli, tgtd, start_serve):
     server = start_serve(extra=["--role", "controller", *flags])
     assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A) == Lun(vid, 32 * MiB), server.log()
     assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_B), Lun)
+    # Probe: a controller with iscsi volumes and no tgtd is not ready, and says why.
+    assert cli.ok(*flags, "probe").stdout.strip() == "ready"
+    tgtd.kill()
+    down = cli.run(*flags, "probe")
+    assert down.rc != 0 and "tgtd" in down.stderr and str(tgtd.control_port) in down.stderr, down.describe()
 
 
 def test_a_node_without_an_initiator_name_or_a_controller_without_a_portal_is_refused(cli, tgtd):
