@@ -71,7 +71,6 @@ def test_probe_is_failed_precondition_when_the_state_dir_is_unusable(co, state_d
     ("ControllerExpandVolume", {"volume_id": "local-0000000000000000"}, "capacity_range"),
     ("ControllerGetVolume", {}, "volume_id"),
     ("ControllerModifyVolume", {"mutable_parameters": {"directIO": "true"}}, "volume_id"),
-    ("ControllerModifyVolume", {"volume_id": "local-0000000000000000"}, "mutable_parameters"),
 ])
 def test_missing_required_field_is_invalid_argument_naming_it(co, rpc, request_fields, field):
     request = getattr(co.pb2, f"{rpc}Request")(**request_fields)
