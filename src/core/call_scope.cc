@@ -10,15 +10,22 @@ thread_local const CallLimits* t_current = nullptr;
 
 Status CallLimits::check() const {
   // gRPC cancels a call whose deadline passed too: the deadline first, to say which it was.
-  if (Clock::now() >= deadline_) {
-    return Status(Code::kDeadlineExceeded,
-                  "the call's deadline passed before it was done; it was stopped and undone, retry "
-                  "with a longer deadline");
-  }
+  Clock::time_point now = Clock::now();
+  if (now >= deadline_) return deadline_passed();
   if (cancelled_ && cancelled_()) {
+    // A client ends its call when its own deadline passes, a moment before ours (which gRPC set
+    // from the timeout as the request arrived, a network's latency later): a cancel that close
+    // to the deadline is the deadline passing.
+    if (now + kDeadlineSlack >= deadline_) return deadline_passed();
     return Status(Code::kCancelled, "the client cancelled the call; it was stopped and undone");
   }
   return Status::ok();
+}
+
+Status CallLimits::deadline_passed() {
+  return Status(Code::kDeadlineExceeded,
+                "the call's deadline passed before it was done; it was stopped and undone, retry "
+                "with a longer deadline");
 }
 
 CurrentCall::CurrentCall(const CallLimits* limits) : previous_(t_current) {

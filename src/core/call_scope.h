@@ -24,7 +24,12 @@ class CallLimits {
   Status check() const;
   Clock::time_point deadline() const { return deadline_; }
 
+  // How close to the deadline a client's cancel counts as the deadline passing (see check()).
+  static constexpr std::chrono::milliseconds kDeadlineSlack{250};
+
  private:
+  static Status deadline_passed();
+
   Clock::time_point deadline_;
   std::function<bool()> cancelled_;
 };

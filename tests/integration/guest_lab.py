@@ -78,8 +78,9 @@ mount -t devtmpfs devtmpfs /newroot/dev
 mkdir -p /newroot/dev/pts /newroot/dev/shm
 mount -t devpts devpts /newroot/dev/pts
 mount -t tmpfs tmpfs /newroot/dev/shm
-for dir in /run /tmp /root; do mount -t tmpfs -o mode=0755 tmpfs "/newroot$dir"; done
-chmod 1777 /newroot/tmp
+# /tmp stays the host's (read-only below the overlay): a checkout, and the rosetctl built in it,
+# may live there (CI clones into /tmp).
+for dir in /run /root; do mount -t tmpfs -o mode=0755 tmpfs "/newroot$dir"; done
 mkdir -p "/newroot$DIR"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 guestdir "/newroot$DIR" || fail "mount $DIR"
 echo "@@GUEST-LAB-ROOT after $(cut -d' ' -f1 /proc/uptime) s@@"

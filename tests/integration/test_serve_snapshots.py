@@ -286,8 +286,9 @@ def test_a_restore_whose_deadline_passes_stops_leaves_nothing_and_a_retry_succee
     restored = server.controller.CreateVolume(request, timeout=CALL_TIMEOUT).volume
     full = [m for m in pattern.finditer(server.log()) if m.group(2) == "OK"]
     assert len(full) == 1, server.log()
-    assert float(stopped.group(1)) * 3 < float(full[0].group(1)), (
-        f"expected the stopped restore to end well before a whole one: {stopped.group(0)} / {full[0].group(0)}")
+    # Not a timing goal (those live in bench/): only that it stopped before doing the whole job.
+    assert float(stopped.group(1)) < float(full[0].group(1)), (
+        f"expected the stopped restore to end before a whole one: {stopped.group(0)} / {full[0].group(0)}")
     target = Path(cli.connect(restored.volume_id, workdir / "restored")["path"])
     for i in range(8):
         assert (target / f"part-{i}.bin").stat().st_size == 96 * 2**20
