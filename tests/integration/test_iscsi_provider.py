@@ -11,6 +11,7 @@ import os
 import secrets
 import shutil
 import socket
+from typing import Callable
 
 from guest_lab import HOST_ADDRESS
 from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, read_lun
@@ -143,31 +144,39 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_a_guest_consumer_connects_writes_disconnects_and_finds_its_data_again(
-        cli, tgtd, start_serve, workdir, guest_lab_factory, rosetctl_binary):
+def start_controller(cli, tgtd, start_serve, workdir, *nodes: str) -> tuple[list[str], Callable]:
+    """`serve --role controller --listen` on 127.0.0.1 (the guests' 10.0.2.2) with a certificate
+    for each of `nodes`; returns the provider flags and `consumer(guest)`, the rosetctl command
+    line for that guest, its certificate copied into the guest's own directory (the guest sees
+    the host's files read-only; this is how an operator copies it to a consumer host)."""
     tls = workdir / "tls"
     cli.ok("tls", "init", "--dir", str(tls), "--ip", HOST_ADDRESS)
-    cli.ok("tls", "issue", "guest-1", "--dir", str(tls))
-    cli.ok("tls", "issue", "guest-2", "--dir", str(tls))
+    for node in nodes:
+        cli.ok("tls", "issue", node, "--dir", str(tls))
     port = free_port()
     flags = provider_flags(tgtd, portal=f"{HOST_ADDRESS}:{tgtd.port}")
     start_serve(extra=["--role", "controller", "--node-id", "controller", *flags,
                        "--listen", f"127.0.0.1:{port}", "--tls-cert", str(tls / "controller.crt"),
                        "--tls-key", str(tls / "controller.key"), "--tls-ca", str(tls / "ca.crt")])
-    cli.ok(*flags, "volume", "create", "data", "--size", "64Mi")
-    cli.ok(*flags, "volume", "create", "raw", "--size", "32Mi", "--block")
-    cli.ok(*flags, "volume", "create", "locked", "--size", "32Mi")
 
     def consumer(guest) -> str:
-        # The guest sees its own directory (the host's /tmp is a tmpfs of its own there): its
-        # certificate travels there, as an operator copies it to a consumer host.
         own = guest.dir / "tls"
         own.mkdir(parents=True)
         for file in ("ca.crt", f"{guest.name}.crt", f"{guest.name}.key"):
             shutil.copy2(tls / file, own / file)
-        return (f"{rosetctl_binary} --controller {HOST_ADDRESS}:{port} --node-id {guest.name} "
+        return (f"{cli.binary} --controller {HOST_ADDRESS}:{port} --node-id {guest.name} "
                 f"--tls-cert {own}/{guest.name}.crt --tls-key {own}/{guest.name}.key "
                 f"--tls-ca {own}/ca.crt")
+
+    return flags, consumer
+
+
+def test_a_guest_consumer_connects_writes_disconnects_and_finds_its_data_again(
+        cli, tgtd, start_serve, workdir, guest_lab_factory, rosetctl_binary):
+    flags, consumer = start_controller(cli, tgtd, start_serve, workdir, "guest-1", "guest-2")
+    cli.ok(*flags, "volume", "create", "data", "--size", "64Mi")
+    cli.ok(*flags, "volume", "create", "raw", "--size", "32Mi", "--block")
+    cli.ok(*flags, "volume", "create", "locked", "--size", "32Mi")
 
     guest = guest_lab_factory("guest-1")
     other = guest_lab_factory("guest-2")
@@ -243,24 +252,12 @@ def test_a_node_starting_logs_out_of_stray_sessions_and_back_in_for_staged_volum
         cli, tgtd, start_serve, workdir, guest_lab_factory, rosetctl_binary):
     """serve --role node's startup repairs: a session no staging knows (a crash between login and
     record) is logged out; a staged volume whose session is gone gets it back."""
-    tls = workdir / "tls"
-    cli.ok("tls", "init", "--dir", str(tls), "--ip", HOST_ADDRESS)
-    cli.ok("tls", "issue", "guest-1", "--dir", str(tls))
-    port = free_port()
+    flags, consumer = start_controller(cli, tgtd, start_serve, workdir, "guest-1")
     portal = f"{HOST_ADDRESS}:{tgtd.port}"
-    flags = provider_flags(tgtd, portal=portal)
-    start_serve(extra=["--role", "controller", "--node-id", "controller", *flags,
-                       "--listen", f"127.0.0.1:{port}", "--tls-cert", str(tls / "controller.crt"),
-                       "--tls-key", str(tls / "controller.key"), "--tls-ca", str(tls / "ca.crt")])
     staged_id = cli.ok_json(*flags, "volume", "create", "staged", "--size", "32Mi")["id"]
     stray_id = cli.ok_json(*flags, "volume", "create", "stray", "--size", "32Mi")["id"]
     guest = guest_lab_factory("guest-1")
-    own = guest.dir / "tls"
-    own.mkdir(parents=True)
-    for file in ("ca.crt", "guest-1.crt", "guest-1.key"):
-        shutil.copy2(tls / file, own / file)
-    ctl = (f"{rosetctl_binary} --controller {HOST_ADDRESS}:{port} --node-id guest-1 "
-           f"--tls-cert {own}/guest-1.crt --tls-key {own}/guest-1.key --tls-ca {own}/ca.crt")
+    ctl = consumer(guest)
     serve_node = (f"{rosetctl_binary} --node-id guest-1 serve --role node "
                   f"--endpoint unix:///run/node.sock > /run/node.log 2>&1 & pid=$!; "
                   f"for i in $(seq 100); do [ -S /run/node.sock ] && break; sleep 0.1; done; "

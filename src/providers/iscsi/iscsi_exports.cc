@@ -13,12 +13,14 @@ constexpr std::string_view kPublishChap = "chap";
 
 }  // namespace
 
-IscsiExports::IscsiExports(std::unique_ptr<TargetBackend> backend, std::string portal,
-                           StateStore& store, std::function<std::string(std::string_view)> image_of)
+IscsiExports::IscsiExports(std::string provider_name, std::unique_ptr<TargetBackend> backend,
+                           std::string portal, StateStore& store,
+                           std::function<std::string(std::string_view)> image_of)
     : backend_(std::move(backend)),
       portal_(std::move(portal)),
       store_(store),
-      image_of_(std::move(image_of)) {}
+      image_of_(std::move(image_of)),
+      provider_name_(std::move(provider_name)) {}
 
 Status IscsiExports::export_volume(std::string_view volume_id) {
   return backend_->ensure_target({std::string(volume_id), image_of_(volume_id)}).status();
@@ -41,7 +43,7 @@ Status IscsiExports::with_target(std::string_view volume_id, const std::function
       "iSCSI target of volume {} missing from {}: restoring every target from the state "
       "database",
       escape_text(volume_id), backend_->name());
-  auto restored = restore_exports();
+  auto restored = restore();
   if (!restored) return restored.status();
   return step();
 }
@@ -80,12 +82,7 @@ Status IscsiExports::unmap(std::string_view volume_id, const NodeRecord& node) {
   return unbound.code() == Code::kNotFound ? Status::ok() : unbound;
 }
 
-Expected<std::vector<std::string>> IscsiExports::restore(std::string_view provider_name) {
-  provider_name_ = std::string(provider_name);
-  return restore_exports();
-}
-
-Expected<std::vector<std::string>> IscsiExports::restore_exports() {
+Expected<std::vector<std::string>> IscsiExports::restore() {
   std::lock_guard<std::mutex> one_at_a_time(restore_mutex_);
   std::vector<std::string> done;
   auto volumes = store_.list_volumes("", 0);

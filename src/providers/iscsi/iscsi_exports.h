@@ -22,7 +22,8 @@ class IscsiExports {
  public:
   // `portal`: what consumers are told to log in to ("ADDR:PORT"); `image_of` maps a volume id
   // to its image file.
-  IscsiExports(std::unique_ptr<TargetBackend> backend, std::string portal, StateStore& store,
+  IscsiExports(std::string provider_name, std::unique_ptr<TargetBackend> backend,
+               std::string portal, StateStore& store,
                std::function<std::string(std::string_view)> image_of);
 
   TargetBackend& backend() { return *backend_; }
@@ -42,14 +43,13 @@ class IscsiExports {
   // Takes the node's initiator off the ACL (ending its sessions). Idempotent.
   Status unmap(std::string_view volume_id, const NodeRecord& node);
 
-  // Makes every target and ACL the database knows (volumes of this provider, their
+  // Makes every target and ACL the database knows (volumes of `provider_name`, their
   // publications). Returns what it changed, one line each. CHAP accounts are not kept (the
   // secret is never stored): a target that had one stays closed to its nodes until the volume
   // is published to them again with its secrets.
-  Expected<std::vector<std::string>> restore(std::string_view provider_name);
+  Expected<std::vector<std::string>> restore();
 
  private:
-  Expected<std::vector<std::string>> restore_exports();
   // Runs `step`; when the backend lost the target (NOT_FOUND), restores and runs it once more.
   Status with_target(std::string_view volume_id, const std::function<Status()>& step);
 
@@ -57,8 +57,8 @@ class IscsiExports {
   std::string portal_;
   StateStore& store_;
   std::function<std::string(std::string_view)> image_of_;
-  std::string provider_name_ = "iscsi";  // whose volume records are ours
-  std::mutex restore_mutex_;             // one restore at a time
+  std::string provider_name_;  // whose volume records are ours
+  std::mutex restore_mutex_;   // one restore at a time
 };
 
 }  // namespace rosetctl::iscsi

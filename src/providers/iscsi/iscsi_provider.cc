@@ -22,7 +22,7 @@ IscsiProvider::IscsiProvider(const StateLayout& layout, StateStore& store, bool 
       node_(OpenIscsi()) {
   if (backend) {
     exports_ = std::make_unique<IscsiExports>(
-        std::move(backend), settings_.portal, store,
+        std::string(name()), std::move(backend), settings_.portal, store,
         [this](std::string_view volume_id) { return images_.image_path(volume_id); });
   }
 }
@@ -158,7 +158,7 @@ Status IscsiProvider::unmap_from_node(const VolumeRecord& volume, const NodeReco
 
 Status IscsiProvider::reconcile_controller() {
   if (!exports_) return Status::ok();  // no target daemon here to restore
-  auto restored = exports_->restore(name());
+  auto restored = exports_->restore();
   if (!restored) return restored.status();
   for (const std::string& line : *restored)
     spdlog::info("iscsi: {}", escape_text(line));
