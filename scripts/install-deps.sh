@@ -28,8 +28,9 @@ packages=(
   # `openssl verify` / `openssl x509` check the certificates `rosetctl tls` makes; Python's
   # cryptography makes the expired one the across-hosts tests need (rosetctl never makes one)
   openssl python3-cryptography
-  # the Ansible collection (ansible/): ansible-playbook, ansible-doc and ansible-test
-  ansible-core
+  # the Ansible collection (ansible/): ansible-playbook, ansible-doc and ansible-test; the
+  # guests that play its consumer hosts run sshd, reached with ssh
+  ansible-core openssh-server openssh-client
   # the iscsi provider's controller side: tgtd, the user-space iSCSI target, and tgtadm, which
   # the target backend runs (src/providers/iscsi); its tests start a tgtd of their own
   tgt

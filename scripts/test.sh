@@ -31,4 +31,5 @@ step "fuzz targets of the input parsers, 15 s each (tests/fuzz/run.sh; a build o
 tests/fuzz/run.sh 15
 
 step "all tests (unit, integration, conformance) on the release build"
-ctest --preset release
+# Integration and conformance tests run one at a time (RUN_SERIAL); unit tests two at a time.
+ctest --preset release -j "${jobs}"

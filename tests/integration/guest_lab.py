@@ -39,12 +39,15 @@ GUEST_ADDRESS = "10.0.2.15"
 GUEST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 # Top-level modules; their dependencies are added from modules.dep. virtio and 9p bring the
-# disk-less root, iscsi_tcp and sd_mod the initiator and its disks, ext4 the volumes' filesystem.
+# disk-less root, iscsi_tcp and sd_mod the initiator and its disks, ext4 the volumes' filesystem,
+# fuse the roset provider's roset-fuse.
 # Each module costs boot time under TCG (xfs alone ~3 MB): tests that need more (xfs, loop for
 # image volumes in the guest) ask prepare_boot_files for them.
 GUEST_MODULES = ["virtio_pci", "virtio_net", "9pnet_virtio", "9p", "overlay", "iscsi_tcp", "sd_mod",
-                 "crc32c_generic", "ext4"]
+                 "crc32c_generic", "ext4", "fuse"]
 TOOLS = {"qemu-system-x86_64": "qemu-system-x86", "iscsiadm": "open-iscsi", "iscsid": "open-iscsi"}
+# Guests reached by ssh (SshAccess) need these too.
+SSH_TOOLS = {"sshd": "openssh-server", "ssh": "openssh-client", "ssh-keygen": "openssh-client"}
 
 # PID 1. Settings come on the kernel command line (rosetctl.dir=, rosetctl.host=,
 # rosetctl.initiator=), never from the host's environment. Progress markers go to the console
@@ -61,6 +64,8 @@ for word in $(cat /proc/cmdline); do
     rosetctl.dir=*) DIR="${word#rosetctl.dir=}" ;;
     rosetctl.host=*) HOST="${word#rosetctl.host=}" ;;
     rosetctl.initiator=*) INITIATOR="${word#rosetctl.initiator=}" ;;
+    rosetctl.sshd=*) SSHD_CONFIG="${word#rosetctl.sshd=}" ;;
+    rosetctl.shares=*) SHARES="${word#rosetctl.shares=}" ;;
   esac
 done
 fail() { echo "@@GUEST-LAB-FAILED $*@@"; poweroff -f; }
@@ -80,9 +85,20 @@ mount -t devpts devpts /newroot/dev/pts
 mount -t tmpfs tmpfs /newroot/dev/shm
 # /tmp stays the host's (read-only below the overlay): a checkout, and the rosetctl built in it,
 # may live there (CI clones into /tmp).
-for dir in /run /root; do mount -t tmpfs -o mode=0755 tmpfs "/newroot$dir"; done
+# A fresh consumer: none of the host's rosetctl configuration or state.
+for dir in /run /root /etc/rosetctl /var/lib/rosetctl; do
+  mkdir -p "/newroot$dir"
+  mount -t tmpfs -o mode=0755 tmpfs "/newroot$dir"
+done
 mkdir -p "/newroot$DIR"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 guestdir "/newroot$DIR" || fail "mount $DIR"
+# Host directories shared read-write with this guest (and others), each at its own path.
+n=0
+for share in $(echo "$SHARES" | tr ',' ' '); do
+  mkdir -p "/newroot$share"
+  mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 "share$n" "/newroot$share" || fail "mount $share"
+  n=$((n + 1))
+done
 echo "@@GUEST-LAB-ROOT after $(cut -d' ' -f1 /proc/uptime) s@@"
 hostname "$HOST"
 echo "$HOST" > /newroot/etc/hostname
@@ -96,6 +112,10 @@ mkdir -p /newroot/etc/iscsi/nodes /newroot/etc/iscsi/send_targets /newroot/run/l
 echo "InitiatorName=$INITIATOR" > /newroot/etc/iscsi/initiatorname.iscsi
 in_root() { chroot /newroot /usr/bin/env -i PATH=%(path)s HOME=/root TERM=dumb "$@"; }
 in_root iscsid || fail "iscsid"
+if [ -n "$SSHD_CONFIG" ]; then
+  mkdir -p /newroot/run/sshd
+  in_root /usr/sbin/sshd -f "$SSHD_CONFIG" || fail "sshd"
+fi
 echo "@@GUEST-LAB-READY after $(cut -d' ' -f1 /proc/uptime) s@@"
 : > "/newroot$DIR/ready"
 # Commands arrive as DIR/commands/N.sh; N.out, N.err, then N.rc (last) answer them.
@@ -120,9 +140,11 @@ poweroff -f
 """.replace("%(path)s", GUEST_PATH)
 
 
-def unavailable_reason() -> str | None:
-    """Why no guest can boot here (a missing package or kernel), or None."""
-    missing = sorted({f"{tool} ({package})" for tool, package in TOOLS.items()
+def unavailable_reason(ssh: bool = False) -> str | None:
+    """Why no guest (with `ssh`, one reached by ssh) can boot here (a missing package or kernel),
+    or None."""
+    tools = dict(TOOLS, **(SSH_TOOLS if ssh else {}))
+    missing = sorted({f"{tool} ({package})" for tool, package in tools.items()
                       if shutil.which(tool) is None and not os.access(f"/usr/sbin/{tool}", os.X_OK)})
     if not os.access("/bin/busybox", os.X_OK) or _is_dynamic("/bin/busybox"):
         missing.append("a static /bin/busybox (busybox-static)")
@@ -267,14 +289,76 @@ class Cpio:
         self._data += b"\0" * (-len(self._data) % 4)
 
 
+class SshAccess:
+    """sshd in a guest, for Ansible: the host's /usr/sbin/sshd with a throwaway host key, root's
+    login by `client_key` only, forwarded from 127.0.0.1:`port` on this host. `client_key` (and its
+    .pub) is made once and may serve several guests."""
+
+    def __init__(self, client_key: Path, port: int):
+        self.client_key = client_key
+        self.port = port
+        if not client_key.exists():
+            _keygen(client_key)
+
+    def configure(self, directory: Path) -> Path:
+        """Writes the guest's sshd configuration and keys under `directory` (shared with the
+        guest at the same path); returns the configuration's path."""
+        directory.mkdir(parents=True, exist_ok=True)
+        host_key = directory / "host_ed25519"
+        if not host_key.exists():
+            _keygen(host_key)
+        authorized = directory / "authorized_keys"
+        authorized.write_text(Path(f"{self.client_key}.pub").read_text())
+        config = directory / "sshd_config"
+        # No PAM and no strict modes: the guest's files are 9p shares owned as on the host.
+        config.write_text(f"""Port 22
+HostKey {host_key}
+AuthorizedKeysFile {authorized}
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+UseDNS no
+PidFile /run/sshd.pid
+Subsystem sftp internal-sftp
+""")
+        return config
+
+    def options(self) -> list[str]:
+        """ssh's options for reaching the guest (no known_hosts: its host key is throwaway)."""
+        return ["-i", str(self.client_key), "-p", str(self.port), "-o", "StrictHostKeyChecking=no",
+                "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "BatchMode=yes"]
+
+    def wait(self, timeout: float = 60) -> None:
+        """Until ssh runs a command as root in the guest."""
+        deadline = time.monotonic() + timeout
+        while True:
+            done = subprocess.run(["ssh", *self.options(), "-o", "ConnectTimeout=5", "root@127.0.0.1", "true"],
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+            if done.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"ssh to the guest on port {self.port} never answered: {done.stderr}")
+            time.sleep(0.5)
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rosetctl-guest-lab", "-f", str(path)],
+                   check=True, stdin=subprocess.DEVNULL, capture_output=True)
+
+
 class Guest:
     """One QEMU guest (see the module's docstring). `dir` is shared read-write at the same path."""
 
-    def __init__(self, boot: BootFiles, directory: Path, name: str, initiator: str | None = None):
+    def __init__(self, boot: BootFiles, directory: Path, name: str, initiator: str | None = None,
+                 ssh: SshAccess | None = None, shares: tuple[Path, ...] = ()):
         self.boot = boot
         self.dir = directory
         self.name = name
         self.initiator = initiator or f"iqn.2026-11.io.roset.test:{name}"
+        self.ssh = ssh
+        self.shares = shares
         self.proc: subprocess.Popen | None = None
         self.console_path = directory / "console.log"
         self._next = 1
@@ -288,24 +372,37 @@ class Guest:
 
     def start(self, timeout: float = 90) -> None:
         """Boots the guest and waits until it takes commands (iscsid running)."""
+        self.start_booting()
+        self.wait_until_ready(timeout)
+
+    def wait_until_ready(self, timeout: float = 90) -> None:
+        self._wait_for(lambda: (self.dir / "ready").exists(), timeout, "the guest to boot")
+
+    def start_booting(self) -> None:
+        """Starts qemu and returns at once (several guests boot together)."""
         assert self.proc is None, "a Guest boots once"
         (self.dir / "commands").mkdir(parents=True, exist_ok=True)
-        append = " ".join([
-            "console=ttyS0", "quiet", "loglevel=3", "panic=-1", "mitigations=off", "random.trust_cpu=on",
-            f"rosetctl.dir={self.dir}", f"rosetctl.host={self.name}", f"rosetctl.initiator={self.initiator}",
-        ])
+        words = ["console=ttyS0", "quiet", "loglevel=3", "panic=-1", "mitigations=off", "random.trust_cpu=on",
+                 f"rosetctl.dir={self.dir}", f"rosetctl.host={self.name}", f"rosetctl.initiator={self.initiator}"]
+        netdev = "user,id=n0"
+        if self.ssh is not None:
+            words.append(f"rosetctl.sshd={self.ssh.configure(self.dir / 'sshd')}")
+            netdev += f",hostfwd=tcp:127.0.0.1:{self.ssh.port}-:22"
+        if self.shares:
+            words.append("rosetctl.shares=" + ",".join(str(share) for share in self.shares))
         argv = [
             "qemu-system-x86_64", "-machine", "q35", "-accel", "tcg,tb-size=256", "-cpu", "max",
             "-smp", "1", "-m", "512", "-nographic", "-no-reboot",
-            "-kernel", str(self.boot.kernel), "-initrd", str(self.boot.initramfs), "-append", append,
-            "-netdev", "user,id=n0", "-device", "virtio-net-pci,netdev=n0,romfile=", "-device", "virtio-rng-pci",
+            "-kernel", str(self.boot.kernel), "-initrd", str(self.boot.initramfs), "-append", " ".join(words),
+            "-netdev", netdev, "-device", "virtio-net-pci,netdev=n0,romfile=", "-device", "virtio-rng-pci",
             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap",
             "-virtfs", f"local,path={self.dir},mount_tag=guestdir,security_model=passthrough,multidevs=remap",
         ]
+        for number, share in enumerate(self.shares):
+            argv += ["-virtfs", f"local,path={share},mount_tag=share{number},security_model=passthrough,multidevs=remap"]
         with open(self.console_path, "wb") as console:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=console,
                                          stderr=subprocess.STDOUT, start_new_session=True)
-        self._wait_for(lambda: (self.dir / "ready").exists(), timeout, "the guest to boot")
 
     def run(self, script: str, timeout: float = 60) -> Result:
         """Runs `script` with the guest's /bin/sh (as root, in the guest's /) and waits for it."""
