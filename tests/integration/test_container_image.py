@@ -59,7 +59,7 @@ def run(argv, timeout=120) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def image() -> str:
+def image():
     """Builds the image from the tree holding the tested binary; returns its name."""
     podman_command()
     if shutil.which("debootstrap") is None:
@@ -69,7 +69,19 @@ def image() -> str:
     done = run([SOURCE / "scripts" / "build-image.sh", "--build-dir", build_dir], timeout=BUILD_TIMEOUT)
     assert done.returncode == 0, f"expected build-image.sh to build the image:\n{done.stdout}{done.stderr}"
     print(f"build-image.sh took {time.monotonic() - started:.0f}s")
-    return done.stdout.strip().splitlines()[-1]
+    yield done.stdout.strip().splitlines()[-1]
+    remove_podman_cgroups()
+
+
+def remove_podman_cgroups():
+    """With cgroupfs, podman leaves libpod_parent/ (and its conmon/) in each cgroup v1 hierarchy
+    once its containers are gone: removed when empty (rmdir refuses a cgroup still in use)."""
+    for parent in Path("/sys/fs/cgroup").glob("*/libpod_parent"):
+        for directory in (parent / "conmon", parent):
+            try:
+                directory.rmdir()
+            except OSError:
+                pass
 
 
 def test_image_is_the_one_the_manifests_name(image):

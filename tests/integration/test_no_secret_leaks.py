@@ -306,6 +306,12 @@ def test_roset_api_key_is_only_in_its_key_file_and_roset_fuse_credentials(cli, r
     cli.ok_json("-v", "snapshot", "list", "--volume", "model")
     cli.ok_json("-v", "volume", "list")
     cli.ok("-v", "volume", "disconnect", "model")
+    # The key as a CSI secret from --secrets-file, as a StorageClass's secret reaches serve.
+    secrets_file = workdir / "secrets.json"
+    write_secrets(secrets_file, {"api-key": roset.key})
+    leaks.allow_file("roset key", "secrets.json")
+    cli.ok_json("-v", "--secrets-file", str(secrets_file), "volume", "create", "other")
+    cli.ok("-v", "--secrets-file", str(secrets_file), "volume", "delete", "other")
 
     # serve with the key as a CSI secret, and a wrong one whose error goes back to the caller.
     server = start_serve(extra=["--roset-fuse", str(fuse_wrapper)])
