@@ -85,7 +85,9 @@ mirror=${ROSETCTL_DEBIAN_MIRROR:-$(find_mirror | head -n1)}
 mapfile -t packages < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "${source_dir}/deploy/container/packages" | grep -v '^$' | sort -u)
 ((${#packages[@]})) || fail "deploy/container/packages names no package"
 include=$(IFS=,; echo "${packages[*]}")
-key=$(printf 'bookworm minbase %s\n' "${include}" | sha256sum | cut -c1-16)
+# `recipe` names what this script does to the tree besides debootstrap: bump it when that changes.
+recipe=2
+key=$(printf 'bookworm minbase %s recipe %s\n' "${include}" "${recipe}" | sha256sum | cut -c1-16)
 mkdir -p "${cache_dir}"
 base_tar=${cache_dir}/debian-bookworm-minbase-${key}.tar
 base_image=localhost/rosetctl-base:${key}
@@ -112,6 +114,11 @@ if [[ ! -f ${base_tar} ]]; then
   fi
   # What only installing needed: downloaded packages and package lists.
   rm -rf "${root}"/var/cache/apt/archives/*.deb "${root}"/var/cache/apt/*.bin "${root}"/var/lib/apt/lists/*
+  # open-iscsi's postinst generated an initiator name: every container of the image would share
+  # it, and a node registers the name it finds (two nodes with one name see each other's
+  # volumes). Nodes use the host's /etc/iscsi (deploy/kubernetes/overlays/iscsi); without it
+  # a node has no name, and mapping to it is refused.
+  rm -f "${root}/etc/iscsi/initiatorname.iscsi"
   tar --numeric-owner --xattrs -C "${root}" -cf "${scratch}/base.tar" .
   mv "${scratch}/base.tar" "${base_tar}"  # whole or not at all: an interrupted run leaves no cache
   umount "${root}"
@@ -132,6 +139,12 @@ if [[ -z ${tag} ]]; then
   tag=localhost/rosetctl:${version}
 fi
 echo "build-image: building ${tag} FROM ${base_image}" >&2
+previous=$("${podman[@]}" image inspect --format '{{.Id}}' "${tag}" 2>/dev/null || true)
 "${podman[@]}" build --quiet --network=none --pull=never --build-arg "BASE=${base_image}" \
   -f "${source_dir}/deploy/container/Containerfile" -t "${tag}" "${context}" >/dev/null
+# The image this tag named before, now nameless: removed unless a container still uses it.
+current=$("${podman[@]}" image inspect --format '{{.Id}}' "${tag}")
+if [[ -n ${previous} && ${previous} != "${current}" ]]; then
+  "${podman[@]}" rmi "${previous}" >/dev/null 2>&1 || true
+fi
 echo "${tag}"
