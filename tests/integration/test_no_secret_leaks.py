@@ -101,29 +101,31 @@ class ProcessWatch:
     def poll(self):
         me = str(os.getpid())
         for entry in os.scandir("/proc"):
-            if not entry.name.isdigit() or entry.name == me:
-                continue
-            for part in ("cmdline", "environ"):
-                try:
-                    with open(f"/proc/{entry.name}/{part}", "rb") as f:
-                        blob = f.read()
-                except OSError:
-                    continue
-                labels = self.scan.labels_in(blob)
-                if labels:
-                    argv = blob.replace(b"\0", b" ").decode(errors="replace") if part == "cmdline" else ""
-                    where = f"{part} of pid {entry.name}: {argv or self._argv(entry.name)}"
-                    for label in labels:
-                        if (label, where) not in self.seen:
-                            self.seen.add((label, where))
-                            self.scan.check(blob, where)
+            if entry.name.isdigit() and entry.name != me:
+                self._check(entry.name)
 
-    @staticmethod
-    def _argv(pid: str) -> str:
-        try:
-            return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            return "?"
+    def _check(self, pid: str):
+        """One consistent look at a process: its command line read before and after its
+        environment is the same (no exec in between, not exited), so a hit is attributed to the
+        program that really held it."""
+        for _ in range(5):
+            try:
+                before = Path(f"/proc/{pid}/cmdline").read_bytes()
+                environ = Path(f"/proc/{pid}/environ").read_bytes()
+                after = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                return
+            if before == after and before:
+                break
+        else:
+            return  # exited (an empty command line) or exec'ing throughout
+        argv = before.replace(b"\0", b" ").decode(errors="replace")
+        for part, blob in (("cmdline", before), ("environ", environ)):
+            for label in self.scan.labels_in(blob):
+                where = f"{part} of pid {pid}: {argv}"
+                if (label, where) not in self.seen:
+                    self.seen.add((label, where))
+                    self.scan.check(blob, where)
 
     def _run(self):
         while self.running:
