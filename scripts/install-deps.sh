@@ -50,6 +50,11 @@ packages=(
   # tests: the .deb (cmake/Packaging.cmake) is checked with lintian, its rosetctl(1) rendered
   # with man, its units checked with systemd-analyze (systemd)
   lintian man-db systemd
+  # the container image (scripts/build-image.sh, tests/integration/test_container_image.py):
+  # debootstrap makes its Debian base, podman imports and builds it; runc runs the containers
+  # (crun, podman's other runtime, refuses hosts whose cgroup2 beside the v1 controllers has
+  # controllers of its own, as these machines have)
+  debootstrap podman runc
 )
 
 if [[ ${EUID} -ne 0 ]]; then

@@ -16,14 +16,14 @@
 #include "core/unique_fd.h"
 #include "core/validate.h"
 
-extern char** environ;
-
 namespace rosetctl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kSystemDirs[] = {"/usr/sbin", "/sbin", "/usr/bin", "/bin"};
+// A child's PATH when ours has none.
+constexpr std::string_view kDefaultPath = "/usr/sbin:/usr/bin:/sbin:/bin";
 
 std::string last_line(std::string_view text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
@@ -32,16 +32,14 @@ std::string last_line(std::string_view text) {
   return std::string(newline == std::string_view::npos ? text : text.substr(newline + 1));
 }
 
-// The parent's environment with the locale forced to C.
+// The child's whole environment: PATH, for helpers that run other programs, and
+// LC_ALL=C, for untranslated messages. Nothing else of ours: serve's environment may hold
+// secrets (ROSET_API_KEY, whatever an operator exported) that mkfs, tgtadm or iscsiadm must
+// never see (a child's /proc/PID/environ is as readable as its own).
 std::vector<std::string> child_environment() {
   std::vector<std::string> out;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    std::string_view item = *entry;
-    if (item.starts_with("LC_ALL=") || item.starts_with("LANG=") || item.starts_with("LANGUAGE=")) {
-      continue;
-    }
-    out.emplace_back(item);
-  }
+  const char* path = std::getenv("PATH");
+  out.emplace_back(fmt::format("PATH={}", path != nullptr ? path : kDefaultPath));
   out.emplace_back("LC_ALL=C");
   return out;
 }

@@ -29,8 +29,9 @@ struct ProgramResult {
 // naming the program and `package` to install, when it is nowhere.
 Expected<std::string> find_program(std::string_view name, std::string_view package);
 
-// Runs argv[0] (an absolute path, see find_program) with `argv`, inheriting the environment
-// with LC_ALL=C (so messages are the untranslated ones) and no descriptors beyond 0-2. A
+// Runs argv[0] (an absolute path, see find_program) with `argv`, an environment of only our
+// PATH and LC_ALL=C (messages untranslated; none of our variables, which may hold secrets) and
+// no descriptors beyond 0-2. A
 // program that exits non-zero is a ProgramResult, not an error: the caller knows which codes
 // mean what. Past `timeout` the program is killed (SIGKILL) and the call is DEADLINE_EXCEEDED.
 Expected<ProgramResult> run_program(const std::vector<std::string>& argv,

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
+#include <string>
 
 using namespace std::chrono_literals;
 using rosetctl::Code;
@@ -87,6 +89,22 @@ TEST_CASE("run_program gives the child /dev/null as stdin, LC_ALL=C and no other
   // ls itself holds one more descriptor (the directory it lists), numbered 3.
   CHECK(result.out == "locale=C\n0 1 2 3 ");
   CHECK(result.succeeded());
+}
+
+TEST_CASE("run_program gives the child PATH and LC_ALL only, never the caller's secrets",
+          "[run_program]") {
+  // serve's environment may hold ROSET_API_KEY (or anything an operator exports); mkfs,
+  // tgtadm and the other helpers need none of it.
+  ::setenv("ROSET_API_KEY", "rsk_live_not_for_children", 1);
+  ::setenv("LANG", "de_DE.UTF-8", 1);
+  auto env = find_program("env", "coreutils");
+  REQUIRE(env);
+  auto result = run_program({*env}, 10s);
+  ::unsetenv("ROSET_API_KEY");
+  ::unsetenv("LANG");
+  REQUIRE(result);
+  std::string path = ::getenv("PATH") != nullptr ? ::getenv("PATH") : "";
+  CHECK(result->out == "PATH=" + path + "\nLC_ALL=C\n");
 }
 
 TEST_CASE("run_program keeps at most kMaxCapturedBytes of output and still finishes",
