@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,3 +34,26 @@ def test_serve_killed_at_random_keeps_every_invariant(workdir, rosetctl_binary, 
     assert not stats.violations, (
         f"seed {seed} (replay with ROSETCTL_SOAK_SEED={seed}): {len(stats.violations)} violations in "
         f"{took:.0f}s:\n" + "\n".join(stats.violations[:20]))
+
+
+def test_the_soak_notices_what_no_record_knows(workdir, rosetctl_binary):
+    """The checker itself: a mount under the work directory that no OK answer made, and a
+    publication whose file is gone, are violations (so a clean soak means something)."""
+    from soak import Soak, Volume  # noqa: E402
+
+    run_dir = workdir / "check"
+    run_dir.mkdir()
+    soak = Soak(run_dir, rosetctl_binary, seed=1, kills=0, clients=1, log=lambda message: None)
+    try:
+        stray = run_dir / "c0" / "stray"
+        stray.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "stray", str(stray)], check=True)
+        soak.check_nothing_unknown([])
+        assert any(str(stray) in v for v in soak.stats.violations), soak.stats.violations
+
+        soak.serve.start()
+        published = Volume("gone", "local-0123456789abcdef", "dir", 0, {}, target=stray, marker="written")
+        soak.check_mounts_of(published)
+        assert any("reads" in v and "gone" in v for v in soak.stats.violations), soak.stats.violations
+    finally:
+        soak.close()
