@@ -523,6 +523,8 @@ class Soak:
                 if self.serve.proc.poll() is not None:
                     self.violation(f"serve exited {self.serve.proc.returncode} by itself: {self.serve.tail()}")
                 self.kill_and_check()
+        except KeyboardInterrupt:  # a long run cut short still reports what it did
+            self.log(f"interrupted after {self.stats.kills} kills")
         finally:
             self.gate.close()
             self.gate.finish()
