@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>  // renameat2
 #include <cstring>
 
 #include "core/linux_mount_api.h"
@@ -195,8 +196,20 @@ Status attach_mount(int mount_fd, const PinnedPath& point, bool file, std::strin
   }
   // The path must show the new mount now. If it does not, the directory was renamed or the
   // path swapped between the lookup and the attach: the mount is not where a record would say.
-  auto shown = mount_of(AT_FDCWD, point.path().c_str(), 0);
-  bool in_place = shown && shown->root && (made->id == 0 || shown->id == made->id);
+  // A rename the kernel let through just before the attach (it checks for a mount point
+  // before there was one, and does not wait for the attach) may still be finishing, and would
+  // move the mount after this look. The rename holds the parent directory's lock until it has
+  // finished: renaming the name onto itself takes that lock and changes nothing (EEXIST), so
+  // after it the name shows where the mount really is, and any later rename finds a mount
+  // point and is refused (EBUSY).
+  auto at = pin_parent(point.path(), "mount point");
+  bool in_place = false;
+  if (at) {
+    (void)::renameat2(at->parent.fd(), at->name.c_str(), at->parent.fd(), at->name.c_str(),
+                      RENAME_NOREPLACE);
+    auto shown = mount_of(at->parent.fd(), at->name.c_str(), 0);
+    in_place = shown && shown->root && (made->id == 0 || shown->id == made->id);
+  }
   if (in_place) return Status::ok();
   // Lazily: `mount_fd` still refers to it, so a plain unmount would find it busy. It has no
   // users and nothing mounted below it yet.

@@ -90,6 +90,13 @@ Expected<std::string> normalize_absolute_path(std::string_view path, std::string
     std::string_view part = path.substr(pos, next - pos);
     pos = next + 1;
     if (part.empty()) continue;
+    // The kernel's own answer (ENAMETOOLONG) would come later, from whichever call meets it
+    // first, and name neither the field nor the component.
+    if (part.size() > NAME_MAX) {
+      return error(Code::kInvalidArgument,
+                   "{} {} has a component of {} bytes; the limit is {} bytes", what,
+                   display_quoted(path), part.size(), NAME_MAX);
+    }
     if (part == "." || part == "..") {
       return error(Code::kInvalidArgument, "{} {} must not contain \".\" or \"..\" components",
                    what, display_quoted(path));

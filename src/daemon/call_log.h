@@ -15,6 +15,7 @@
 #include "daemon/grpc_status.h"
 #include "daemon/handler_pool.h"
 #include "daemon/peer_authority.h"
+#include "daemon/request_limits.h"
 
 namespace rosetctl {
 
@@ -25,9 +26,10 @@ void log_call_end(std::string_view method, const Peer& peer,
                   std::chrono::steady_clock::duration elapsed);
 
 // `handler` returns Status and fills `response`. It runs only when the caller may make the
-// call (daemon/peer_authority.h); a refusal is logged like any other answer. It works for the
-// call (core/call_scope.h): its long loops and lock waits stop when the call's deadline passes
-// or its client cancels, with DEADLINE_EXCEEDED or CANCELLED.
+// call (daemon/peer_authority.h) and the request is within daemon/request_limits.h's bounds;
+// a refusal is logged like any other answer. It works for the call (core/call_scope.h): its
+// long loops and lock waits stop when the call's deadline passes or its client cancels, with
+// DEADLINE_EXCEEDED or CANCELLED.
 template <typename Handler>
 grpc::Status run_logged(grpc::ServerContextBase& call, std::string_view method,
                         const google::protobuf::Message& request,
@@ -39,6 +41,7 @@ grpc::Status run_logged(grpc::ServerContextBase& call, std::string_view method,
   CallLimits limits(call.deadline(), [&call] { return call.IsCancelled(); });
   CurrentCall working_for(&limits);
   if (status.is_ok()) status = check_current_call();  // it may have waited for a thread
+  if (status.is_ok()) status = check_map_sizes(request);
   if (status.is_ok()) status = handler();
   if (!status.is_ok()) {
     response->Clear();

@@ -1,6 +1,7 @@
 // Files of a shared roset-fuse process.
 #include "providers/roset/fuse_record.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -35,6 +36,30 @@ Status write_file_atomically(const std::string& path, const std::string& content
     return errno_status(err, fmt::format("cannot write \"{}\"", path));
   }
   return Status::ok();
+}
+
+// Removes what write_file_atomically(path, ...) leaves when the process is killed between
+// making its temporary and renaming it: "<path>.<8 hex>.tmp". The directory is private to
+// rosetctl, so such a name is ours; it may hold the API key.
+Status remove_temporaries_of(const std::string& path) {
+  std::size_t slash = path.rfind('/');
+  std::string dir = path.substr(0, slash), prefix = path.substr(slash + 1) + ".";
+  DIR* stream = ::opendir(dir.c_str());
+  if (stream == nullptr) return Status::ok();  // no directory, nothing left in it
+  Status status;
+  while (dirent* entry = ::readdir(stream)) {
+    std::string_view name = entry->d_name;
+    bool temporary = name.size() == prefix.size() + 8 + 4 &&
+                     name.substr(0, prefix.size()) == prefix &&
+                     name.substr(name.size() - 4) == ".tmp";
+    if (!temporary) continue;
+    std::string leftover = dir + "/" + std::string(name);
+    if (::unlink(leftover.c_str()) != 0 && errno != ENOENT && status.is_ok()) {
+      status = errno_status(errno, fmt::format("cannot remove \"{}\"", leftover));
+    }
+  }
+  ::closedir(stream);
+  return status;
 }
 
 Status make_private_dir(const std::string& path) {
@@ -136,6 +161,10 @@ Status remove_fuse_files(const FuseFiles& files) {
       return errno_status(errno, fmt::format("cannot remove \"{}\"", path));
     }
   }
+  // A kill -9 in the middle of an earlier save leaves a temporary beside the file (found by
+  // the soak: every later last unstage then failed on the directory that was not empty).
+  ROSETCTL_RETURN_IF_ERROR(remove_temporaries_of(files.credentials()));
+  ROSETCTL_RETURN_IF_ERROR(remove_temporaries_of(files.record()));
   for (const std::string& path : {files.secret_dir(), files.mountpoint(), files.dir}) {
     if (::rmdir(path.c_str()) != 0 && errno != ENOENT) {
       return errno_status(errno, fmt::format("cannot remove \"{}\"", path));

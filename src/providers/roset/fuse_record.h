@@ -65,7 +65,8 @@ Status save_fuse_record(const FuseFiles& files, const FuseRecord& record);
 // Writes the key to the credentials file: secret/ 0700, the file 0600, replaced atomically.
 Status write_credentials(const FuseFiles& files, const std::string& api_key);
 Expected<std::string> read_credentials(const FuseFiles& files);
-// Removes the credentials, the record and the directory (the mountpoint must be unmounted).
+// Removes the credentials, the record, temporaries a killed save of either left, and the
+// directory (the mountpoint must be unmounted).
 Status remove_fuse_files(const FuseFiles& files);
 
 }  // namespace rosetctl

@@ -72,6 +72,19 @@ TEST_CASE("absolute paths are normalised and .. is refused", "[validate]") {
   CHECK(rosetctl::normalize_absolute_path("", "target").status().message() == "target is required");
 }
 
+TEST_CASE("a path component longer than NAME_MAX is refused naming its length", "[validate]") {
+  std::string long_part(256, 'c');
+  auto refused = rosetctl::normalize_absolute_path("/mnt/" + long_part + "/x", "target_path");
+  REQUIRE_FALSE(refused);
+  CHECK(refused.status().code() == Code::kInvalidArgument);
+  CHECK(refused.status().message().find("target_path") != std::string::npos);
+  CHECK(refused.status().message().find("256 bytes") != std::string::npos);
+  CHECK(refused.status().message().find("255") != std::string::npos);
+  // The message quotes only the start of the path, not all of it.
+  CHECK(refused.status().message().size() < 200);
+  CHECK(rosetctl::normalize_absolute_path("/mnt/" + std::string(255, 'c'), "target_path"));
+}
+
 TEST_CASE("path_is_within compares whole components", "[validate]") {
   CHECK(rosetctl::path_is_within("/var/lib/rosetctl", "/var/lib/rosetctl"));
   CHECK(rosetctl::path_is_within("/var/lib/rosetctl/mnt/x", "/var/lib/rosetctl"));
