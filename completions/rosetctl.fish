@@ -33,6 +33,7 @@ complete -c rosetctl -n '__fish_use_subcommand' -a tls -d 'Certificates for serv
 complete -c rosetctl -n '__fish_use_subcommand' -a node -d 'This node (NodeGetInfo) and the nodes registered with the controller'
 complete -c rosetctl -n '__fish_use_subcommand' -a plugin -d 'The plugin\'s identity and capabilities'
 complete -c rosetctl -n '__fish_use_subcommand' -a probe -d 'Check that the state store and providers are ready (Probe)'
+complete -c rosetctl -n '__fish_use_subcommand' -a doctor -d 'Check this host (state database, mounts, devices, certificates, space) and say what to fix'
 complete -c rosetctl -n '__fish_use_subcommand' -a completion -d 'Print a shell completion script'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -l version
@@ -630,6 +631,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l role
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l max-volumes-per-node
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l grace-period
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l snapshot-wait
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l metrics-listen
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l config
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l output
@@ -1018,6 +1020,34 @@ complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l on-node
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from probe' -l tls-ca
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l fix
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l certificate-warn-days
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l iscsi-tgt-control-port
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l on-node
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from doctor' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from completion' -l config

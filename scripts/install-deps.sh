@@ -13,6 +13,11 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libspdlog-dev libfmt-dev
   libcurl4-openssl-dev catch2 libblkid-dev
+  # `serve --metrics-listen`: prometheus-cpp's core keeps the counters and writes the text
+  # format, cpp-httplib serves /metrics
+  prometheus-cpp-dev libcpp-httplib-dev
+  # tests: `promtool check metrics` checks what /metrics serves
+  prometheus
   # what the node side uses at run time
   util-linux mount
   # image volumes: mkfs, e2fsck, resize2fs (ext4) and mkfs.xfs, xfs_growfs (xfs)

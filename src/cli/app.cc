@@ -10,6 +10,7 @@
 
 #include "cli/completion_cmd.h"
 #include "cli/config_file.h"
+#include "cli/doctor_cmd.h"
 #include "cli/exit_codes.h"
 #include "cli/info_cmd.h"
 #include "cli/serve_cmd.h"
@@ -244,6 +245,7 @@ int run(int argc, char** argv) {
   setup_serve(app, globals, action);
   setup_tls(app, globals, action);
   setup_info(app, globals, action);
+  setup_doctor(app, globals, action);
   setup_completion(app, action);
 
   try {

@@ -22,6 +22,7 @@ struct ServeOptions {
   int64_t max_volumes_per_node = 0;
   int grace_seconds = 30;
   double snapshot_wait_seconds = 2;
+  std::string metrics_listen;  // "": no metrics endpoint
 };
 
 Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
@@ -69,6 +70,12 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
   // reconcile leaves things as they were; serving is still better than not.
   if (Status reconciled = (*plugin)->reconcile(); !reconciled) {
     spdlog::error("startup reconcile failed: {}", escape_text(reconciled.message()));
+  }
+  if (!options.metrics_listen.empty()) {
+    auto port = (*plugin)->serve_metrics(options.metrics_listen);
+    if (!port) return port.status();
+    std::string host = options.metrics_listen.substr(0, options.metrics_listen.rfind(':'));
+    spdlog::info("metrics on http://{}:{}/metrics", host, *port);
   }
   std::unique_ptr<NodeHeartbeat> heartbeat;
   if (!globals.controller.empty()) {
@@ -122,6 +129,11 @@ void setup_serve(CLI::App& app, const GlobalOptions& globals, Action& action) {
                    "(the commit goes on; ListSnapshots says when it is ready)")
       ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
+  serve
+      ->add_option("--metrics-listen", options->metrics_listen,
+                   "Serve Prometheus metrics at http://ADDR:PORT/metrics (plain HTTP; off by "
+                   "default; port 0 picks one)")
+      ->type_name("ADDR:PORT");
   serve->footer(
       "The socket is created with mode 0660; a stale socket file is replaced, a live one is not.\n"
       "A TCP listener (--listen) requires a client certificate of the same CA on every\n"

@@ -581,6 +581,43 @@ Expected<int64_t> StateStore::count_volumes() {
   });
 }
 
+namespace {
+
+Expected<std::map<std::string, int64_t>> count_by_provider(sqlite::Connection& connection,
+                                                           const char* sql) {
+  using Row = std::pair<std::string, int64_t>;
+  auto rows = select_all<Row>(prepare(connection, sql), [](const sqlite::Statement& row) {
+    return Expected<Row>(Row{row.column_text(0), row.column_int64(1)});
+  });
+  if (!rows) return rows.status();
+  return std::map<std::string, int64_t>(rows->begin(), rows->end());
+}
+
+}  // namespace
+
+Expected<std::map<std::string, int64_t>> StateStore::count_volumes_by_provider() {
+  return read([&](sqlite::Connection& connection) {
+    return count_by_provider(connection,
+                             "SELECT provider, COUNT(*) FROM volumes GROUP BY provider");
+  });
+}
+
+Expected<std::map<std::string, int64_t>> StateStore::count_snapshots_by_provider() {
+  return read([&](sqlite::Connection& connection) {
+    return count_by_provider(connection,
+                             "SELECT provider, COUNT(*) FROM snapshots GROUP BY provider");
+  });
+}
+
+Expected<std::vector<std::string>> StateStore::integrity_problems() {
+  return read([&](sqlite::Connection& connection) -> Expected<std::vector<std::string>> {
+    auto lines = select_all<std::string>(prepare(connection, "PRAGMA integrity_check"), read_text);
+    if (!lines) return lines.status();
+    if (lines->size() == 1 && lines->front() == "ok") lines->clear();
+    return lines;
+  });
+}
+
 Status StateStore::update_volume_capacity(std::string_view id, int64_t capacity_bytes) {
   return write([&](sqlite::Connection& connection) -> Status {
     ROSETCTL_RETURN_IF_ERROR(run(prepare(

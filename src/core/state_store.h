@@ -161,6 +161,12 @@ class StateStore {
   // Keyset paging: ids strictly greater than after_id, ordered by id; limit <= 0 means all.
   Expected<std::vector<VolumeRecord>> list_volumes(std::string_view after_id, int limit);
   Expected<int64_t> count_volumes();
+  // Volumes and snapshots per provider name (the metrics endpoint): one indexed scan each.
+  Expected<std::map<std::string, int64_t>> count_volumes_by_provider();
+  Expected<std::map<std::string, int64_t>> count_snapshots_by_provider();
+  // SQLite's integrity check of the database file (`doctor`): the problems it lists, none when
+  // the file is sound.
+  Expected<std::vector<std::string>> integrity_problems();
   Status update_volume_capacity(std::string_view id, int64_t capacity_bytes);  // NOT_FOUND
   // NOT_FOUND for an unknown id.
   Status update_volume_mutable_parameters(

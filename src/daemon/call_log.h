@@ -1,5 +1,6 @@
 // Every RPC handler runs through run_logged(): one info line per call (method, volume, duration,
-// status) and, at debug level, the request and response with csi_secret fields redacted.
+// status), its count and latency for the metrics endpoint (daemon/metrics.h) and, at debug
+// level, the request and response with csi_secret fields redacted.
 #pragma once
 
 #include <google/protobuf/message.h>
@@ -14,6 +15,7 @@
 #include "core/status.h"
 #include "daemon/grpc_status.h"
 #include "daemon/handler_pool.h"
+#include "daemon/metrics.h"
 #include "daemon/peer_authority.h"
 #include "daemon/request_limits.h"
 
@@ -47,7 +49,9 @@ grpc::Status run_logged(grpc::ServerContextBase& call, std::string_view method,
     response->Clear();
     mark_answered(call);
   }
-  log_call_end(method, peer, request, *response, status, std::chrono::steady_clock::now() - start);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  log_call_end(method, peer, request, *response, status, elapsed);
+  record_call(method, status.code(), elapsed);
   return to_grpc(status);
 }
 

@@ -190,6 +190,13 @@ std::shared_ptr<grpc::Channel> Plugin::in_process_channel() {
   return server_->InProcessChannel(grpc::ChannelArguments());
 }
 
+Expected<int> Plugin::serve_metrics(const std::string& address) {
+  auto endpoint = MetricsEndpoint::start(*context_, address);
+  if (!endpoint) return endpoint.status();
+  metrics_ = std::move(*endpoint);
+  return metrics_->port();
+}
+
 void Plugin::shutdown(std::chrono::milliseconds grace) {
   auto deadline = std::chrono::system_clock::now() + grace;
   // Both stop taking calls first; then their calls in flight share the one grace period.
@@ -199,6 +206,7 @@ void Plugin::shutdown(std::chrono::milliseconds grace) {
   if (server_) server_->Wait();
   tcp_.server.reset();
   server_.reset();
+  metrics_.reset();
 }
 
 }  // namespace rosetctl

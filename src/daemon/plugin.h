@@ -15,7 +15,9 @@
 #include "daemon/catalog_service.h"
 #include "daemon/controller_service.h"
 #include "daemon/handler_pool.h"
+#include "daemon/host_checks.h"
 #include "daemon/identity_service.h"
+#include "daemon/metrics_endpoint.h"
 #include "daemon/node_proxy.h"
 #include "daemon/node_service.h"
 #include "daemon/node_state_service.h"
@@ -49,6 +51,13 @@ class Plugin {
   // connections and their calls in flight get `grace` to finish. A file that does not check
   // (tls_files.h) keeps the old listeners serving and is the error. OK without TCP listeners.
   Status reload_tls(std::chrono::milliseconds grace);
+  // `doctor`: this host's checks, and with options.fix its repair (daemon/host_checks.h).
+  std::vector<HostCheck> check_host(const HostCheckOptions& options) {
+    return rosetctl::check_host(*context_, options);
+  }
+  // Serves GET /metrics on `address` (daemon/metrics_endpoint.h) until shutdown; returns the
+  // port bound (port 0 picks one).
+  Expected<int> serve_metrics(const std::string& address);
 
   const PluginOptions& options() const { return context_->options; }
   const StateLayout& layout() const { return context_->layout; }
@@ -83,6 +92,7 @@ class Plugin {
   TcpServer tcp_;
   std::vector<std::string> tcp_addresses_;  // as bound: "ADDR:PORT" with the port picked
   TlsFiles tls_;
+  std::unique_ptr<MetricsEndpoint> metrics_;  // with --metrics-listen; reads the context
 };
 
 }  // namespace rosetctl

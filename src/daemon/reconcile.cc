@@ -8,7 +8,6 @@
 #include "daemon/volume_locks.h"
 
 namespace rosetctl {
-namespace {
 
 // The locks a NodeStage takes: whoever holds them is working on the volume right now.
 Expected<std::vector<HeldLock>> lock_like_stage(const ServiceContext& context,
@@ -23,6 +22,8 @@ Expected<std::vector<HeldLock>> lock_like_stage(const ServiceContext& context,
   held.push_back(std::move(*stage));
   return held;
 }
+
+namespace {
 
 // A staging record whose mount is gone (a crash between recording and mounting, or a reboot)
 // is removed with its publications, unless one of those is still mounted: then a person

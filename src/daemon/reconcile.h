@@ -12,6 +12,11 @@ namespace rosetctl {
 
 Status reconcile_node(ServiceContext& context);
 
+// The locks a NodeStage of the volume takes, without waiting: ABORTED while someone holds them
+// (that is, works on the volume right now).
+Expected<std::vector<HeldLock>> lock_like_stage(const ServiceContext& context,
+                                                std::string_view volume_id);
+
 // A controller starts: each provider brings what it keeps outside the state database (a
 // target daemon's targets) back in line with it. A provider that cannot is logged, not fatal:
 // its calls say why until it can.

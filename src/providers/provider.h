@@ -294,6 +294,23 @@ class NodeSide {
   virtual Status reconcile_node(const VolumeLocker& lock);
 };
 
+// One measurement a provider takes for `serve --metrics-listen` (daemon/metrics.h), which
+// adds the provider's name as a label. `name` is a Prometheus metric name.
+struct ProviderGauge {
+  std::string name;
+  std::string help;
+  double value = 0;
+};
+
+// One thing `rosetctl doctor` should tell (daemon/host_checks.h): `check` names the row it
+// belongs to ("loop-devices", "fuse-clients", "iscsi-sessions", "free-space"); the message
+// says what is wrong and what to do about it.
+struct HostFinding {
+  std::string check;
+  bool failed = true;  // false: a warning
+  std::string message;
+};
+
 class Provider {
  public:
   virtual ~Provider() = default;
@@ -306,6 +323,17 @@ class Provider {
 
   // Ready to serve? (Probe.) A not-OK status says what is missing.
   virtual Status check_health() const = 0;
+
+  // What it measures of itself, at each scrape of the metrics endpoint: counts it can take
+  // without waiting for what calls hold for long (a scrape must not stall behind a copy). A
+  // measurement it cannot take now is left out. Default: none.
+  virtual std::vector<ProviderGauge> gauges() { return {}; }
+
+  // `doctor`: what is wrong with what this provider keeps on this host that no call would
+  // notice: a loop device, a FUSE client or an iSCSI session no record accounts for, space
+  // promised beyond what is free. Reads only; the startup reconcile (NodeSide::reconcile_node)
+  // is what repairs. Default: nothing to report.
+  virtual std::vector<HostFinding> inspect_host() { return {}; }
 
   // The parts this provider has, owned by it; null for a part it lacks.
   virtual ControllerSide* controller() = 0;

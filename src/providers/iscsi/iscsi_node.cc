@@ -149,22 +149,34 @@ Expected<int64_t> IscsiNode::expand(const NodeExpandSpec& spec, bool block) cons
   return bytes;
 }
 
+Expected<std::vector<KernelSession>> IscsiNode::unstaged_sessions(
+    const std::vector<std::string>& staged_volume_ids, std::string_view iqn_prefix) const {
+  auto sessions = initiator_.sessions();
+  if (!sessions) return sessions.status();
+  std::string ours = fmt::format("{}:", iqn_prefix);
+  std::vector<KernelSession> unstaged;
+  for (const KernelSession& session : *sessions) {
+    if (session.target.rfind(ours, 0) != 0) continue;  // not a rosetctl target: not ours
+    std::string volume = session.target.substr(ours.size());
+    if (std::find(staged_volume_ids.begin(), staged_volume_ids.end(), volume) ==
+        staged_volume_ids.end()) {
+      unstaged.push_back(session);
+    }
+  }
+  return unstaged;
+}
+
 Expected<std::vector<std::string>> IscsiNode::repair(
     const std::vector<std::string>& staged_volume_ids, std::string_view iqn_prefix) const {
   std::vector<std::string> done;
-  auto sessions = initiator_.sessions();
-  if (!sessions) return sessions.status();
   std::string ours = fmt::format("{}:", iqn_prefix);
   auto volume_of = [&](const std::string& target) {
     return target.rfind(ours, 0) == 0 ? target.substr(ours.size()) : std::string();
   };
-  for (const KernelSession& session : *sessions) {
+  auto unstaged = unstaged_sessions(staged_volume_ids, iqn_prefix);
+  if (!unstaged) return unstaged.status();
+  for (const KernelSession& session : *unstaged) {
     std::string volume = volume_of(session.target);
-    if (volume.empty()) continue;  // not a rosetctl target: not ours to touch
-    if (std::find(staged_volume_ids.begin(), staged_volume_ids.end(), volume) !=
-        staged_volume_ids.end()) {
-      continue;
-    }
     Status left = initiator_.detach(session.portal, session.target);
     done.push_back(left ? fmt::format("logged out of {} at {}: no staging of volume \"{}\" here",
                                       session.target, session.portal, volume)

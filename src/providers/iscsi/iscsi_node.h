@@ -38,6 +38,9 @@ class IscsiNode {
   Expected<int64_t> expand(const NodeExpandSpec& spec, bool block) const;
   VolumeCondition condition(std::string_view volume_id) const;
 
+  // Sessions to our targets (`iqn_prefix`) whose volume is not among `staged_volume_ids`.
+  Expected<std::vector<KernelSession>> unstaged_sessions(
+      const std::vector<std::string>& staged_volume_ids, std::string_view iqn_prefix) const;
   // Startup repairs: logs out of sessions to our targets (`iqn_prefix`) that no staging here
   // knows (a crash between login and record), and logs in again where a staged volume's
   // session is gone (the controller or its target restarted). Returns what it did, one line

@@ -43,6 +43,20 @@ bool IscsiProvider::in_use() const {
   return false;
 }
 
+std::vector<ProviderGauge> IscsiProvider::gauges() {
+  if (!exports_ || !in_use()) return {};
+  auto targets = exports_->backend().list_targets();
+  if (!targets) return {};  // the target daemon is down: Probe says so
+  int sessions = 0;
+  for (const TargetInfo& target : *targets)
+    sessions += target.sessions;
+  return {
+      {"rosetctl_iscsi_targets", "iSCSI targets of this controller's volumes in the target daemon",
+       static_cast<double>(targets->size())},
+      {"rosetctl_iscsi_sessions", "Initiator sessions logged in to this controller's targets",
+       static_cast<double>(sessions)}};
+}
+
 Status IscsiProvider::check_health() const {
   // A host that never uses iSCSI is not unready for lack of a target daemon or open-iscsi.
   if (!settings_.is_default && !in_use()) return Status::ok();
@@ -208,6 +222,25 @@ Expected<int64_t> IscsiProvider::expand_on_node(const NodeExpandSpec& spec) {
 
 VolumeCondition IscsiProvider::node_condition(std::string_view volume_id) const {
   return node_.condition(volume_id);
+}
+
+std::vector<HostFinding> IscsiProvider::inspect_host() {
+  if (!settings_.node_role) return {};
+  auto stagings = store_.all_stagings();
+  if (!stagings) return {{"iscsi-sessions", true, std::string(stagings.status().message())}};
+  std::vector<std::string> staged;
+  for (const Staging& staging : *stagings)
+    staged.push_back(staging.volume_id);
+  auto sessions = node_.unstaged_sessions(staged, settings_.iqn_prefix);
+  if (!sessions) return {{"iscsi-sessions", true, std::string(sessions.status().message())}};
+  std::vector<HostFinding> found;
+  for (const KernelSession& session : *sessions) {
+    found.push_back({"iscsi-sessions", true,
+                     fmt::format("a session to {} at {} has no staging here; `rosetctl doctor "
+                                 "--fix` logs out of it",
+                                 session.target, session.portal)});
+  }
+  return found;
 }
 
 Status IscsiProvider::reconcile_node(const VolumeLocker&) {

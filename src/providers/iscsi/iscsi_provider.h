@@ -38,6 +38,8 @@ class IscsiProvider final : public Provider, public ControllerSide, public NodeS
   std::string_view name() const override { return "iscsi"; }
   bool volumes_are_node_local() const override { return false; }
   Status check_health() const override;
+  std::vector<ProviderGauge> gauges() override;
+  std::vector<HostFinding> inspect_host() override;
   ControllerSide* controller() override { return settings_.controller_role ? this : nullptr; }
   SnapshotSide* snapshots() override {
     return settings_.controller_role ? images_.snapshots() : nullptr;

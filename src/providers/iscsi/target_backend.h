@@ -34,6 +34,7 @@ struct TargetInfo {
   std::string backing_path;             // LUN 1's image file
   std::vector<std::string> initiators;  // the ACL: initiator names allowed to log in
   std::vector<std::string> chap_users;  // incoming CHAP accounts bound to the target
+  int sessions = 0;                     // initiators logged in now
 };
 
 // Incoming CHAP: the initiator proves it knows `password`. The password is a secret: it never

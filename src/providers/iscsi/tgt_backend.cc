@@ -373,6 +373,7 @@ TargetInfo TgtBackend::info_of(const TgtTarget& target, std::string_view volume_
   }
   info.initiators = target.acl;
   info.chap_users = target.incoming_users;
+  info.sessions = static_cast<int>(target.sessions.size());
   return info;
 }
 

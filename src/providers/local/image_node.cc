@@ -386,6 +386,39 @@ Status ImageNode::set_direct_io(const VolumeRecord& volume, bool on) {
   return Status::ok();
 }
 
+// ---------------------------------------------------------------- doctor
+
+std::vector<HostFinding> ImageNode::unaccounted_devices(const std::string& state_root) const {
+  auto loops = list_loop_devices();
+  auto table = MountTable::read();
+  if (!loops || !table) {
+    Status why = !loops ? loops.status() : table.status();
+    return {{"loop-devices", true, fmt::format("cannot list loop devices: {}", why.message())}};
+  }
+  std::vector<HostFinding> found;
+  for (const LoopInfo& loop : *loops) {
+    if (!loop.backing_file.starts_with(state_root + "/")) continue;
+    std::string volume_id = files_.volume_of_image(loop.backing_file);
+    auto record = volume_id.empty() ? Expected<std::optional<VolumeRecord>>(std::nullopt)
+                                    : store_.find_volume(volume_id);
+    if (!record || !record->has_value()) {
+      found.push_back({"loop-devices", true,
+                       fmt::format("{} backs \"{}\", which no volume record names; detach it "
+                                   "(losetup -d {}) once nothing uses it",
+                                   loop.path, loop.backing_file, loop.path)});
+      continue;
+    }
+    auto used = devices_in_use(volume_id, *table);
+    if (used && used->contains({loop.major, loop.minor})) continue;
+    found.push_back(
+        {"loop-devices", true,
+         fmt::format("{} backs volume \"{}\"'s image, and no staging or mount uses it (an "
+                     "interrupted stage); `rosetctl doctor --fix` detaches it",
+                     loop.path, (*record)->name)});
+  }
+  return found;
+}
+
 // ---------------------------------------------------------------- devices in use
 
 Expected<std::set<ImageNode::DeviceNumbers>> ImageNode::devices_in_use(

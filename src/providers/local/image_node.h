@@ -73,6 +73,9 @@ class ImageNode {
   // images without a volume record (a crash between making the file and recording the volume)
   // are removed when they were never written, else reported.
   Status reconcile(const VolumeLocker& lock);
+  // `doctor`: loop devices backed by a file under `state_root` that no staging uses: an image
+  // whose staging is gone (reconcile detaches it), or a file that is no volume's image.
+  std::vector<HostFinding> unaccounted_devices(const std::string& state_root) const;
 
  private:
   using DeviceNumbers = std::pair<unsigned, unsigned>;

@@ -411,6 +411,17 @@ Expected<int64_t> ImageFiles::available_bytes() const {
   return std::max<int64_t>(0, free_bytes - *promised);
 }
 
+Expected<ImageFiles::SpaceBalance> ImageFiles::space_balance() const {
+  struct statvfs fs;
+  if (::statvfs(dir_.c_str(), &fs) != 0) {
+    return errno_status(errno, fmt::format("cannot statfs \"{}\"", dir_));
+  }
+  auto promised = unallocated_bytes();
+  if (!promised) return promised.status();
+  return SpaceBalance{static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize),
+                      *promised};
+}
+
 Expected<UniqueFd> ImageFiles::lock_allocations() const {
   UniqueFd fd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) return errno_status(errno, fmt::format("cannot open \"{}\"", dir_));

@@ -92,6 +92,13 @@ class ImageFiles {
 
   // Bytes available for new volumes under the policy above.
   Expected<int64_t> available_bytes() const;
+  // Free bytes of the directory's filesystem and the unwritten part of every image in it (what
+  // the images were promised and may still write): `doctor` compares them.
+  struct SpaceBalance {
+    int64_t free_bytes = 0;
+    int64_t promised_bytes = 0;
+  };
+  Expected<SpaceBalance> space_balance() const;
 
  private:
   Status ensure_dir() const;

@@ -309,6 +309,23 @@ VolumeCondition LocalProvider::node_condition(std::string_view volume_id) const 
   return volume_condition(*volume);
 }
 
+std::vector<HostFinding> LocalProvider::inspect_host() {
+  std::vector<HostFinding> found = image_node_.unaccounted_devices(layout_.root);
+  if (::access(images_.dir().c_str(), F_OK) != 0) return found;  // no image volume yet
+  auto balance = images_.space_balance();
+  if (!balance) {
+    found.push_back({"free-space", true, std::string(balance.status().message())});
+  } else if (balance->promised_bytes > balance->free_bytes) {
+    found.push_back(
+        {"free-space", true,
+         fmt::format("image volumes in \"{}\" may still write {} bytes but only {} are free: "
+                     "a volume that fills up will fail its writes (ENOSPC); free space, or "
+                     "delete or shrink volumes",
+                     images_.dir(), balance->promised_bytes, balance->free_bytes)});
+  }
+  return found;
+}
+
 Status LocalProvider::reconcile_node(const VolumeLocker& lock) {
   return image_node_.reconcile(lock);
 }

@@ -46,6 +46,8 @@ class LocalProvider final : public Provider,
   std::string image_path(std::string_view volume_id) const { return images_.image(volume_id); }
   bool volumes_are_node_local() const override { return true; }
   Status check_health() const override;
+  std::vector<ProviderGauge> gauges() override;
+  std::vector<HostFinding> inspect_host() override;
   ControllerSide* controller() override { return this; }
   SnapshotSide* snapshots() override { return this; }
   NodeSide* node() override { return this; }

@@ -125,6 +125,20 @@ Expected<const CommitStore*> LocalProvider::commit_store() const {
   return commit_store_.get();
 }
 
+std::vector<ProviderGauge> LocalProvider::gauges() {
+  // A store never used is not made for a scrape.
+  if (::access(layout_.commit_store_dir().c_str(), F_OK) != 0) return {};
+  auto store = commit_store();
+  if (!store) return {};
+  // The blobs are the store's bulk (trees and commits are small); their listing takes no lock.
+  int64_t bytes = 0;
+  if (!(*store)->for_each_blob([&bytes](std::string_view, int64_t size) { bytes += size; }))
+    return {};
+  return {{"rosetctl_commit_store_bytes",
+           "Bytes on disk of the file contents (blobs) in the local provider's commit store",
+           static_cast<double>(bytes)}};
+}
+
 Expected<ProvisionedSnapshot> LocalProvider::create_snapshot(const SnapshotSpec& spec,
                                                              const RecordSnapshot& record) {
   auto volume = load(spec.volume_id);

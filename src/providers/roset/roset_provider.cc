@@ -95,6 +95,22 @@ Expected<RosetEndpoint> RosetProvider::endpoint_for(const StringMap& context,
                           value_or_empty(context, kRosetMountId));
 }
 
+std::vector<ProviderGauge> RosetProvider::gauges() {
+  return {{"rosetctl_roset_fuse_clients", "roset-fuse processes running for this node's stagings",
+           static_cast<double>(fuse_.running_clients())}};
+}
+
+std::vector<HostFinding> RosetProvider::inspect_host() {
+  std::vector<HostFinding> found;
+  for (const ProcessIdentity& process : fuse_.unrecorded_clients()) {
+    found.push_back({"fuse-clients", true,
+                     fmt::format("roset-fuse pid {} serves a mount under the state directory that "
+                                 "no record knows; `rosetctl doctor --fix` stops it",
+                                 process.pid)});
+  }
+  return found;
+}
+
 Status RosetProvider::check_health() const {
   if (!configured()) return Status::ok();
   if (config_.node_role) {

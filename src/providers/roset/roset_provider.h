@@ -27,6 +27,8 @@ class RosetProvider final : public Provider,
   std::string_view name() const override { return "roset"; }
   bool volumes_are_node_local() const override { return false; }
   Status check_health() const override;
+  std::vector<ProviderGauge> gauges() override;
+  std::vector<HostFinding> inspect_host() override;
   ControllerSide* controller() override { return this; }
   SnapshotSide* snapshots() override { return this; }
   NodeSide* node() override { return this; }

@@ -111,6 +111,15 @@ std::vector<std::string> SharedFuseMounts::all_keys() const {
   return keys;
 }
 
+int SharedFuseMounts::running_clients() const {
+  int running = 0;
+  for (const std::string& key : all_keys()) {
+    auto record = load_fuse_record(files_of(key));
+    if (record && record->has_value() && is_running((*record)->process)) ++running;
+  }
+  return running;
+}
+
 std::vector<std::string> SharedFuseMounts::keys_serving(std::string_view volume_id,
                                                         const std::string& staging_path) const {
   std::vector<std::string> out;
@@ -370,12 +379,13 @@ VolumeCondition SharedFuseMounts::condition(std::string_view volume_id) const {
   return {};
 }
 
-Status SharedFuseMounts::kill_orphans() {
+std::vector<ProcessIdentity> SharedFuseMounts::unrecorded_clients() const {
   std::vector<ProcessIdentity> known;
   for (const std::string& key : all_keys()) {
     auto record = load_fuse_record(files_of(key));
     if (record && record->has_value()) known.push_back((*record)->process);
   }
+  std::vector<ProcessIdentity> unknown;
   for (pid_t pid : processes_with_argument_under(settings_.root + "/fuse")) {
     ProcessIdentity process{pid, process_start_time(pid)};
     auto is_known = [&](const ProcessIdentity& candidate) {
@@ -385,6 +395,14 @@ Status SharedFuseMounts::kill_orphans() {
     pid_t parent = parent_pid(pid);
     if (is_known(process) || is_known(ProcessIdentity{parent, process_start_time(parent)}))
       continue;
+    unknown.push_back(process);
+  }
+  return unknown;
+}
+
+Status SharedFuseMounts::kill_orphans() {
+  for (const ProcessIdentity& process : unrecorded_clients()) {
+    pid_t pid = process.pid;
     spdlog::warn("reconcile: roset-fuse pid {} serves a mount no record knows; stopping it", pid);
     (void)stop_fuse_process(process, "", settings_.stop_grace);
   }

@@ -51,6 +51,11 @@ class SharedFuseMounts {
   Status revive(std::string_view volume_id, const std::string& staging_path);
   // Whether the staging's folder is bound read-only (a restored volume).
   bool staged_read_only(std::string_view volume_id, const std::string& staging_path) const;
+  // roset-fuse processes on our mountpoints that no record knows (orphans of a crash), which
+  // reconcile stops.
+  std::vector<ProcessIdentity> unrecorded_clients() const;
+  // The processes whose record says they run and that are alive now.
+  int running_clients() const;
   // Health of the process serving the volume on this node.
   VolumeCondition condition(std::string_view volume_id) const;
   // Startup: forgets users whose staging the daemon no longer records, stops processes left

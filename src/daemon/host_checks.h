@@ -1,0 +1,35 @@
+// `rosetctl doctor`: checks of this host that say what is wrong and what to do about it, and
+// the repair of what is safe to repair, which is serve's startup reconcile (daemon/reconcile.h)
+// and its revival of dead stagings (daemon/node_repair.h): the same code, not a second one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "daemon/service_context.h"
+#include "daemon/tls_files.h"
+
+namespace rosetctl {
+
+enum class CheckState { kOk, kWarn, kFail };
+std::string_view check_state_name(CheckState state);  // "ok", "warn", "fail"
+
+// One row of the report. `repaired` says what --fix did about it ("" when nothing).
+struct HostCheck {
+  std::string name;
+  CheckState state = CheckState::kOk;
+  std::string message;
+  std::string repaired;
+};
+
+struct HostCheckOptions {
+  TlsFiles tls;  // the configured TLS files, whose certificates are checked; empty: none
+  int certificate_warn_days = 30;
+  bool fix = false;
+};
+
+// Every check, in a fixed order. With `fix`, repairs first and checks again; each row that was
+// not ok before says what was done in `repaired`.
+std::vector<HostCheck> check_host(ServiceContext& context, const HostCheckOptions& options);
+
+}  // namespace rosetctl
