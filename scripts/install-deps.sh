@@ -33,6 +33,9 @@ packages=(
   # `openssl verify` / `openssl x509` check the certificates `rosetctl tls` makes; Python's
   # cryptography makes the expired one the across-hosts tests need (rosetctl never makes one)
   openssl python3-cryptography
+  # bench/stream: snapshot streaming between nodes is measured against `rsync -a` to an rsync
+  # daemon in the same network namespaces
+  rsync
   # the Ansible collection (ansible/): ansible-playbook, ansible-doc and ansible-test; the
   # guests that play its consumer hosts run sshd, reached with ssh
   ansible-core openssh-server openssh-client

@@ -33,7 +33,8 @@ class CsiClient {
 
   // Every service on `local` (this host's plugin in this process)...
   explicit CsiClient(std::shared_ptr<grpc::Channel> local)
-      : identity_(csi::v1::Identity::NewStub(local)),
+      : local_channel_(local),
+        identity_(csi::v1::Identity::NewStub(local)),
         controller_(csi::v1::Controller::NewStub(local)),
         node_(csi::v1::Node::NewStub(local)),
         node_state_(v1::NodeState::NewStub(local)),
@@ -43,7 +44,8 @@ class CsiClient {
   // calls over another channel. Its calls that meet an unreachable controller are retried.
   CsiClient(std::shared_ptr<grpc::Channel> local, std::shared_ptr<grpc::Channel> controller,
             std::string controller_address)
-      : identity_(csi::v1::Identity::NewStub(local)),
+      : local_channel_(local),
+        identity_(csi::v1::Identity::NewStub(local)),
         controller_(csi::v1::Controller::NewStub(controller)),
         node_(csi::v1::Node::NewStub(local)),
         node_state_(v1::NodeState::NewStub(local)),
@@ -136,6 +138,19 @@ class CsiClient {
     context.AddMetadata(kProxyNodeKey, node_id);
     std::unique_ptr<v1::NodeState::Stub> stub = v1::NodeState::NewStub(controller_channel_);
     return from_grpc(((*stub).*method)(&context, request, response));
+  }
+  // The ObjectStore of node `node_id` through the controller's proxy, or of this host's plugin
+  // when `node_id` is "". Calls on it carry the proxy metadata themselves (they stream: no
+  // retry here). UNAVAILABLE naming the node without a remote controller.
+  Expected<std::unique_ptr<v1::ObjectStore::Stub>> object_store(const std::string& node_id) {
+    if (node_id.empty()) return v1::ObjectStore::NewStub(local_channel_);
+    if (!controller_channel_) {
+      return error(Code::kUnavailable,
+                   "node \"{}\" is reached through the controller's proxy: name the controller "
+                   "(--controller)",
+                   node_id);
+    }
+    return v1::ObjectStore::NewStub(controller_channel_);
   }
   // The node that node calls reach: the --on-node one, or "" for this host's.
   const std::string& proxy_node() const { return proxy_node_; }
@@ -234,6 +249,7 @@ class CsiClient {
                  busy.data(), static_cast<long long>(kBusyPatience.count()));
   }
 
+  std::shared_ptr<grpc::Channel> local_channel_;
   std::unique_ptr<csi::v1::Identity::Stub> identity_;
   std::unique_ptr<csi::v1::Controller::Stub> controller_;
   std::unique_ptr<csi::v1::Node::Stub> node_;

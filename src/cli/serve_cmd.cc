@@ -64,6 +64,11 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
   plugin_options.provider_settings = provider_settings(globals);
   plugin_options.snapshot_wait =
       std::chrono::milliseconds(static_cast<int64_t>(options.snapshot_wait_seconds * 1000));
+  std::shared_ptr<grpc::Channel> controller;
+  if (!globals.controller.empty()) {
+    controller = grpc::CreateChannel(globals.controller, channel_credentials(tls));
+    plugin_options.controller_channel = controller;  // other nodes, through its proxy
+  }
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();
   // Before the first call, so nothing a crash left behind is mistaken for live state. A failed
@@ -81,9 +86,8 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
   if (!globals.controller.empty()) {
     auto registration = node_registration((*plugin)->options().node_id, advertise);
     if (!registration) return registration.status();
-    heartbeat = std::make_unique<NodeHeartbeat>(
-        grpc::CreateChannel(globals.controller, channel_credentials(tls)), globals.controller,
-        std::move(*registration));
+    heartbeat =
+        std::make_unique<NodeHeartbeat>(controller, globals.controller, std::move(*registration));
   }
   return serve_until_signalled(**plugin, *socket, options.listen, tls,
                                std::chrono::seconds(options.grace_seconds));

@@ -55,6 +55,7 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
     ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--controller"));
     controller = grpc::CreateChannel(options.controller, channel_credentials(tls));
     plugin_options.role = PluginRole::kNode;
+    plugin_options.controller_channel = controller;  // snapshot pull reaches nodes through it
   }
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();

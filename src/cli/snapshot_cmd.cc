@@ -322,6 +322,7 @@ void setup_snapshot(CLI::App& app, const GlobalOptions& globals, Action& action)
   on_run(remove, globals, action, delete_options, run_delete);
 
   setup_snapshot_store(*snapshot, globals, action);
+  setup_snapshot_move(*snapshot, globals, action);
 }
 
 }  // namespace rosetctl::cli

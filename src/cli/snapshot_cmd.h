@@ -15,4 +15,7 @@ void setup_snapshot(CLI::App& app, const GlobalOptions& globals, Action& action)
 // which has no CSI RPC.
 void setup_snapshot_store(CLI::App& snapshot, const GlobalOptions& globals, Action& action);
 
+// push / pull (snapshot_move_cmd.cc): a snapshot moved from one node's store to another's.
+void setup_snapshot_move(CLI::App& snapshot, const GlobalOptions& globals, Action& action);
+
 }  // namespace rosetctl::cli

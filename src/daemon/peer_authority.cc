@@ -118,9 +118,17 @@ std::optional<Status> by_role(const Peer& peer, std::string_view method) {
 
 }  // namespace
 
+bool reads_other_nodes_objects(std::string_view method) {
+  return method == "/rosetctl.v1.ObjectStore/LookupSnapshot" ||
+         method == "/rosetctl.v1.ObjectStore/HaveObjects" ||
+         method == "/rosetctl.v1.ObjectStore/FetchObjects";
+}
+
 Status authorize_forward(const Peer& peer, std::string_view method, std::string_view node) {
   if (auto decided = by_role(peer, method)) return *decided;
   if (node == peer.name) return Status::ok();
+  // A node pulling a snapshot reads another node's commit store; reading is all it may do there.
+  if (reads_other_nodes_objects(method)) return Status::ok();
   return error(Code::kPermissionDenied,
                "{} may not have {} forwarded to node {}: a node acts only for itself",
                peer.describe(), method, display_quoted(node));

@@ -6,7 +6,11 @@
 //   admin       anything;
 //   controller  anything (a controller calls the nodes it proxies to);
 //   node        anything but acting as another node: a request naming a node (node_id) must
-//               name this one, and a call proxied to a node must go to this one.
+//               name this one, and a call proxied to a node must go to this one, except
+//               the ObjectStore calls that only read a node's commit store (LookupSnapshot,
+//               HaveObjects, FetchObjects): any node may make those of any other, which is
+//               how a snapshot is pulled from one node to another. Writing into a store
+//               (PullSnapshot) names its node, so a node does it only to itself.
 // A refused call is PERMISSION_DENIED naming the certificate and what it tried; nothing runs.
 #pragma once
 
@@ -42,8 +46,12 @@ Status authorize(const Peer& peer, const grpc::ServerContextBase& call, std::str
                  const google::protobuf::Message& request);
 
 // Whether `peer` may have `method` forwarded to `node` (the controller's proxy): a node only to
-// itself.
+// itself, but for the reading calls below.
 Status authorize_forward(const Peer& peer, std::string_view method, std::string_view node);
+
+// Whether `method` (its full name, "/rosetctl.v1.ObjectStore/FetchObjects") only reads a node's
+// commit store, so that any node may call it on any other.
+bool reads_other_nodes_objects(std::string_view method);
 
 // The role and name an RFC 2253 subject ("CN=node-a,OU=node,O=rosetctl") names.
 Peer peer_from_subject(std::string_view subject);

@@ -81,6 +81,7 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
   plugin->controller_ = std::make_unique<ControllerService>(*plugin->context_, *plugin->handlers_);
   plugin->node_ = std::make_unique<NodeService>(*plugin->context_, *plugin->handlers_);
   plugin->node_state_ = std::make_unique<NodeStateService>(*plugin->context_, *plugin->handlers_);
+  plugin->objects_ = std::make_unique<ObjectStoreService>(*plugin->context_, *plugin->handlers_);
   plugin->registry_ = std::make_unique<RegistryService>(*plugin->context_, *plugin->handlers_);
   plugin->catalog_ = std::make_unique<CatalogService>(*plugin->context_, *plugin->handlers_);
   return plugin;
@@ -136,6 +137,9 @@ void Plugin::register_services(grpc::ServerBuilder& builder, NodeProxy& proxy) {
   if (context_->options.role != PluginRole::kController) {
     builder.RegisterService(node_.get());
     builder.RegisterService(node_state_.get());
+    // Beside the Node service, not on a controller: there, ObjectStore calls naming a node are
+    // the proxy's to forward.
+    builder.RegisterService(objects_.get());
   }
 }
 

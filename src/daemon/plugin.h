@@ -1,6 +1,6 @@
 // The plugin: state store, providers, the three CSI services and our own (Registry, Catalog,
-// NodeState) behind a gRPC server (and, with TCP listeners, a second one for them, so TLS can be
-// reloaded).
+// NodeState, ObjectStore) behind a gRPC server (and, with TCP listeners, a second one for them,
+// so TLS can be reloaded).
 // The CLI talks to it through gRPC's in-process channel; `serve` also listens on a socket.
 #pragma once
 
@@ -21,6 +21,7 @@
 #include "daemon/node_proxy.h"
 #include "daemon/node_service.h"
 #include "daemon/node_state_service.h"
+#include "daemon/object_store_service.h"
 #include "daemon/registry_service.h"
 #include "daemon/service_context.h"
 #include "daemon/tls_files.h"
@@ -82,6 +83,7 @@ class Plugin {
   void register_services(grpc::ServerBuilder& builder, NodeProxy& proxy);
 
   std::unique_ptr<NodeStateService> node_state_;  // rosetctl.v1.NodeState, beside the node
+  std::unique_ptr<ObjectStoreService> objects_;   // rosetctl.v1.ObjectStore, beside the node
   std::unique_ptr<NodeProxy> proxy_;              // calls for a node, forwarded to it
   std::unique_ptr<CatalogService> catalog_;       // rosetctl.v1.Catalog, beside the controller
   std::unique_ptr<RegistryService> registry_;     // rosetctl.v1.Registry, beside the controller

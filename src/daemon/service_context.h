@@ -1,9 +1,12 @@
 // What the three CSI services share: options, the state store, providers and the lock space.
 #pragma once
 
+#include <grpcpp/channel.h>
+
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "core/lock_space.h"
@@ -36,6 +39,9 @@ struct PluginOptions {
   // Each provider's own settings by provider name (providers/provider_registration.h); an
   // option not given takes its default.
   std::map<std::string, ProviderSettings> provider_settings;
+  // The controller (serve --controller, the CLI's --controller): other nodes are reached
+  // through its proxy, as when a snapshot is pulled from one (snapshot_pull.h). Null: none.
+  std::shared_ptr<grpc::Channel> controller_channel;
 };
 
 struct ServiceContext {

@@ -59,3 +59,32 @@ TEST_CASE("peer_authority: a node certificate asks only its own node's NodeState
   CHECK(rosetctl::authorize(Peer{PeerRole::kAdmin, "alice"}, call, "HoldAttachLock", lock).is_ok());
   CHECK(rosetctl::authorize(Peer{}, call, "HoldAttachLock", lock).is_ok());
 }
+
+TEST_CASE("peer_authority: a node reads another node's objects but never pulls into it", "[peer]") {
+  Peer node{PeerRole::kNode, "node-b"};
+  for (const char* reading :
+       {"/rosetctl.v1.ObjectStore/LookupSnapshot", "/rosetctl.v1.ObjectStore/HaveObjects",
+        "/rosetctl.v1.ObjectStore/FetchObjects"}) {
+    CHECK(rosetctl::authorize_forward(node, reading, "node-a").is_ok());
+  }
+  rosetctl::Status refused =
+      rosetctl::authorize_forward(node, "/rosetctl.v1.ObjectStore/PullSnapshot", "node-a");
+  CHECK(refused.code() == rosetctl::Code::kPermissionDenied);
+  CHECK_THAT(refused.message(), Catch::Contains("node certificate \"node-b\""));
+  CHECK(
+      rosetctl::authorize_forward(node, "/rosetctl.v1.ObjectStore/PullSnapshot", "node-b").is_ok());
+  // The rest of a node's calls stay its own.
+  CHECK(
+      rosetctl::authorize_forward(node, "/rosetctl.v1.NodeState/GetNodeVolumes", "node-a").code() ==
+      rosetctl::Code::kPermissionDenied);
+
+  grpc::ServerContext call;  // PullSnapshot's request names the node it writes into
+  rosetctl::v1::PullSnapshotRequest pull;
+  pull.set_node_id("node-a");
+  pull.set_from_node_id("node-b");
+  CHECK(rosetctl::authorize(node, call, "PullSnapshot", pull).code() ==
+        rosetctl::Code::kPermissionDenied);
+  pull.set_node_id("node-b");
+  pull.set_from_node_id("node-a");
+  CHECK(rosetctl::authorize(node, call, "PullSnapshot", pull).is_ok());
+}

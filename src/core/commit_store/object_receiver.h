@@ -1,0 +1,64 @@
+// Receiving another store's objects (a snapshot streamed from another node): every object is
+// checked against its name before it is stored, so a damaged one is refused (DATA_LOSS naming
+// it) and never lands under a real name.
+//
+// Trees and blobs become objects of the store as each is verified. That makes nothing visible:
+// only a commit names them, and the caller stores the commit (and records the snapshot) last,
+// once everything it names is here; until then garbage collection is held off by the caller's
+// shared store lock (an interrupted transfer's objects may be collected later, and fetched
+// again). A blob is received into the staging area `incoming/<id>.part` under the store, kept
+// when a transfer stops halfway, so a later one resumes it from its size; its hash is taken
+// over the whole file when it completes (a resumed one rehashes the kept part first).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/commit_store/commit_store.h"
+#include "core/commit_store/sha256.h"
+#include "core/unique_fd.h"
+
+namespace rosetctl {
+
+class ObjectReceiver {
+ public:
+  // `source` names where objects come from, for messages ("node \"a\"").
+  static Expected<ObjectReceiver> open(const CommitStore& store, std::string source);
+
+  // Bytes of blob `id` kept from an interrupted transfer (0: none): fetch it from there.
+  int64_t partial_size(std::string_view id) const;
+
+  // The next chunk of blob `id` (`size` bytes in all): chunks of one blob come in order, from
+  // the offset partial_size() gave or 0 (which starts it over). True when the blob is complete,
+  // verified and stored; DATA_LOSS naming it when its bytes do not hash to its name (the
+  // staged copy is then removed, so a retry fetches it whole).
+  Expected<bool> blob_chunk(std::string_view id, int64_t offset, std::string_view data,
+                            int64_t size);
+
+  // A whole tree's text: verified, parsed and stored.
+  Expected<Tree> tree(std::string_view id, std::string_view text) const;
+  // A whole commit's text: verified and parsed, not stored (store_commit, once its objects are).
+  Expected<CommitObject> commit(std::string_view id, std::string_view text) const;
+  Status store_commit(std::string_view id, const CommitObject& commit) const;
+
+ private:
+  struct Partial {
+    std::string id;
+    UniqueFd fd;
+    Sha256 hash;
+    int64_t received = 0;
+  };
+  ObjectReceiver(const CommitStore& store, std::string source, UniqueFd incoming)
+      : store_(&store), source_(std::move(source)), incoming_(std::move(incoming)) {}
+  Status start_blob(std::string_view id, int64_t offset);
+  Expected<bool> finish_blob(int64_t size);
+
+  const CommitStore* store_;
+  std::string source_;
+  UniqueFd incoming_;
+  std::optional<Partial> partial_;  // the blob being received
+};
+
+}  // namespace rosetctl

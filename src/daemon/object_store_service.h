@@ -1,0 +1,36 @@
+// rosetctl.v1.ObjectStore: this node's commit store, read by other nodes (LookupSnapshot,
+// HaveObjects, FetchObjects) and filled from another node on request (PullSnapshot, whose
+// receiving half is snapshot_pull.h). Served on every serve, beside whatever else it serves.
+#pragma once
+
+#include "daemon/handler_pool.h"
+#include "daemon/service_context.h"
+#include "rosetctl.grpc.pb.h"
+
+namespace rosetctl {
+
+// The largest piece of an object in one message: well under gRPC's 4 MiB message limit, and
+// big enough that a message's overhead is small against its bytes.
+inline constexpr int64_t kObjectChunkBytes = 1 << 20;
+
+class ObjectStoreService final : public v1::ObjectStore::CallbackService {
+ public:
+  ObjectStoreService(ServiceContext& context, HandlerPool& handlers)
+      : context_(context), handlers_(handlers) {}
+
+  using Request = grpc::CallbackServerContext;
+  grpc::ServerUnaryReactor* LookupSnapshot(Request*, const v1::LookupSnapshotRequest*,
+                                           v1::LookupSnapshotResponse*) override;
+  grpc::ServerUnaryReactor* HaveObjects(Request*, const v1::HaveObjectsRequest*,
+                                        v1::HaveObjectsResponse*) override;
+  grpc::ServerWriteReactor<v1::ObjectChunk>* FetchObjects(Request*,
+                                                          const v1::FetchObjectsRequest*) override;
+  grpc::ServerWriteReactor<v1::PullSnapshotProgress>* PullSnapshot(
+      Request*, const v1::PullSnapshotRequest*) override;
+
+ private:
+  ServiceContext& context_;
+  HandlerPool& handlers_;
+};
+
+}  // namespace rosetctl

@@ -1,0 +1,348 @@
+// The receiving node's half of moving a snapshot between nodes.
+#include "daemon/snapshot_pull.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <map>
+#include <optional>
+
+#include "core/call_scope.h"
+#include "core/commit_store/object_receiver.h"
+#include "core/progress.h"
+#include "core/validate.h"
+#include "daemon/catalog_convert.h"
+#include "daemon/grpc_status.h"
+#include "daemon/peer_authority.h"
+#include "rosetctl.grpc.pb.h"
+
+namespace rosetctl {
+namespace {
+
+constexpr auto kPullStorePatience = std::chrono::seconds(30);
+constexpr auto kLookupDeadline = std::chrono::seconds(60);
+constexpr auto kFetchDeadline = std::chrono::hours(24);
+// Objects asked for in one FetchObjects call: keeps each request small however big the tree.
+constexpr std::size_t kFetchBatch = 1000;
+
+// The source node, through the controller's proxy.
+class SourceNode {
+ public:
+  SourceNode(std::shared_ptr<grpc::Channel> channel, std::string node)
+      : stub_(v1::ObjectStore::NewStub(channel)), node_(std::move(node)) {}
+
+  const std::string& node() const { return node_; }
+
+  Expected<v1::LookupSnapshotResponse> lookup(const std::string& reference) {
+    grpc::ClientContext call;
+    prepare(call, kLookupDeadline);
+    v1::LookupSnapshotRequest request;
+    request.set_reference(reference);
+    v1::LookupSnapshotResponse response;
+    grpc::Status status = stub_->LookupSnapshot(&call, request, &response);
+    if (!status.ok()) return failed(status);
+    return response;
+  }
+
+  // Streams `wants` and hands every chunk to `take`; an error of `take` ends the call.
+  Status fetch(const std::vector<v1::ObjectRef>& wants,
+               const std::function<Status(const v1::ObjectChunk&)>& take) {
+    v1::FetchObjectsRequest request;
+    for (const v1::ObjectRef& want : wants)
+      *request.add_objects() = want;
+    grpc::ClientContext call;
+    prepare(call, kFetchDeadline);
+    std::unique_ptr<grpc::ClientReader<v1::ObjectChunk>> reader =
+        stub_->FetchObjects(&call, request);
+    v1::ObjectChunk chunk;
+    Status stopped;
+    while (reader->Read(&chunk)) {
+      stopped = check_current_call();  // the caller of the pull went away: so does the fetch
+      if (stopped.is_ok()) stopped = take(chunk);
+      if (!stopped.is_ok()) {
+        call.TryCancel();
+        while (reader->Read(&chunk)) {
+        }
+        break;
+      }
+    }
+    grpc::Status finished = reader->Finish();
+    if (!stopped.is_ok()) return stopped;
+    if (!finished.ok()) return failed(finished);
+    return Status::ok();
+  }
+
+ private:
+  void prepare(grpc::ClientContext& call, std::chrono::system_clock::duration deadline) {
+    call.AddMetadata(kProxyNodeKey, node_);
+    call.set_deadline(std::chrono::system_clock::now() + deadline);
+  }
+
+  Status failed(const grpc::Status& status) const {
+    Status failure = from_grpc(status);
+    // A source that vanished mid-stream may surface as a reset stream rather than UNAVAILABLE;
+    // either way it is gone for now, and a retry resumes.
+    if (failure.code() == Code::kInternal || failure.code() == Code::kUnknown) {
+      failure = Status(Code::kUnavailable, failure.message());
+    }
+    return failure.with_context(fmt::format("pulling from node \"{}\"", node_));
+  }
+
+  std::unique_ptr<v1::ObjectStore::Stub> stub_;
+  std::string node_;
+};
+
+v1::ObjectRef object_ref(v1::ObjectKind kind, const std::string& id, int64_t offset = 0) {
+  v1::ObjectRef ref;
+  ref.set_kind(kind);
+  ref.set_id(id);
+  ref.set_offset(offset);
+  return ref;
+}
+
+// The record this node keeps: the source's, as it was taken there.
+Status check_record_here(const ServiceContext& context, const SnapshotRecord& record,
+                         bool* recorded) {
+  auto by_id = context.store.find_snapshot(record.id);
+  if (!by_id) return by_id.status();
+  *recorded = by_id->has_value();
+  if (*recorded && (*by_id)->commit_id != record.commit_id) {
+    return error(Code::kAlreadyExists,
+                 "snapshot id {} names another commit on this node ({}, not {})", record.id,
+                 (*by_id)->commit_id, record.commit_id);
+  }
+  auto by_name = context.store.find_snapshot_by_name(record.name);
+  if (!by_name) return by_name.status();
+  if (by_name->has_value() && (*by_name)->id != record.id) {
+    return error(Code::kAlreadyExists,
+                 "a snapshot named \"{}\" exists on this node already (id {}); delete or rename "
+                 "it before pulling snapshot {}",
+                 record.name, (*by_name)->id, record.id);
+  }
+  return Status::ok();
+}
+
+class Pull {
+ public:
+  Pull(const ServiceContext& context, SourceNode& source, const PullReport& report)
+      : context_(context), source_(source), report_(report) {}
+
+  Expected<v1::PullSnapshotProgress> run(const std::string& reference) {
+    auto found = source_.lookup(reference);
+    if (!found) return found.status();
+    SnapshotRecord record = snapshot_record_of(found->snapshot());
+    const std::string& tree_id = found->tree_id();
+    if (!record.ready || !is_digest_hex(record.commit_id) || !is_digest_hex(tree_id)) {
+      return error(Code::kFailedPrecondition,
+                   "node \"{}\" answered snapshot \"{}\" without a "
+                   "ready commit",
+                   source_.node(), reference);
+    }
+    ROSETCTL_RETURN_IF_ERROR(validate_id(record.id, "snapshot id"));
+    result_.set_snapshot_id(record.id);
+    result_.set_snapshot_name(record.name);
+    result_.set_commit_id(record.commit_id);
+
+    auto store = CommitStore::open(context_.layout.commit_store_dir());
+    if (!store) return store.status();
+    store_ = std::move(*store);
+    // Held until the commit names what arrived: garbage collection would take it before.
+    auto lock = store_->lock_shared(kPullStorePatience);
+    if (!lock) return lock.status();
+    bool recorded = false;
+    ROSETCTL_RETURN_IF_ERROR(check_record_here(context_, record, &recorded));
+    if (recorded && store_->has_commit(record.commit_id)) {
+      result_.set_already_present(true);
+      result_.set_objects_skipped(2 + record.file_count);
+      result_.set_bytes_skipped(record.size_bytes);
+      return finish();
+    }
+    auto receiver = ObjectReceiver::open(*store_, fmt::format("node \"{}\"", source_.node()));
+    if (!receiver) return receiver.status();
+    receiver_.emplace(std::move(*receiver));
+
+    auto commit = commit_and_tree(record.commit_id, tree_id);
+    if (!commit) return commit.status();
+    ROSETCTL_RETURN_IF_ERROR(blobs());
+    if (!store_->has_commit(record.commit_id)) {
+      ROSETCTL_RETURN_IF_ERROR(receiver_->store_commit(record.commit_id, *commit));
+    }
+    if (!recorded) {
+      record.new_bytes = result_.bytes_sent();  // what it added to this node's storage
+      ROSETCTL_RETURN_IF_ERROR(context_.store.insert_snapshot(record));
+    }
+    return finish();
+  }
+
+ private:
+  Expected<v1::PullSnapshotProgress> finish() {
+    result_.set_done(true);
+    ROSETCTL_RETURN_IF_ERROR(report_(result_));
+    return result_;
+  }
+
+  // The commit (verified, stored last) and its tree (verified and stored now).
+  Expected<CommitObject> commit_and_tree(const std::string& commit_id, const std::string& tree_id) {
+    std::vector<v1::ObjectRef> wants;
+    std::optional<CommitObject> commit;
+    if (store_->has_commit(commit_id)) {
+      auto held = store_->read_commit(commit_id);
+      if (held) commit = std::move(*held);
+    }
+    if (commit) {
+      skipped(0);
+    } else {
+      wants.push_back(object_ref(v1::OBJECT_COMMIT, commit_id));
+    }
+    auto held_tree = store_->read_tree(tree_id);
+    if (held_tree) {
+      tree_ = std::move(*held_tree);
+      skipped(0);
+    } else {
+      wants.push_back(object_ref(v1::OBJECT_TREE, tree_id));
+    }
+    if (wants.empty()) return *commit;
+    std::map<std::string, std::string> texts;
+    ROSETCTL_RETURN_IF_ERROR(source_.fetch(wants, [&](const v1::ObjectChunk& chunk) {
+      std::string& text = texts[chunk.id()];
+      if (chunk.offset() != static_cast<int64_t>(text.size())) {
+        return error(Code::kDataLoss, "{} {} from node \"{}\": a chunk arrived out of order",
+                     chunk.kind() == v1::OBJECT_TREE ? "tree" : "commit", chunk.id(),
+                     source_.node());
+      }
+      text += chunk.data();
+      result_.set_bytes_sent(result_.bytes_sent() + static_cast<int64_t>(chunk.data().size()));
+      return Status::ok();
+    }));
+    if (!commit) {
+      auto arrived = receiver_->commit(commit_id, texts[commit_id]);
+      if (!arrived) return arrived.status();
+      if (arrived->tree != tree_id) {
+        return error(Code::kDataLoss, "commit {} from node \"{}\" names tree {}, not {}", commit_id,
+                     source_.node(), arrived->tree, tree_id);
+      }
+      commit = std::move(*arrived);
+      result_.set_objects_sent(result_.objects_sent() + 1);
+    }
+    if (!held_tree) {
+      auto arrived = receiver_->tree(tree_id, texts[tree_id]);
+      if (!arrived) return arrived.status();
+      tree_ = std::move(*arrived);
+      result_.set_objects_sent(result_.objects_sent() + 1);
+    }
+    return *commit;
+  }
+
+  void skipped(int64_t bytes) {
+    result_.set_objects_skipped(result_.objects_skipped() + 1);
+    result_.set_bytes_skipped(result_.bytes_skipped() + bytes);
+  }
+
+  // Every blob the tree names that this store lacks, resumed where a part is staged.
+  Status blobs() {
+    std::map<std::string, int64_t> sizes;
+    for (const TreeEntry& entry : tree_.entries) {
+      if (entry.type == EntryType::kRegular && !entry.content.empty())
+        sizes.emplace(entry.content, entry.size);
+    }
+    std::vector<v1::ObjectRef> wants;
+    for (const auto& [id, size] : sizes) {
+      if (store_->has_blob(id)) {
+        skipped(size);
+        continue;
+      }
+      int64_t kept = std::min(receiver_->partial_size(id), size);
+      wants.push_back(object_ref(v1::OBJECT_BLOB, id, kept));
+      result_.set_bytes_resumed(result_.bytes_resumed() + kept);
+      result_.set_files_total(result_.files_total() + 1);
+      result_.set_bytes_total(result_.bytes_total() + size - kept);
+    }
+    ROSETCTL_RETURN_IF_ERROR(report_(result_));
+    std::vector<std::string> arrived;
+    for (std::size_t first = 0; first < wants.size(); first += kFetchBatch) {
+      std::vector<v1::ObjectRef> batch(
+          wants.begin() + static_cast<std::ptrdiff_t>(first),
+          wants.begin() + static_cast<std::ptrdiff_t>(std::min(wants.size(), first + kFetchBatch)));
+      ROSETCTL_RETURN_IF_ERROR(source_.fetch(batch, [&](const v1::ObjectChunk& chunk) -> Status {
+        if (chunk.kind() != v1::OBJECT_BLOB) {
+          return error(Code::kDataLoss, "node \"{}\" sent a {} where a blob was due",
+                       source_.node(), v1::ObjectKind_Name(chunk.kind()));
+        }
+        auto complete =
+            receiver_->blob_chunk(chunk.id(), chunk.offset(), chunk.data(), chunk.size());
+        if (!complete) return complete.status();
+        int64_t bytes = static_cast<int64_t>(chunk.data().size());
+        result_.set_bytes_sent(result_.bytes_sent() + bytes);
+        result_.set_bytes_done(result_.bytes_done() + bytes);
+        if (*complete) {
+          arrived.push_back(chunk.id());
+          result_.set_objects_sent(result_.objects_sent() + 1);
+          result_.set_files_done(result_.files_done() + 1);
+        }
+        return report_(result_);
+      }));
+    }
+    for (const v1::ObjectRef& want : wants) {
+      if (!store_->has_blob(want.id())) {
+        return error(Code::kUnavailable,
+                     "node \"{}\" ended the transfer before blob {} arrived; retry to resume",
+                     source_.node(), want.id());
+      }
+    }
+    return store_->sync_blob_names(arrived, 4);
+  }
+
+  const ServiceContext& context_;
+  SourceNode& source_;
+  const PullReport& report_;
+  std::unique_ptr<CommitStore> store_;
+  std::optional<ObjectReceiver> receiver_;
+  Tree tree_;
+  v1::PullSnapshotProgress result_;
+};
+
+}  // namespace
+
+Expected<v1::PullSnapshotProgress> pull_snapshot(const ServiceContext& context,
+                                                 const std::string& from_node,
+                                                 const std::string& reference,
+                                                 const PullReport& report) {
+  ROSETCTL_RETURN_IF_ERROR(validate_node_id(from_node, "from_node_id"));
+  if (reference.empty()) return error(Code::kInvalidArgument, "no snapshot named to pull");
+  if (from_node == context.options.node_id) {
+    return error(Code::kInvalidArgument,
+                 "node \"{}\" is this node: a snapshot is pulled from another node", from_node);
+  }
+  if (!context.options.controller_channel) {
+    return error(Code::kUnavailable,
+                 "node \"{}\" is reached through the controller's proxy, and this node has no "
+                 "controller (serve --controller, or the CLI's --controller)",
+                 from_node);
+  }
+  SourceNode source(context.options.controller_channel, from_node);
+  Pull pull(context, source, report);
+  return pull.run(reference);
+}
+
+Status fetch_snapshot_from_node(const ServiceContext& context, const std::string& node_id,
+                                const std::string& snapshot_id) {
+  Progress progress(context.options.progress);
+  bool started = false;
+  int64_t files = 0;
+  int64_t bytes = 0;
+  auto pulled = pull_snapshot(
+      context, node_id, snapshot_id, [&](const v1::PullSnapshotProgress& now) -> Status {
+        if (!started && now.files_total() > 0) {
+          progress.start(fmt::format("fetching from {}", node_id), now.files_total(),
+                         now.bytes_total());
+          started = true;
+        }
+        progress.advance(now.files_done() - files, now.bytes_done() - bytes);
+        files = now.files_done();
+        bytes = now.bytes_done();
+        return Status::ok();
+      });
+  if (started) progress.finish();
+  return pulled.status();
+}
+
+}  // namespace rosetctl
