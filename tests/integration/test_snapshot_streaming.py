@@ -226,3 +226,19 @@ def test_a_flipped_byte_on_the_source_is_refused_on_the_receiver_and_never_store
     assert victim not in blobs(b), "expected the corrupt blob never stored on B"
     assert not list((b.state_dir / "store" / "incoming").glob(f"{victim}*")), "nor kept for a resume"
     assert b.ok_json("snapshot", "list") == [], "expected no snapshot on B"
+
+
+def test_an_image_volume_snapshot_moves_the_same_way(nodes):
+    a, b = nodes.a, nodes.b
+    created = a.create("img", "--size", "32Mi", "--type", "image")
+    image = a.state_dir / "images" / f"{created['id']}.img"
+    with open(image, "r+b") as f:  # some content past the filesystem's own, at a known place
+        f.seek(20 * 2**20)
+        f.write(os.urandom(2**20))
+    a.ok_json("snapshot", "commit", "img", "--name", "img-1")
+    pushed = nodes.push("img-1")
+    assert pushed.rc == 0, pushed.describe()
+    restored = b.create("img-copy", "--from-snapshot", "img-1")
+    assert restored["type"] == created["type"], (restored, created)
+    copy = b.state_dir / "images" / f"{restored['id']}.img"
+    assert copy.read_bytes() == image.read_bytes(), "expected the image restored on B to equal A's byte for byte"
