@@ -262,7 +262,7 @@ class Pull {
       std::vector<v1::ObjectRef> batch(
           wants.begin() + static_cast<std::ptrdiff_t>(first),
           wants.begin() + static_cast<std::ptrdiff_t>(std::min(wants.size(), first + kFetchBatch)));
-      ROSETCTL_RETURN_IF_ERROR(source_.fetch(batch, [&](const v1::ObjectChunk& chunk) -> Status {
+      Status fetched = source_.fetch(batch, [&](const v1::ObjectChunk& chunk) -> Status {
         if (chunk.kind() != v1::OBJECT_BLOB) {
           return error(Code::kDataLoss, "node \"{}\" sent a {} where a blob was due",
                        source_.node(), v1::ObjectKind_Name(chunk.kind()));
@@ -279,7 +279,11 @@ class Pull {
           result_.set_files_done(result_.files_done() + 1);
         }
         return report_(result_);
-      }));
+      });
+      // What was verified is stored even when the transfer broke off: a retry skips it.
+      Status flushed = receiver_->flush();
+      ROSETCTL_RETURN_IF_ERROR(fetched);
+      ROSETCTL_RETURN_IF_ERROR(flushed);
     }
     for (const v1::ObjectRef& want : wants) {
       if (!store_->has_blob(want.id())) {

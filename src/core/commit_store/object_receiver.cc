@@ -8,10 +8,14 @@
 
 #include <cerrno>
 
+#include "core/parallel_for.h"
+
 namespace rosetctl {
 namespace {
 
 constexpr const char* kIncomingDir = "incoming";
+// Threads that wait for blobs' writeback at a flush: the waits are the disk's, not the CPU's.
+constexpr int kSyncWorkers = 8;
 
 std::string partial_name(std::string_view id) {
   return fmt::format("{}.part", id);
@@ -140,12 +144,24 @@ Expected<bool> ObjectReceiver::finish_blob(int64_t size) {
   if (::fchmod(partial.fd.get(), 0444) != 0) {
     return errno_status(errno, fmt::format("cannot make blob {} read-only", partial.id));
   }
-  auto added = store_->add_blob(partial.fd.get(), partial.id);
-  if (!added) return added.status();
-  // The staged name goes once the blob has its own; a crash between leaves a part file that
-  // the next transfer of this blob starts over (or that hashes right and is stored again).
-  (void)::unlinkat(incoming_.get(), name.c_str(), 0);
+  // Its writeback starts now, while the next blobs arrive; flush() waits for it.
+  (void)::sync_file_range(partial.fd.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
+  verified_.push_back({std::move(partial.id), std::move(partial.fd)});
+  if (verified_.size() >= kFlushBatch) ROSETCTL_RETURN_IF_ERROR(flush());
   return true;
+}
+
+Status ObjectReceiver::flush() {
+  std::vector<Verified> batch = std::move(verified_);
+  verified_.clear();
+  return parallel_for(batch.size(), kSyncWorkers, [&](std::size_t i, int) -> Status {
+    auto added = store_->add_blob(batch[i].fd.get(), batch[i].id);
+    if (!added) return added.status();
+    // The staged name goes once the blob has its own; a crash between leaves a part file that
+    // the next transfer of this blob finds whole (it resumes at its end and stores it).
+    (void)::unlinkat(incoming_.get(), partial_name(batch[i].id).c_str(), 0);
+    return Status::ok();
+  });
 }
 
 Expected<Tree> ObjectReceiver::tree(std::string_view id, std::string_view text) const {

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/commit_store/commit_store.h"
 #include "core/commit_store/sha256.h"
@@ -31,11 +32,16 @@ class ObjectReceiver {
   int64_t partial_size(std::string_view id) const;
 
   // The next chunk of blob `id` (`size` bytes in all): chunks of one blob come in order, from
-  // the offset partial_size() gave or 0 (which starts it over). True when the blob is complete,
-  // verified and stored; DATA_LOSS naming it when its bytes do not hash to its name (the
-  // staged copy is then removed, so a retry fetches it whole).
+  // the offset partial_size() gave or 0 (which starts it over). True when the blob is complete
+  // and verified: its writeback starts, and it is stored (named) at the next flush(), which
+  // happens by itself every kFlushBatch blobs. DATA_LOSS naming it when its bytes do not hash
+  // to its name (the staged copy is then removed, so a retry fetches it whole).
   Expected<bool> blob_chunk(std::string_view id, int64_t offset, std::string_view data,
                             int64_t size);
+  // Stores every verified blob not stored yet, waiting for their content to be on disk (on a
+  // few threads: one fsync after another would make a transfer of many files wait on the disk
+  // once per file). Call it before relying on has_blob() for what arrived.
+  Status flush();
 
   // A whole tree's text: verified, parsed and stored.
   Expected<Tree> tree(std::string_view id, std::string_view text) const;
@@ -44,6 +50,8 @@ class ObjectReceiver {
   Status store_commit(std::string_view id, const CommitObject& commit) const;
 
  private:
+  static constexpr std::size_t kFlushBatch = 64;
+
   struct Partial {
     std::string id;
     UniqueFd fd;
@@ -59,6 +67,11 @@ class ObjectReceiver {
   std::string source_;
   UniqueFd incoming_;
   std::optional<Partial> partial_;  // the blob being received
+  struct Verified {
+    std::string id;
+    UniqueFd fd;  // its staged file, still under incoming/
+  };
+  std::vector<Verified> verified_;  // complete and verified, not stored yet
 };
 
 }  // namespace rosetctl

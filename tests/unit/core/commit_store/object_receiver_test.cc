@@ -44,6 +44,8 @@ TEST_CASE("a blob received in chunks is verified and stored under its name", "[c
   auto rest = receiver->blob_chunk(id, 100000, std::string_view(content).substr(100000), size);
   REQUIRE(rest.has_value());
   CHECK(*rest);
+  CHECK_FALSE((*store)->has_blob(id));  // verified; named at the flush, once on disk
+  REQUIRE(receiver->flush().is_ok());
   CHECK((*store)->has_blob(id));
   CHECK(stored_blob(**store, id) == content);
   CHECK(receiver->partial_size(id) == 0);  // the staged part is gone
@@ -73,6 +75,7 @@ TEST_CASE("a corrupt blob is refused with DATA_LOSS naming it and never stored",
   auto again = receiver->blob_chunk(id, 0, content, static_cast<int64_t>(content.size()));
   REQUIRE(again.has_value());
   CHECK(*again);
+  REQUIRE(receiver->flush().is_ok());
   CHECK(stored_blob(**store, id) == content);
 }
 
@@ -102,6 +105,7 @@ TEST_CASE("an interrupted blob resumes from the part kept, in a new receiver", "
   auto resumed = receiver->blob_chunk(id, 1 << 20, std::string_view(content).substr(1 << 20), size);
   REQUIRE(resumed.has_value());
   CHECK(*resumed);
+  REQUIRE(receiver->flush().is_ok());
   CHECK(stored_blob(**store, id) == content);
 }
 
@@ -145,6 +149,7 @@ TEST_CASE("an empty blob arrives as one empty chunk", "[commit_store]") {
   auto got = receiver->blob_chunk(id, 0, "", 0);
   REQUIRE(got.has_value());
   CHECK(*got);
+  REQUIRE(receiver->flush().is_ok());
   CHECK((*store)->has_blob(id));
 }
 
