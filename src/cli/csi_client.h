@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "cli/attach_turn.h"
 #include "cli/network_failure.h"
@@ -21,6 +22,7 @@
 #include "csi.grpc.pb.h"
 #include "daemon/grpc_status.h"
 #include "daemon/peer_authority.h"
+#include "daemon/placed_id.h"
 #include "rosetctl.grpc.pb.h"
 
 namespace rosetctl::cli {
@@ -136,6 +138,22 @@ class CsiClient {
     context.AddMetadata(kProxyNodeKey, node_id);
     std::unique_ptr<v1::NodeState::Stub> stub = v1::NodeState::NewStub(controller_channel_);
     return from_grpc(((*stub).*method)(&context, request, response));
+  }
+  // ListVolumes accepting a partial combined list (daemon/placed_id.h kPartialListKey): the
+  // nodes that did not answer are added to `unreachable` ("node \"b\" did not answer: ...").
+  Status list_volumes_partial(const csi::v1::ListVolumesRequest& request,
+                              csi::v1::ListVolumesResponse* response,
+                              std::vector<std::string>* unreachable) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+    context.AddMetadata(kPartialListKey, "1");
+    Status status = from_grpc(controller_->ListVolumes(&context, request, response));
+    if (!status) return status;
+    auto trailing = context.GetServerTrailingMetadata();
+    auto [first, last] = trailing.equal_range(kUnreachableNodesKey);
+    for (auto it = first; it != last; ++it)
+      unreachable->emplace_back(it->second.data(), it->second.size());
+    return Status::ok();
   }
   // The node that node calls reach: the --on-node one, or "" for this host's.
   const std::string& proxy_node() const { return proxy_node_; }
