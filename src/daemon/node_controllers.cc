@@ -46,6 +46,12 @@ Expected<std::shared_ptr<csi::v1::Controller::Stub>> NodeControllers::stub_for(
 }
 
 Expected<std::vector<std::string>> NodeControllers::other_nodes() {
+  {
+    // Without a certificate no volume can have been placed on a node (a CLI run, a serve
+    // without --listen): there is nobody to ask.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (tls_.certificate.empty()) return std::vector<std::string>{};
+  }
   auto nodes = context_.store.list_nodes();
   if (!nodes) return nodes.status();
   std::vector<std::string> out;

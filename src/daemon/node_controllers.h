@@ -52,7 +52,7 @@ class NodeControllers {
   }
 
   // The registered nodes other than this host that have an address, by id: the nodes a
-  // combined list asks.
+  // combined list asks (none without TLS files).
   Expected<std::vector<std::string>> other_nodes();
 
   static constexpr std::chrono::milliseconds kDefaultPatience{60000};

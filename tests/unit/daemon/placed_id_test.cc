@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "core/validate.h"
 #include "csi.pb.h"
@@ -35,9 +36,10 @@ TEST_CASE("node ids holding dots and digits round-trip", "[placed_id]") {
 }
 
 TEST_CASE("ids this host issued are not placed ids", "[placed_id]") {
-  for (std::string id : {"local-0123456789abcdef", "snap-0123456789abcdef01234567", "n", "n6",
-                         "n6.node-a", "n6.node-a.", "n06.node-a.x", "n7.node-a.x", "nx.a.b",
-                         "n0..x", "n1.a.b/c", std::string(64, 'a')}) {
+  for (std::string id :
+       std::vector<std::string>{"local-0123456789abcdef", "snap-0123456789abcdef01234567", "n",
+                                "n6", "n6.node-a", "n6.node-a.", "n06.node-a.x", "n7.node-a.x",
+                                "nx.a.b", "n0..x", "n1.a.b/c", std::string(64, 'a')}) {
     CAPTURE(id);
     CHECK_FALSE(decode_placed_id(id));
   }
