@@ -144,16 +144,8 @@ class CsiClient {
   Status list_volumes_partial(const csi::v1::ListVolumesRequest& request,
                               csi::v1::ListVolumesResponse* response,
                               std::vector<std::string>* unreachable) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
-    context.AddMetadata(kPartialListKey, "1");
-    Status status = from_grpc(controller_->ListVolumes(&context, request, response));
-    if (!status) return status;
-    auto trailing = context.GetServerTrailingMetadata();
-    auto [first, last] = trailing.equal_range(kUnreachableNodesKey);
-    for (auto it = first; it != last; ++it)
-      unreachable->emplace_back(it->second.data(), it->second.size());
-    return Status::ok();
+    return send(*controller_, &csi::v1::Controller::Stub::ListVolumes, request, response,
+                kCallDeadline, !controller_address_.empty(), unreachable);
   }
   // The node that node calls reach: the --on-node one, or "" for this host's.
   const std::string& proxy_node() const { return proxy_node_; }
@@ -189,8 +181,11 @@ class CsiClient {
   }
 
   template <typename Stub, typename Method, typename Request, typename Response>
+  // `unreachable`: the call accepts a partial combined list (daemon/placed_id.h) and gets the
+  // nodes it lacks here.
   Status send(Stub& stub, Method method, const Request& request, Response* response,
-              std::chrono::system_clock::duration deadline, bool remote) {
+              std::chrono::system_clock::duration deadline, bool remote,
+              std::vector<std::string>* unreachable = nullptr) {
     auto give_up = std::chrono::steady_clock::now() + kBusyPatience;
     auto pause = std::chrono::milliseconds(20);
     bool said_waiting = false;
@@ -202,7 +197,13 @@ class CsiClient {
                     std::is_same_v<Stub, v1::NodeState::Stub>) {
         if (!proxy_node_.empty()) context.AddMetadata(kProxyNodeKey, proxy_node_);
       }
+      if (unreachable != nullptr) context.AddMetadata(kPartialListKey, "1");
       Status status = from_grpc((stub.*method)(&context, request, response));
+      if (unreachable != nullptr && status.is_ok()) {
+        auto [first, last] = context.GetServerTrailingMetadata().equal_range(kUnreachableNodesKey);
+        for (auto it = first; it != last; ++it)
+          unreachable->emplace_back(it->second.data(), it->second.size());
+      }
       if (remote && status.code() == Code::kUnavailable && !was_answered(context)) {
         // The controller did not answer. A TLS refusal will not go away; a restart or a
         // network hiccup may: every CSI call is idempotent, so it is sent again for a while.
