@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "cli/attach_turn.h"
 #include "cli/network_failure.h"
@@ -21,6 +22,7 @@
 #include "csi.grpc.pb.h"
 #include "daemon/grpc_status.h"
 #include "daemon/peer_authority.h"
+#include "daemon/placed_id.h"
 #include "rosetctl.grpc.pb.h"
 
 namespace rosetctl::cli {
@@ -152,6 +154,14 @@ class CsiClient {
     }
     return v1::ObjectStore::NewStub(controller_channel_);
   }
+  // ListVolumes accepting a partial combined list (daemon/placed_id.h kPartialListKey): the
+  // nodes that did not answer are added to `unreachable` ("node \"b\" did not answer: ...").
+  Status list_volumes_partial(const csi::v1::ListVolumesRequest& request,
+                              csi::v1::ListVolumesResponse* response,
+                              std::vector<std::string>* unreachable) {
+    return send(*controller_, &csi::v1::Controller::Stub::ListVolumes, request, response,
+                kCallDeadline, !controller_address_.empty(), unreachable);
+  }
   // The node that node calls reach: the --on-node one, or "" for this host's.
   const std::string& proxy_node() const { return proxy_node_; }
   // rosetctl.v1's services live beside the controller, and are reached the same way.
@@ -186,8 +196,11 @@ class CsiClient {
   }
 
   template <typename Stub, typename Method, typename Request, typename Response>
+  // `unreachable`: the call accepts a partial combined list (daemon/placed_id.h) and gets the
+  // nodes it lacks here.
   Status send(Stub& stub, Method method, const Request& request, Response* response,
-              std::chrono::system_clock::duration deadline, bool remote) {
+              std::chrono::system_clock::duration deadline, bool remote,
+              std::vector<std::string>* unreachable = nullptr) {
     auto give_up = std::chrono::steady_clock::now() + kBusyPatience;
     auto pause = std::chrono::milliseconds(20);
     bool said_waiting = false;
@@ -199,7 +212,13 @@ class CsiClient {
                     std::is_same_v<Stub, v1::NodeState::Stub>) {
         if (!proxy_node_.empty()) context.AddMetadata(kProxyNodeKey, proxy_node_);
       }
+      if (unreachable != nullptr) context.AddMetadata(kPartialListKey, "1");
       Status status = from_grpc((stub.*method)(&context, request, response));
+      if (unreachable != nullptr && status.is_ok()) {
+        auto [first, last] = context.GetServerTrailingMetadata().equal_range(kUnreachableNodesKey);
+        for (auto it = first; it != last; ++it)
+          unreachable->emplace_back(it->second.data(), it->second.size());
+      }
       if (remote && status.code() == Code::kUnavailable && !was_answered(context)) {
         // The controller did not answer. A TLS refusal will not go away; a restart or a
         // network hiccup may: every CSI call is idempotent, so it is sent again for a while.

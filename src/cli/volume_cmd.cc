@@ -12,6 +12,7 @@
 #include "cli/volume_view.h"
 #include "core/size.h"
 #include "core/validate.h"
+#include "daemon/convert.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -25,6 +26,7 @@ struct CreateOptions {
   std::string type;        // "", dir or image: the `type` parameter
   std::string filesystem;  // "", ext4 or xfs: the mount capability's fs_type
   bool block = false;      // a raw block volume (always an image)
+  std::string node;        // the node to make it on (its topology), "" for the controller's
 };
 
 struct VolumeOptions {
@@ -154,6 +156,12 @@ Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
     request.mutable_capacity_range()->set_required_bytes(*bytes);
   }
   ROSETCTL_RETURN_IF_ERROR(parse_parameters(options.parameters, request.mutable_parameters()));
+  if (!options.node.empty()) {
+    ROSETCTL_RETURN_IF_ERROR(validate_node_id(options.node, "--node"));
+    auto* requirement = request.mutable_accessibility_requirements();
+    (*requirement->add_requisite()->mutable_segments())[kTopologyNodeKey] = options.node;
+    *requirement->add_preferred() = requirement->requisite(0);
+  }
   {  // usage errors first, before the state directory is touched
     csi::v1::CreateVolumeRequest checked = request;
     ROSETCTL_RETURN_IF_ERROR(apply_kind(options, false, &checked));
@@ -181,8 +189,13 @@ Status run_list(const GlobalOptions& globals) {
   }
   auto session = Session::open(globals);
   if (!session) return session.status();
-  auto volumes = list_all_volumes((*session)->client());
+  std::vector<std::string> unreachable;
+  auto volumes = list_all_volumes((*session)->client(), &unreachable);
   if (!volumes) return volumes.status();
+  // The nodes whose volumes the list lacks; each volume's `unreachable_nodes` names them too
+  // when they are still registered (the combined view asks every node).
+  for (const std::string& why : unreachable)
+    std::fprintf(stderr, "rosetctl: note: the list lacks the volumes of a node: %s\n", why.c_str());
   auto described = describe_volumes(**session, *volumes, NodesAsked::kEveryNode);
   if (!described) return described.status();
   nlohmann::json items = nlohmann::json::array();
@@ -370,6 +383,9 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
                    "Start as a copy of another volume (name or id), of the same kind and at "
                    "least its size")
       ->excludes(from_snapshot);
+  create->add_option("--node", create_options->node,
+                     "Make the volume on this registered node (a local volume lives there; "
+                     "with --controller, the controller has that node create it)");
   create->footer(
       "Creating a name that exists returns the existing volume when size and parameters match,\n"
       "and fails with exit code 4 when they differ. Image volumes take their space from the\n"

@@ -52,14 +52,16 @@ csi::v1::VolumeCapability attach_capability(const csi::v1::Volume& volume) {
   return capability;
 }
 
-Expected<std::vector<VolumeInfo>> list_all_volumes(CsiClient& client) {
+Expected<std::vector<VolumeInfo>> list_all_volumes(CsiClient& client,
+                                                   std::vector<std::string>* unreachable) {
   std::vector<VolumeInfo> out;
   csi::v1::ListVolumesRequest request;
   request.set_max_entries(500);
   do {
     csi::v1::ListVolumesResponse response;
-    ROSETCTL_RETURN_IF_ERROR(
-        client.controller(&csi::v1::Controller::Stub::ListVolumes, request, &response));
+    // A controller whose nodes did not all answer lists the others' volumes (the combined
+    // list); which nodes are missing is reported, not a failure of the whole list.
+    ROSETCTL_RETURN_IF_ERROR(client.list_volumes_partial(request, &response, unreachable));
     for (const auto& entry : response.entries())
       out.push_back(info_of(entry.volume(), entry.status()));
     request.set_starting_token(response.next_token());

@@ -33,7 +33,8 @@ Expected<std::vector<v1::NodeVolume>> volumes_on_node(Session& session,
 Expected<v1::NodeVolume> volume_on_node(Session& session, const std::string& volume_id);
 
 // Every volume, following ListVolumes pages.
-Expected<std::vector<VolumeInfo>> list_all_volumes(CsiClient& client);
+Expected<std::vector<VolumeInfo>> list_all_volumes(CsiClient& client,
+                                                   std::vector<std::string>* unreachable);
 
 std::string volume_name(const csi::v1::Volume& volume);
 

@@ -236,6 +236,9 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
   if (!provider) return provider.status();
   auto controller = controller_side(**provider);
   if (!controller) return controller.status();
+  if ((*provider)->volumes_are_node_local()) {
+    if (auto node = placement_of(request)) return create_on_node(*node, request, response);
+  }
   if ((*provider)->volumes_are_node_local() &&
       !topology_allows_node(request.accessibility_requirements(), context_.options.node_id)) {
     return error(Code::kResourceExhausted,
@@ -559,11 +562,13 @@ Status ControllerService::get_capacity(const csi::v1::GetCapacityRequest& reques
   if (!provider) return provider.status();
   if ((*provider)->volumes_are_node_local() && request.has_accessible_topology()) {
     auto it = request.accessible_topology().segments().find(kTopologyNodeKey);
-    if (it == request.accessible_topology().segments().end() ||
-        it->second != context_.options.node_id) {
+    if (it == request.accessible_topology().segments().end()) {
       response->set_available_capacity(0);  // nothing can be provisioned in that segment
       return Status::ok();
     }
+    // Another node's capacity is that node's answer.
+    if (it->second != context_.options.node_id)
+      return capacity_on_node(it->second, request, response);
   }
   auto controller = controller_side(**provider);
   if (!controller) return controller.status();
@@ -634,53 +639,76 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
 
 // ---------------------------------------------------------------- gRPC entry points
 
+Status ControllerService::check_caller(const grpc::ServerContextBase& call,
+                                       std::string_view method) const {
+  if (context_.options.role != PluginRole::kNode) return Status::ok();
+  Peer peer = peer_of(call);
+  if (peer.role == PeerRole::kController) return Status::ok();
+  return error(Code::kPermissionDenied,
+               "{} may not call {} on node \"{}\": a node takes CSI Controller calls only from "
+               "its controller's certificate (create and manage its volumes through the "
+               "controller: rosetctl --controller ...)",
+               peer.describe(), method, context_.options.node_id);
+}
+
 grpc::ServerUnaryReactor* ControllerService::CreateVolume(
     Request* call, const csi::v1::CreateVolumeRequest* request,
     csi::v1::CreateVolumeResponse* response) {
-  return answer(handlers_, call, "CreateVolume", request, response,
-                [=, this] { return create_volume(*request, response); });
+  return serve(call, "CreateVolume", request, response,
+               [=, this] { return create_volume(*request, response); });
 }
 
 grpc::ServerUnaryReactor* ControllerService::DeleteVolume(
     Request* call, const csi::v1::DeleteVolumeRequest* request,
     csi::v1::DeleteVolumeResponse* response) {
-  return answer(handlers_, call, "DeleteVolume", request, response,
-                [=, this] { return delete_volume(*request); });
+  return serve(call, "DeleteVolume", request, response, [=, this] {
+    return here_or_on_node(request->volume_id(), &csi::v1::Controller::Stub::DeleteVolume, *request,
+                           response, Code::kUnavailable, [&] { return delete_volume(*request); });
+  });
 }
 
 grpc::ServerUnaryReactor* ControllerService::ControllerPublishVolume(
     Request* call, const csi::v1::ControllerPublishVolumeRequest* request,
     csi::v1::ControllerPublishVolumeResponse* response) {
-  return answer(handlers_, call, "ControllerPublishVolume", request, response,
-                [=, this] { return publish_volume(*request, response); });
+  return serve(call, "ControllerPublishVolume", request, response, [=, this] {
+    return here_or_on_node(request->volume_id(),
+                           &csi::v1::Controller::Stub::ControllerPublishVolume, *request, response,
+                           Code::kNotFound, [&] { return publish_volume(*request, response); });
+  });
 }
 
 grpc::ServerUnaryReactor* ControllerService::ControllerUnpublishVolume(
     Request* call, const csi::v1::ControllerUnpublishVolumeRequest* request,
     csi::v1::ControllerUnpublishVolumeResponse* response) {
-  return answer(handlers_, call, "ControllerUnpublishVolume", request, response,
-                [=, this] { return unpublish_volume(*request); });
+  return serve(call, "ControllerUnpublishVolume", request, response, [=, this] {
+    return here_or_on_node(request->volume_id(),
+                           &csi::v1::Controller::Stub::ControllerUnpublishVolume, *request,
+                           response, Code::kNotFound, [&] { return unpublish_volume(*request); });
+  });
 }
 
 grpc::ServerUnaryReactor* ControllerService::ValidateVolumeCapabilities(
     Request* call, const csi::v1::ValidateVolumeCapabilitiesRequest* request,
     csi::v1::ValidateVolumeCapabilitiesResponse* response) {
-  return answer(handlers_, call, "ValidateVolumeCapabilities", request, response,
-                [=, this] { return validate_capabilities(*request, response); });
+  return serve(call, "ValidateVolumeCapabilities", request, response, [=, this] {
+    return here_or_on_node(
+        request->volume_id(), &csi::v1::Controller::Stub::ValidateVolumeCapabilities, *request,
+        response, Code::kNotFound, [&] { return validate_capabilities(*request, response); });
+  });
 }
 
 grpc::ServerUnaryReactor* ControllerService::ListVolumes(Request* call,
                                                          const csi::v1::ListVolumesRequest* request,
                                                          csi::v1::ListVolumesResponse* response) {
-  return answer(handlers_, call, "ListVolumes", request, response,
-                [=, this] { return list_volumes(*request, response); });
+  return serve(call, "ListVolumes", request, response,
+               [=, this] { return list_volumes_everywhere(*call, *request, response); });
 }
 
 grpc::ServerUnaryReactor* ControllerService::GetCapacity(Request* call,
                                                          const csi::v1::GetCapacityRequest* request,
                                                          csi::v1::GetCapacityResponse* response) {
-  return answer(handlers_, call, "GetCapacity", request, response,
-                [=, this] { return get_capacity(*request, response); });
+  return serve(call, "GetCapacity", request, response,
+               [=, this] { return get_capacity(*request, response); });
 }
 
 grpc::ServerUnaryReactor* ControllerService::ControllerGetCapabilities(
@@ -702,43 +730,58 @@ grpc::ServerUnaryReactor* ControllerService::ControllerGetCapabilities(
 grpc::ServerUnaryReactor* ControllerService::ControllerGetVolume(
     Request* call, const csi::v1::ControllerGetVolumeRequest* request,
     csi::v1::ControllerGetVolumeResponse* response) {
-  return answer(handlers_, call, "ControllerGetVolume", request, response,
-                [=, this] { return get_volume(*request, response); });
+  return serve(call, "ControllerGetVolume", request, response, [=, this] {
+    return here_or_on_node(request->volume_id(), &csi::v1::Controller::Stub::ControllerGetVolume,
+                           *request, response, Code::kNotFound,
+                           [&] { return get_volume(*request, response); });
+  });
 }
 
 grpc::ServerUnaryReactor* ControllerService::ControllerExpandVolume(
     Request* call, const csi::v1::ControllerExpandVolumeRequest* request,
     csi::v1::ControllerExpandVolumeResponse* response) {
-  return answer(handlers_, call, "ControllerExpandVolume", request, response,
-                [=, this] { return expand_volume(*request, response); });
+  return serve(call, "ControllerExpandVolume", request, response, [=, this] {
+    return here_or_on_node(request->volume_id(), &csi::v1::Controller::Stub::ControllerExpandVolume,
+                           *request, response, Code::kNotFound,
+                           [&] { return expand_volume(*request, response); });
+  });
 }
 
 grpc::ServerUnaryReactor* ControllerService::CreateSnapshot(
     Request* call, const csi::v1::CreateSnapshotRequest* request,
     csi::v1::CreateSnapshotResponse* response) {
-  return answer(handlers_, call, "CreateSnapshot", request, response,
-                [=, this] { return create_snapshot(*request, response); });
+  return serve(call, "CreateSnapshot", request, response, [=, this] {
+    return here_or_on_node(request->source_volume_id(), &csi::v1::Controller::Stub::CreateSnapshot,
+                           *request, response, Code::kNotFound,
+                           [&] { return create_snapshot(*request, response); });
+  });
 }
 
 grpc::ServerUnaryReactor* ControllerService::DeleteSnapshot(
     Request* call, const csi::v1::DeleteSnapshotRequest* request,
     csi::v1::DeleteSnapshotResponse* response) {
-  return answer(handlers_, call, "DeleteSnapshot", request, response,
-                [=, this] { return delete_snapshot(*request); });
+  return serve(call, "DeleteSnapshot", request, response, [=, this] {
+    return here_or_on_node(request->snapshot_id(), &csi::v1::Controller::Stub::DeleteSnapshot,
+                           *request, response, Code::kUnavailable,
+                           [&] { return delete_snapshot(*request); });
+  });
 }
 
 grpc::ServerUnaryReactor* ControllerService::ListSnapshots(
     Request* call, const csi::v1::ListSnapshotsRequest* request,
     csi::v1::ListSnapshotsResponse* response) {
-  return answer(handlers_, call, "ListSnapshots", request, response,
-                [=, this] { return list_snapshots(*request, response); });
+  return serve(call, "ListSnapshots", request, response,
+               [=, this] { return list_snapshots_everywhere(*call, *request, response); });
 }
 
 grpc::ServerUnaryReactor* ControllerService::ControllerModifyVolume(
     Request* call, const csi::v1::ControllerModifyVolumeRequest* request,
     csi::v1::ControllerModifyVolumeResponse* response) {
-  return answer(handlers_, call, "ControllerModifyVolume", request, response,
-                [=, this] { return modify_volume(*request); });
+  return serve(call, "ControllerModifyVolume", request, response, [=, this] {
+    return here_or_on_node(request->volume_id(), &csi::v1::Controller::Stub::ControllerModifyVolume,
+                           *request, response, Code::kNotFound,
+                           [&] { return modify_volume(*request); });
+  });
 }
 
 }  // namespace rosetctl

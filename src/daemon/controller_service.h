@@ -6,7 +6,10 @@
 
 #include "csi.grpc.pb.h"
 #include "daemon/background_work.h"
+#include "daemon/call_log.h"
 #include "daemon/handler_pool.h"
+#include "daemon/node_controllers.h"
+#include "daemon/placed_id.h"
 #include "daemon/service_context.h"
 #include "daemon/volume_lookup.h"
 
@@ -14,8 +17,8 @@ namespace rosetctl {
 
 class ControllerService final : public csi::v1::Controller::CallbackService {
  public:
-  ControllerService(ServiceContext& context, HandlerPool& handlers)
-      : context_(context), handlers_(handlers) {}
+  ControllerService(ServiceContext& context, HandlerPool& handlers, NodeControllers& nodes)
+      : context_(context), handlers_(handlers), nodes_(nodes) {}
 
   using Request = grpc::CallbackServerContext;
   grpc::ServerUnaryReactor* CreateVolume(Request*, const csi::v1::CreateVolumeRequest*,
@@ -90,8 +93,51 @@ class ControllerService final : public csi::v1::Controller::CallbackService {
   Expected<StringMap> map_to_node(const LoadedVolume& volume,
                                   const csi::v1::ControllerPublishVolumeRequest& request);
 
+  // placement.cc: volumes on other nodes (daemon/placed_id.h).
+  // The node a CreateVolume of a node-local volume goes to; nullopt: this host.
+  std::optional<std::string> placement_of(const csi::v1::CreateVolumeRequest& request) const;
+  Status create_on_node(const std::string& node, const csi::v1::CreateVolumeRequest& request,
+                        csi::v1::CreateVolumeResponse* response);
+  Status capacity_on_node(const std::string& node, const csi::v1::GetCapacityRequest& request,
+                          csi::v1::GetCapacityResponse* response);
+  Status list_volumes_everywhere(grpc::CallbackServerContext& call,
+                                 const csi::v1::ListVolumesRequest& request,
+                                 csi::v1::ListVolumesResponse* response);
+  Status list_snapshots_everywhere(grpc::CallbackServerContext& call,
+                                   const csi::v1::ListSnapshotsRequest& request,
+                                   csi::v1::ListSnapshotsResponse* response);
+  template <typename Req, typename Resp, typename Local>
+  Status list_everywhere(grpc::CallbackServerContext& call, const Req& request, Resp* response,
+                         NodeControllers::Rpc<Req, Resp> rpc, Local local);
+  static Status partial_list(grpc::CallbackServerContext& call,
+                             const std::vector<std::string>& unreachable);
+
+  // `local()` when `id` is this host's, else the same call on the node its placed id names
+  // (`unregistered`: the code when that node is not registered).
+  template <typename Req, typename Resp, typename Local>
+  Status here_or_on_node(const std::string& id, NodeControllers::Rpc<Req, Resp> rpc,
+                         const Req& request, Resp* response, Code unregistered, Local local) {
+    auto placed = decode_placed_id(id);
+    if (!placed || placed->node == context_.options.node_id) return local();
+    return nodes_.call(placed->node, rpc, request, response, unregistered);
+  }
+
+  // On a node (serve --role node), Controller calls come from its controller alone: the
+  // controller places volumes here; nobody else makes them behind its back.
+  Status check_caller(const grpc::ServerContextBase& call, std::string_view method) const;
+  template <typename Handler>
+  grpc::ServerUnaryReactor* serve(Request* call, std::string_view method,
+                                  const google::protobuf::Message* request,
+                                  google::protobuf::Message* response, Handler handler) {
+    return answer(handlers_, call, method, request, response, [=, this]() mutable {
+      ROSETCTL_RETURN_IF_ERROR(check_caller(*call, method));
+      return handler();
+    });
+  }
+
   ServiceContext& context_;
   HandlerPool& handlers_;
+  NodeControllers& nodes_;
   BackgroundWork background_;  // last: destroyed (joined) first, while the context still lives
 };
 

@@ -12,6 +12,7 @@
 #include "core/host_addresses.h"
 #include "core/validate.h"
 #include "daemon/grpc_logging.h"
+#include "daemon/placed_interceptor.h"
 #include "daemon/reconcile.h"
 
 namespace rosetctl {
@@ -78,7 +79,9 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
                                             *plugin->providers_, std::move(*locks)});
   plugin->handlers_ = std::make_unique<HandlerPool>();
   plugin->identity_ = std::make_unique<IdentityService>(*plugin->context_, *plugin->handlers_);
-  plugin->controller_ = std::make_unique<ControllerService>(*plugin->context_, *plugin->handlers_);
+  plugin->node_controllers_ = std::make_unique<NodeControllers>(*plugin->context_);
+  plugin->controller_ = std::make_unique<ControllerService>(*plugin->context_, *plugin->handlers_,
+                                                            *plugin->node_controllers_);
   plugin->node_ = std::make_unique<NodeService>(*plugin->context_, *plugin->handlers_);
   plugin->node_state_ = std::make_unique<NodeStateService>(*plugin->context_, *plugin->handlers_);
   plugin->objects_ = std::make_unique<ObjectStoreService>(*plugin->context_, *plugin->handlers_);
@@ -100,6 +103,7 @@ Status Plugin::start(const std::optional<std::string>& unix_socket,
   route_grpc_logs(!context_->options.one_command);
   if (!tcp.empty()) ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--listen"));
   tls_ = tls;
+  node_controllers_->set_tls(tls);
   grpc::ServerBuilder builder;
   if (unix_socket)
     builder.AddListeningPort("unix:" + *unix_socket, grpc::InsecureServerCredentials());
@@ -129,7 +133,11 @@ void Plugin::register_services(grpc::ServerBuilder& builder, NodeProxy& proxy) {
   // Whatever this server does not offer itself goes to the proxy, which forwards calls that
   // name a node (rosetctl-node) and explains the others.
   builder.RegisterCallbackGenericService(&proxy);
-  if (context_->options.role != PluginRole::kNode) builder.RegisterService(controller_.get());
+  // A node serves the Controller service too: its controller places `local` volumes on it
+  // (daemon/node_controllers.h), and only the controller's certificate may call it there.
+  builder.RegisterService(controller_.get());
+  builder.experimental().SetInterceptorCreators(placed_id_interceptors(
+      context_->options.node_id, context_->options.role != PluginRole::kController));
   if (context_->options.role != PluginRole::kNode) {
     builder.RegisterService(registry_.get());
     builder.RegisterService(catalog_.get());

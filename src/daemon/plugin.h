@@ -72,6 +72,7 @@ class Plugin {
   std::unique_ptr<ProviderRegistry> providers_;
   std::unique_ptr<ServiceContext> context_;
   std::unique_ptr<IdentityService> identity_;
+  std::unique_ptr<NodeControllers> node_controllers_;  // the controller's calls to its nodes
   std::unique_ptr<ControllerService> controller_;
   std::unique_ptr<NodeService> node_;
   // The TCP listeners with mutual TLS: a server of their own, replaced whole by reload_tls().

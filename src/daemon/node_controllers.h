@@ -1,0 +1,74 @@
+// The controller's CSI Controller calls to its registered nodes: with `local` volumes on nodes,
+// the controller has the node that holds (or is to hold) a volume run the very same Controller
+// call on its own store, over the mutual-TLS channel the node proxy uses (daemon/node_proxy.h),
+// with the controller's certificate; a node takes Controller calls from no other certificate.
+// Ids are localized on the way there and placed on the way back (daemon/placed_fields.h).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "csi.grpc.pb.h"
+#include "daemon/placed_fields.h"
+#include "daemon/service_context.h"
+#include "daemon/tls_files.h"
+
+namespace rosetctl {
+
+class NodeControllers {
+ public:
+  explicit NodeControllers(ServiceContext& context) : context_(context) {}
+
+  // The controller's own certificate files (serve --listen's); none: no node can be asked.
+  void set_tls(TlsFiles tls);
+
+  template <typename Request, typename Response>
+  using Rpc = grpc::Status (csi::v1::Controller::Stub::*)(grpc::ClientContext*, const Request&,
+                                                          Response*);
+
+  // Runs `rpc` on `node`'s Controller service. A node that is not registered is `unregistered`
+  // (the code the spec wants for the call: RESOURCE_EXHAUSTED for a create, NOT_FOUND or
+  // UNAVAILABLE otherwise), one that does not answer within `patience` (or the caller's deadline)
+  // UNAVAILABLE; both name the node. The node's own errors come back with its name added.
+  template <typename Request, typename Response>
+  Status call(const std::string& node, Rpc<Request, Response> rpc, Request request,
+              Response* response, Code unregistered,
+              std::chrono::milliseconds patience = kDefaultPatience) {
+    auto stub = stub_for(node, unregistered);
+    if (!stub) return stub.status();
+    localize_ids(request, node);
+    grpc::ClientContext call;
+    call.set_deadline(deadline(patience));
+    grpc::Status status = ((**stub).*rpc)(&call, request, response);
+    if (!status.ok()) return failure(node, status);
+    return place_ids(*response, node);
+  }
+
+  // The registered nodes other than this host that have an address, by id: the nodes a
+  // combined list asks (none without TLS files).
+  Expected<std::vector<std::string>> other_nodes();
+
+  static constexpr std::chrono::milliseconds kDefaultPatience{60000};
+  // How long a combined list waits for one node.
+  static constexpr std::chrono::milliseconds kListPatience{5000};
+
+ private:
+  Expected<std::shared_ptr<csi::v1::Controller::Stub>> stub_for(const std::string& node,
+                                                                Code unregistered);
+  static std::chrono::system_clock::time_point deadline(std::chrono::milliseconds patience);
+  static Status failure(const std::string& node, const grpc::Status& status);
+
+  ServiceContext& context_;
+  std::mutex mutex_;
+  TlsFiles tls_;                                                    // guarded by mutex_
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // by address; mutex_
+};
+
+}  // namespace rosetctl

@@ -1,0 +1,77 @@
+// Walking a message's fields by descriptor (see placed_fields.h).
+#include "daemon/placed_fields.h"
+
+#include <google/protobuf/descriptor.h>
+
+#include <functional>
+
+#include "daemon/placed_id.h"
+
+namespace rosetctl {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+
+bool is_id_field(const FieldDescriptor& field) {
+  if (field.cpp_type() != FieldDescriptor::CPPTYPE_STRING) return false;
+  const std::string& name = field.name();
+  if (field.is_repeated()) return name == "volume_ids";
+  return name == "volume_id" || name == "source_volume_id" || name == "snapshot_id";
+}
+
+// Calls `rewrite` on every id field's value in `message` and the messages it holds; the first
+// failure stops the walk.
+Status rewrite_ids(Message& message, const std::function<Status(std::string&)>& rewrite) {
+  const auto* reflection = message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);  // only the fields that are set
+  for (const FieldDescriptor* field : fields) {
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (field->is_repeated()) {
+        for (int i = 0; i < reflection->FieldSize(message, field); ++i)
+          ROSETCTL_RETURN_IF_ERROR(
+              rewrite_ids(*reflection->MutableRepeatedMessage(&message, field, i), rewrite));
+      } else {
+        ROSETCTL_RETURN_IF_ERROR(
+            rewrite_ids(*reflection->MutableMessage(&message, field), rewrite));
+      }
+      continue;
+    }
+    if (!is_id_field(*field)) continue;
+    if (field->is_repeated()) {
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+        std::string value = reflection->GetRepeatedString(message, field, i);
+        ROSETCTL_RETURN_IF_ERROR(rewrite(value));
+        reflection->SetRepeatedString(&message, field, i, value);
+      }
+    } else {
+      std::string value = reflection->GetString(message, field);
+      ROSETCTL_RETURN_IF_ERROR(rewrite(value));
+      reflection->SetString(&message, field, value);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void localize_ids(Message& message, std::string_view node) {
+  (void)rewrite_ids(message, [node](std::string& id) {
+    auto placed = decode_placed_id(id);
+    if (placed && placed->node == node) id = placed->local_id;
+    return Status::ok();
+  });
+}
+
+Status place_ids(Message& message, std::string_view node) {
+  return rewrite_ids(message, [node](std::string& id) {
+    if (id.empty() || decode_placed_id(id)) return Status::ok();
+    auto placed = encode_placed_id(node, id);
+    if (!placed) return placed.status();
+    id = std::move(*placed);
+    return Status::ok();
+  });
+}
+
+}  // namespace rosetctl

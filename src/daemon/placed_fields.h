@@ -1,0 +1,25 @@
+// The id fields of CSI and rosetctl messages, rewritten between placed ids (daemon/placed_id.h)
+// and a node's local ids: the controller localizes a request before it sends it to the node
+// that holds its volume and places the node's answer; a node localizes what arrives with its
+// own placed ids (kubelet's NodeStageVolume, the CLI's connect) before its handlers see it. So
+// the handlers on both sides are the code that runs without placement.
+//
+// The fields: every `volume_id`, `source_volume_id`, `snapshot_id` and `volume_ids`, at any
+// depth (a content source's too).
+#pragma once
+
+#include <google/protobuf/message.h>
+
+#include <string_view>
+
+#include "core/status.h"
+
+namespace rosetctl {
+
+// Every id field holding a placed id of `node` gets its local id; others stay as they are.
+void localize_ids(google::protobuf::Message& message, std::string_view node);
+
+// Every non-empty id field that is not yet a placed id becomes `node`'s placed id of it.
+Status place_ids(google::protobuf::Message& message, std::string_view node);
+
+}  // namespace rosetctl
