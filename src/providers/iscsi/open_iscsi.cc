@@ -158,12 +158,16 @@ Expected<std::string> OpenIscsi::attach(const LunAddress& lun,
     }
   }
   auto give_up = std::chrono::steady_clock::now() + timeout;
+  Status unreadable_serial;
   while (true) {
     auto disk = find_session_disk(sysfs_, lun.target, lun.lun);
     if (!disk) return disk.status();
-    if (disk->has_value()) {
-      auto serial = read_unit_serial(sysfs_, **disk);
-      if (!serial) return serial.status();
+    // The kernel shows the disk before it has read its serial number page: until the
+    // deadline, a page that cannot be read yet is waited for, not an answer.
+    auto serial = disk->has_value() ? read_unit_serial(sysfs_, **disk) : Expected<std::string>("");
+    if (!serial) unreadable_serial = serial.status();
+    if (disk->has_value() && serial) {
+      unreadable_serial = Status::ok();
       if (*serial != lun.serial) {
         if (new_login) (void)detach(lun.portal, lun.target);
         return error(Code::kFailedPrecondition,
@@ -176,6 +180,10 @@ Expected<std::string> OpenIscsi::attach(const LunAddress& lun,
     }
     if (std::chrono::steady_clock::now() >= give_up) {
       if (new_login) (void)detach(lun.portal, lun.target);
+      if (!unreadable_serial.is_ok()) {
+        return error(Code::kDeadlineExceeded, "logged in to {} at {}, but within {} ms: {}",
+                     lun.target, lun.portal, timeout.count(), unreadable_serial.message());
+      }
       return error(Code::kDeadlineExceeded,
                    "logged in to {} at {}, but LUN {} did not appear as a disk within {} ms",
                    lun.target, lun.portal, lun.lun, timeout.count());

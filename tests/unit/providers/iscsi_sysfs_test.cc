@@ -90,6 +90,21 @@ TEST_CASE("a disk without a serial page is an error, never an empty match", "[is
   CHECK(!iscsi::read_unit_serial(sysfs.path, "sdd"));
 }
 
+TEST_CASE("attach waits for a disk whose serial page the kernel has not read yet", "[iscsi]") {
+  // The disk appears in sysfs before its VPD page can be read: that is "not yet", not a failure
+  // (a guest's connect failed on it at once). Until the deadline it is waited for; after it, the
+  // answer is DEADLINE_EXCEEDED naming the page.
+  ScratchDir sysfs;
+  add_session(sysfs, 1, 2, "iqn.2026-11.io.roset:local-a", 1, "sdb", "local-a");
+  fs::remove(sysfs / "block/sdb/device/vpd_pg80");
+  iscsi::OpenIscsi initiator(sysfs.path, sysfs / "nodes");
+  iscsi::LunAddress lun{"10.0.2.2:3260", "iqn.2026-11.io.roset:local-a", 1, "local-a"};
+  auto attached = initiator.attach(lun, std::nullopt, std::chrono::milliseconds(300));
+  REQUIRE(!attached);
+  CHECK(attached.status().code() == Code::kDeadlineExceeded);
+  CHECK(attached.status().message().find("vpd_pg80") != std::string::npos);
+}
+
 TEST_CASE("iscsiadm's exit codes become the codes the CSI spec asks for", "[iscsi]") {
   CHECK(iscsi::iscsiadm_failure(19, "login error", "x").code() == Code::kPermissionDenied);
   CHECK(iscsi::iscsiadm_failure(24, "auth failed", "x").code() == Code::kPermissionDenied);
