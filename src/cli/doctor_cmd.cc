@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/render.h"
+#include "cli/session.h"
 #include "daemon/plugin.h"
 
 namespace rosetctl::cli {
@@ -33,16 +34,10 @@ std::vector<HostCheck> unopened(const GlobalOptions& globals, const Status& why)
 }
 
 Status run_doctor(const GlobalOptions& globals, const DoctorOptions& options) {
-  PluginOptions plugin_options;
-  plugin_options.state_dir = globals.state_dir;
-  plugin_options.default_provider = globals.provider;
-  plugin_options.node_id = globals.node_id;
-  plugin_options.capacity_overcommit = globals.capacity_overcommit;
-  plugin_options.provider_settings = provider_settings(globals);
+  PluginOptions plugin_options = plugin_options_of(globals);
   plugin_options.one_command = true;
   // A consumer host (its controller elsewhere) has only the node side to check and repair.
   if (!globals.controller.empty()) plugin_options.role = PluginRole::kNode;
-  if (!globals.driver_name.empty()) plugin_options.driver_name = globals.driver_name;
 
   std::vector<HostCheck> checks;
   auto plugin = Plugin::open(std::move(plugin_options));

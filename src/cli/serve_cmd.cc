@@ -2,6 +2,7 @@
 #include "cli/serve_cmd.h"
 
 #include "cli/node_announce.h"
+#include "cli/session.h"
 #include "core/log.h"
 #include "core/validate.h"
 #include "daemon/node_heartbeat.h"
@@ -51,17 +52,11 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
     ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--controller"));
   }
 
-  PluginOptions plugin_options;
-  plugin_options.state_dir = globals.state_dir;
-  plugin_options.default_provider = globals.provider;
-  plugin_options.node_id = globals.node_id;
-  if (!globals.driver_name.empty()) plugin_options.driver_name = globals.driver_name;
+  PluginOptions plugin_options = plugin_options_of(globals);
   plugin_options.max_volumes_per_node = options.max_volumes_per_node;
   plugin_options.role = options.role == "controller" ? PluginRole::kController
                         : options.role == "node"     ? PluginRole::kNode
                                                      : PluginRole::kAll;
-  plugin_options.capacity_overcommit = globals.capacity_overcommit;
-  plugin_options.provider_settings = provider_settings(globals);
   plugin_options.snapshot_wait =
       std::chrono::milliseconds(static_cast<int64_t>(options.snapshot_wait_seconds * 1000));
   std::shared_ptr<grpc::Channel> controller;

@@ -18,15 +18,20 @@ bool state_exists(const GlobalOptions& options) {
   return ::stat(StateLayout{options.state_dir}.database().c_str(), &st) == 0;
 }
 
-Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
+PluginOptions plugin_options_of(const GlobalOptions& options) {
   PluginOptions plugin_options;
   plugin_options.state_dir = options.state_dir;
   plugin_options.default_provider = options.provider;
   plugin_options.node_id = options.node_id;
   plugin_options.capacity_overcommit = options.capacity_overcommit;
   plugin_options.provider_settings = provider_settings(options);
-  plugin_options.one_command = true;
   if (!options.driver_name.empty()) plugin_options.driver_name = options.driver_name;
+  return plugin_options;
+}
+
+Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
+  PluginOptions plugin_options = plugin_options_of(options);
+  plugin_options.one_command = true;
 
   std::map<std::string, std::string> secrets;
   if (!options.secrets_file.empty()) {

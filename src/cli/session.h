@@ -18,6 +18,10 @@ namespace rosetctl::cli {
 // read-only verbs then answer from an empty state instead of creating one as a side effect.
 bool state_exists(const GlobalOptions& options);
 
+// The plugin options the global flags decide (state dir, provider and its settings, node id,
+// driver name, overcommit); each verb that opens a plugin adds its own.
+PluginOptions plugin_options_of(const GlobalOptions& options);
+
 class Session {
  public:
   static Expected<std::unique_ptr<Session>> open(const GlobalOptions& options);

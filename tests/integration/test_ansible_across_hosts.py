@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -29,6 +28,7 @@ from guest_lab import HOST_ADDRESS
 from rosetctl_cli import isolated_environment, process_alive
 from rosetctl_fixtures import skip_or_fail
 from roset_fixtures import STANDIN_FUSE
+from tgtd_lab import CONTROL_SOCKET_DIR, free_control_port, free_port
 
 SOURCE_DIR = Path(os.environ.get("ROSETCTL_SOURCE_DIR") or Path(__file__).resolve().parents[2])
 COLLECTION = SOURCE_DIR / "ansible"
@@ -50,20 +50,6 @@ SITE_PLAYBOOK = """
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 and os.environ.get("ROSETCTL_REQUIRE_ROOT_TESTS") != "1",
                                 reason="needs root: tgtd, QEMU guests and the controller's state")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def free_control_port() -> int:
-    """A tgtd control port (tgtd -C N: a unix socket /var/run/tgtd/socket.N) nobody uses."""
-    for number in range(2100, 32000, 7):
-        if not os.path.exists(f"/var/run/tgtd/socket.{number}"):
-            return number
-    raise AssertionError("no free tgtd control port")
 
 
 class PlaybookRun:
@@ -272,7 +258,7 @@ class Site:
                 while process_alive(pid) and time.monotonic() < deadline:
                     time.sleep(0.05)
         for name in (f"socket.{self.control_port}", f"socket.{self.control_port}.lock"):
-            Path("/var/run/tgtd", name).unlink(missing_ok=True)
+            (CONTROL_SOCKET_DIR / name).unlink(missing_ok=True)
         if self.fake is not None:
             self.fake.close()
 

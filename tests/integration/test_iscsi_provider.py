@@ -10,11 +10,10 @@ import json
 import os
 import secrets
 import shutil
-import socket
 from typing import Callable
 
 from guest_lab import HOST_ADDRESS
-from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, read_lun
+from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, free_port, read_lun
 
 MiB = 1024 * 1024
 EXIT_NOT_FOUND = 3
@@ -136,12 +135,6 @@ def test_chap_from_the_publish_secrets_closes_the_target_to_initiators_without_i
     write_secrets(secrets_file, {"chap-password": password})
     half = cli.run(*flags, "--secrets-file", str(secrets_file), "volume", "map", "locked", "--node", "node-a")
     assert half.rc == 2 and "chap-user" in half.stderr and password not in half.stderr, half.describe()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_controller(cli, tgtd, start_serve, workdir, *nodes: str) -> tuple[list[str], Callable]:

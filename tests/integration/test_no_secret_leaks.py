@@ -25,7 +25,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import sqlite3
 import stat
 import threading
@@ -37,8 +36,8 @@ import grpc
 import pytest
 
 from csi_server import expect_code, mount_capability
-from roset_fixtures import STANDIN_FUSE, write_key_file
-from tgtd_lab import INITIATOR_A
+from roset_fixtures import STANDIN_FUSE
+from tgtd_lab import INITIATOR_A, free_port
 
 # What rosetctl runs (src/core/run_program.h's callers, and roset-fuse): each is wrapped.
 WRAPPED = ("tgtadm", "iscsiadm", "mkfs.ext4", "mkfs.xfs", "e2fsck", "resize2fs", "xfs_growfs", "fusermount3")
@@ -400,12 +399,6 @@ def test_chap_password_is_only_in_the_secrets_file_and_tgtadms_account_call(cli,
     cli.ok(*flags, "-v", "volume", "delete", "locked")
     assert any(is_allowed_tgtadm(r.read_bytes().partition(b"\n")[0].split(b"\0"))
                for r in leaks.records.glob("tgtadm.*")), "expected the account's tgtadm call to be recorded"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pem_body(path: Path) -> bytes:

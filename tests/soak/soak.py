@@ -45,7 +45,8 @@ import grpc  # noqa: E402
 
 import csi_stubs  # noqa: E402
 from fake_roset_api import FakeRoset  # noqa: E402
-from rosetctl_cli import binary_path, isolated_environment, process_alive  # noqa: E402
+from roset_fixtures import fuse_processes_under, stop_pid  # noqa: E402
+from rosetctl_cli import binary_path, isolated_environment  # noqa: E402
 from rosetctl_loops import detach_everything_under, loop_devices_under  # noqa: E402
 from rosetctl_mounts import is_mount_point, mounts_under, unmount_everything_under  # noqa: E402
 
@@ -595,7 +596,7 @@ class Soak:
     def check(self):
         pb2 = self.csi.pb2
         volumes = self.model()
-        controller, node = self.serve.controller, self.serve.node
+        controller = self.serve.controller
         listed = {e.volume.volume_id: e.volume for e in controller.ListVolumes(
             pb2.ListVolumesRequest(), timeout=CALL_TIMEOUT).entries}
         expected = {v.id for v in volumes} | set(self.cli_volumes.values())
@@ -703,35 +704,6 @@ class Soak:
         left = unmount_everything_under(str(self.workdir))
         stuck = detach_everything_under(self.workdir, patience=30)
         return left, stuck
-
-
-def fuse_processes_under(directory: Path) -> list[int]:
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        program = os.path.basename(args[0])
-        if program.startswith(b"fusermount") or b"rosetctl" in program:
-            continue
-        if any(arg.startswith(os.fsencode(str(directory)) + b"/") for arg in args[1:]):
-            found.append(int(entry.name))
-    return found
-
-
-def stop_pid(pid: int):
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and process_alive(pid):
-            time.sleep(0.05)
 
 
 def run_soak(kills: int, seed: int | None = None, clients: int = 3, workdir: Path | None = None,
