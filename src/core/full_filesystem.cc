@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 
 #include "core/mount_lookup.h"
 #include "core/size.h"
@@ -36,10 +37,33 @@ std::optional<MountEntry> mount_holding(const std::string& dir) {
   }
 }
 
+constexpr std::string_view kNamed = "(state directory ";
+
+std::mutex& state_directory_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+std::string& state_directory() {
+  static std::string dir;
+  return dir;
+}
+
 }  // namespace
 
+void set_process_state_directory(const std::string& dir) {
+  std::lock_guard lock(state_directory_mutex());
+  state_directory() = dir;
+}
+
+std::string process_state_directory() {
+  std::lock_guard lock(state_directory_mutex());
+  return state_directory();
+}
+
 Status name_full_filesystem(Status status, const std::string& dir) {
-  if (status.code() != Code::kResourceExhausted || !says_disk_full(status.message())) {
+  if (status.code() != Code::kResourceExhausted || !says_disk_full(status.message()) ||
+      status.message().find(kNamed) != std::string::npos) {
     return status;
   }
   struct statvfs fs {};
@@ -50,10 +74,9 @@ Status name_full_filesystem(Status status, const std::string& dir) {
   const std::string which =
       mount ? fmt::format("the {} filesystem mounted at {}", mount->fs_type, mount->mount_point)
             : fmt::format("the filesystem holding {}", dir);
-  return {
-      status.code(),
-      fmt::format("{}; {} (state directory {}) has {} free of {}: free space there and retry",
-                  status.message(), which, dir, format_size(free_bytes), format_size(total_bytes))};
+  return {status.code(), fmt::format("{}; {} {}{}) has {} free of {}: free space there and retry",
+                                     status.message(), which, kNamed, dir, format_size(free_bytes),
+                                     format_size(total_bytes))};
 }
 
 }  // namespace rosetctl

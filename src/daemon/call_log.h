@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "core/call_scope.h"
+#include "core/full_filesystem.h"
 #include "core/status.h"
 #include "daemon/grpc_status.h"
 #include "daemon/handler_pool.h"
@@ -45,6 +46,8 @@ grpc::Status run_logged(grpc::ServerContextBase& call, std::string_view method,
   if (status.is_ok()) status = check_current_call();  // it may have waited for a thread
   if (status.is_ok()) status = check_map_sizes(request);
   if (status.is_ok()) status = handler();
+  // A full disk is named where it happened: the filesystem holding the state directory.
+  status = name_full_filesystem(std::move(status), process_state_directory());
   if (!status.is_ok()) {
     response->Clear();
     mark_answered(call);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "core/full_filesystem.h"
 #include "core/host_addresses.h"
 #include "core/validate.h"
 #include "daemon/grpc_logging.h"
@@ -77,6 +78,7 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
 
   plugin->context_.reset(new ServiceContext{std::move(options), layout, *plugin->store_,
                                             *plugin->providers_, std::move(*locks)});
+  set_process_state_directory(layout.root);
   plugin->handlers_ = std::make_unique<HandlerPool>();
   plugin->identity_ = std::make_unique<IdentityService>(*plugin->context_, *plugin->handlers_);
   plugin->node_controllers_ = std::make_unique<NodeControllers>(*plugin->context_);

@@ -10,12 +10,14 @@ import subprocess
 from contextlib import closing
 from pathlib import Path
 
+import grpc
 import pytest
 
 from rosetctl_cli import Rosetctl
 from rosetctl_loops import detach_everything_under
 from rosetctl_mounts import unmount_everything_under
 from test_image_snapshots import checksums, write_random
+from test_serve_snapshots import create_until_settled, create_volume, snapshot_request
 
 MiB = 2**20
 FS_MIB = 64
@@ -180,3 +182,47 @@ def test_a_damaged_state_database_is_refused_at_start_and_never_rebuilt(cli, wor
     serve = cli.run("serve", "--endpoint", f"unix://{workdir / 'csi.sock'}", timeout=30)
     assert serve.rc == EXIT_FAILED and "damaged" in serve.stderr, f"expected serve to refuse: {serve.describe()}"
     assert db.read_bytes() == damaged, "expected serve to leave the damaged database as it was"
+
+
+def test_a_full_state_filesystem_fails_csi_calls_with_resource_exhausted_naming_it(
+        cli, workdir, small_fs, csi, start_serve):
+    """The same through `serve`, as a CO sees it: the gRPC status is RESOURCE_EXHAUSTED and its
+    message names the filesystem to free space on, not only the file a write failed on."""
+    pb2 = csi.pb2
+    cli.state_dir = small_fs / "state"
+    server = start_serve()
+    try:
+        check_csi_calls_on_full_filesystem(cli, workdir, small_fs, pb2, server)
+    finally:
+        # serve holds the state database open: stopped here, before small_fs unmounts.
+        server.stop()
+
+
+def check_csi_calls_on_full_filesystem(cli, workdir, small_fs, pb2, server) -> None:
+    source = create_volume(server, pb2, "source")
+    mount = Path(cli.connect("source", workdir / "source")["path"])
+    write_random(mount / "data", 4)
+    snapshot = create_until_settled(server, snapshot_request(pb2, "first", source.volume_id))
+    assert snapshot.ready_to_use, f"expected the first snapshot to be taken: {snapshot}"
+    from_snapshot = pb2.VolumeContentSource(
+        snapshot=pb2.VolumeContentSource.SnapshotSource(snapshot_id=snapshot.snapshot_id))
+
+    failures = []
+    for round_ in range(40):
+        try:
+            create_volume(server, pb2, f"restored-{round_}", from_snapshot)
+        except grpc.RpcError as failure:
+            failures.append(failure)
+            break
+    assert failures, "expected the filesystem to fill within 40 restores of 4 MiB"
+    failure = failures[0]
+    assert failure.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, (
+        f"expected RESOURCE_EXHAUSTED from a restore on a full filesystem: {failure.code()}: {failure.details()}")
+    assert f"mounted at {small_fs}" in failure.details(), (
+        f"expected the message to name the full filesystem: {failure.details()}")
+
+    # Nothing stored is damaged, and the failed restore left nothing behind.
+    verified = cli.run("snapshot", "verify")
+    assert verified.rc == 0, f"expected snapshot verify clean on the full filesystem: {verified.describe()}"
+    assert integrity(cli.state_dir / "state.db") == "ok"
+    assert stray_files(cli) == [], "expected no volume directory left by the failed CreateVolume"
