@@ -106,7 +106,8 @@ void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) 
       ->envname("ROSETCTL_STATE_DIR")
       ->capture_default_str();
   app.add_option("--provider", globals.provider,
-                 "Provider for new volumes: " + provider_names_in_words())
+                 "Provider for new volumes: " + provider_names_in_words() +
+                     " (with --controller: asked of the controller)")
       ->envname("ROSETCTL_PROVIDER")
       ->capture_default_str();
   app.add_option("--node-id", globals.node_id, "This node's CSI node id (default: the host name)")
@@ -253,6 +254,7 @@ int run(int argc, char** argv) {
     std::vector<std::string> args = arguments_with_environment(argc, argv);
     std::reverse(args.begin(), args.end());
     app.parse(args);
+    globals.provider_given = app.get_option("--provider")->count() > 0;
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

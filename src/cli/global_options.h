@@ -16,6 +16,10 @@ struct GlobalOptions {
   OutputFormat output = OutputFormat::kTable;
   std::string state_dir = kDefaultStateDir;
   std::string provider = "local";
+  // --provider (or ROSETCTL_PROVIDER, or the config file) was given: a consumer host then asks
+  // its controller for that provider (the `provider` parameter) instead of the controller's own
+  // default.
+  bool provider_given = false;
   std::string node_id;      // empty: host name
   std::string driver_name;  // empty: io.roset.csi
   // Image volumes may promise more space than the disk has free (README: capacity policy).

@@ -139,6 +139,21 @@ Status apply_kind(const CreateOptions& options, bool block_source,
   return Status::ok();
 }
 
+// On a consumer host the controller's default provider would decide; --provider given there is
+// sent as the `provider` parameter. At home the plugin's default provider is --provider already.
+Status ask_for_provider(const GlobalOptions& globals,
+                        google::protobuf::Map<std::string, std::string>* parameters) {
+  if (globals.controller.empty() || !globals.provider_given) return Status::ok();
+  auto it = parameters->find("provider");
+  if (it == parameters->end()) {
+    (*parameters)["provider"] = globals.provider;
+  } else if (it->second != globals.provider) {
+    return error(Code::kInvalidArgument, "--provider {} contradicts --param provider={}",
+                 globals.provider, it->second);
+  }
+  return Status::ok();
+}
+
 Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
   csi::v1::CreateVolumeRequest request;
   request.set_name(options.name);
@@ -156,6 +171,7 @@ Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
     request.mutable_capacity_range()->set_required_bytes(*bytes);
   }
   ROSETCTL_RETURN_IF_ERROR(parse_parameters(options.parameters, request.mutable_parameters()));
+  ROSETCTL_RETURN_IF_ERROR(ask_for_provider(globals, request.mutable_parameters()));
   if (!options.node.empty()) {
     ROSETCTL_RETURN_IF_ERROR(validate_node_id(options.node, "--node"));
     auto* requirement = request.mutable_accessibility_requirements();

@@ -112,6 +112,11 @@ def test_volume_names_over_the_controller(site):
     assert site.b.ok_json("volume", "delete", "by-name")["deleted"] is True
     assert [v["name"] for v in site.ctl.volumes()] == ["from-b"]
 
+    # --provider on a consumer is the controller's provider for the new volume, not its default.
+    assert site.a.create("chosen", "--provider", "roset")["provider"] == "roset"
+    both = site.a.run("volume", "create", "torn", "--provider", "roset", "-p", "provider=local")
+    assert both.rc == EXIT_USAGE and "contradicts" in both.stderr, both.describe()
+
 
 def test_a_fresh_consumer_asks_the_controller(site):
     volume_id = site.a.create("seen-from-b")["id"]
