@@ -15,6 +15,13 @@ namespace rosetctl::cli {
 // ambiguous.
 Expected<SnapshotRecord> resolve_snapshot(Session& session, std::string_view reference);
 
+// A snapshot to restore: a placed id naming another node (`n<len>.<node>.<id>`, as the
+// controller lists snapshots of its nodes) is looked up on that node, through the controller's
+// proxy, and keeps its placed id (the node the volume is made on fetches it from there); any
+// other reference as resolve_snapshot. Only ready snapshots of the local provider move
+// between nodes.
+Expected<SnapshotRecord> resolve_snapshot_to_restore(Session& session, std::string_view reference);
+
 // NOT_FOUND for `reference` when this host has no state yet (after validating it): read-only
 // snapshot verbs answer so instead of creating the state directory (as `volume show` does).
 Status no_snapshot_state(const GlobalOptions& globals, std::string_view reference);

@@ -81,7 +81,7 @@ Status parse_parameters(const std::vector<std::string>& items,
 Expected<bool> set_content_source(Session& session, const CreateOptions& options,
                                   csi::v1::CreateVolumeRequest* request) {
   if (!options.from_snapshot.empty()) {
-    auto snapshot = resolve_snapshot(session, options.from_snapshot);
+    auto snapshot = resolve_snapshot_to_restore(session, options.from_snapshot);
     if (!snapshot) return snapshot.status();
     request->mutable_volume_content_source()->mutable_snapshot()->set_snapshot_id(snapshot->id);
     return is_block_snapshot(*snapshot);
@@ -393,11 +393,14 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
   auto* from_snapshot = create->add_option(
       "--from-snapshot", create_options->from_snapshot,
       "Start with a snapshot's content (commit id, id prefix or name); an image or block "
-      "volume's snapshot makes the same kind of volume");
+      "volume's snapshot makes the same kind of volume. Another node's snapshot by its id "
+      "(n<len>.<node>.<id>, as the controller lists it): the node the volume is made on "
+      "fetches what it lacks of it first");
   create
       ->add_option("--from-volume", create_options->from_volume,
                    "Start as a copy of another volume (name or id), of the same kind and at "
-                   "least its size")
+                   "least its size, on the volume's own node (from another node: snapshot it "
+                   "and use --from-snapshot)")
       ->excludes(from_snapshot);
   create->add_option("--node", create_options->node,
                      "Make the volume on this registered node (a local volume lives there; "
@@ -408,9 +411,15 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
       "state directory's filesystem up front (see --capacity-overcommit). A volume made from a\n"
       "snapshot or another volume is of the same kind (dir, image with its filesystem, or block)\n"
       "and at least as big; asking for another kind is refused (exit 2).\n\n"
+      "Across nodes (with --controller): --node B --from-snapshot ID, where ID is a snapshot of\n"
+      "node A (its id names A), makes the volume on B; B fetches from A only the file contents\n"
+      "it lacks, keeps the snapshot as one of its own (listed under B's id) and restores it.\n"
+      "If A goes away meanwhile the create fails (exit 6); run it again and it resumes.\n\n"
       "Examples:\n  rosetctl volume create demo\n  rosetctl volume create data --size 10Gi -o "
       "json\n  rosetctl volume create db --size 10Gi --type image --fs xfs\n  rosetctl volume "
-      "create raw --size 1Gi --block\n  rosetctl volume create copy --from-volume demo");
+      "create raw --size 1Gi --block\n  rosetctl volume create copy --from-volume demo\n  rosetctl "
+      "--controller ctl:9443 volume create copy --node node-b --from-snapshot "
+      "n6.node-a.snap-0123abcd");
   create->callback([&globals, &action, create_options] {
     action = [&globals, create_options] { return run_create(globals, *create_options); };
   });

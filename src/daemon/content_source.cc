@@ -1,11 +1,15 @@
 // Checking and locking the source of a restore or clone.
 #include "daemon/content_source.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "core/validate.h"
 #include "daemon/convert.h"
+#include "daemon/placed_id.h"
 #include "daemon/snapshot_locks.h"
+#include "daemon/snapshot_pull.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
 
@@ -26,9 +30,42 @@ Status check_capacity(std::string_view what, int64_t needed, int64_t required, i
   return Status::ok();
 }
 
-Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context, const std::string& id,
-                                          const Provider& provider, int64_t required,
-                                          int64_t limit) {
+// A snapshot another node holds (its placed id names that node; this node's own placed ids were
+// made local by the interceptor already): fetched here first, only the objects this node lacks,
+// and recorded as this node's snapshot under the same local id, name and commit (README "Moving
+// snapshots between nodes"); then it restores as any local one. A retry resumes a broken fetch;
+// a snapshot fetched before sends nothing. Returns the id to restore here.
+Expected<std::string> fetch_if_elsewhere(const ServiceContext& context, const std::string& id) {
+  auto placed = decode_placed_id(id);
+  if (!placed) return id;
+  if (placed->node == context.options.node_id) return placed->local_id;
+  // One fetch of a snapshot at a time: a second create from it waits its turn (ABORTED) rather
+  // than receiving the same objects beside the first.
+  auto lock = context.locks.try_lock(
+      snapshot_lock_key(placed->local_id), LockMode::kExclusive,
+      busy_message(fmt::format("snapshot {} (being fetched from node \"{}\")", placed->local_id,
+                               placed->node)));
+  if (!lock) return lock.status();
+  auto fetched = fetch_snapshot_from_node(context, placed->node, placed->local_id);
+  if (!fetched) {
+    return fetched.status().with_context(fmt::format("volume_content_source: snapshot {}", id));
+  }
+  // What travelled, for the operator (and the tests): a repeated fetch moves only changes.
+  spdlog::info(
+      "snapshot {} fetched from node \"{}\" for a restore: objects_sent={} bytes_sent={} "
+      "objects_skipped={} bytes_skipped={} bytes_resumed={} already_present={}",
+      placed->local_id, placed->node, fetched->objects_sent(), fetched->bytes_sent(),
+      fetched->objects_skipped(), fetched->bytes_skipped(), fetched->bytes_resumed(),
+      fetched->already_present());
+  return placed->local_id;
+}
+
+Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context,
+                                          const std::string& requested, const Provider& provider,
+                                          int64_t required, int64_t limit) {
+  auto here = fetch_if_elsewhere(context, requested);
+  if (!here) return here.status();
+  const std::string& id = *here;
   auto lock = context.locks.try_lock(snapshot_lock_key(id), LockMode::kShared,
                                      busy_message(fmt::format("snapshot {}", id)));
   if (!lock) return lock.status();
@@ -59,6 +96,15 @@ Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context, const s
 
 Expected<ResolvedSource> resolve_volume(const ServiceContext& context, const std::string& id,
                                         const Provider& provider, int64_t required, int64_t limit) {
+  // A clone copies a volume in place; a volume of another node is copied by way of a snapshot.
+  if (auto placed = decode_placed_id(id); placed && placed->node != context.options.node_id) {
+    return error(Code::kFailedPrecondition,
+                 "volume_content_source: volume {} lives on node \"{}\", not on this node "
+                 "(\"{}\"), and a volume is cloned only on its own node; to copy it here, "
+                 "snapshot it and create this volume from the snapshot (rosetctl snapshot "
+                 "commit, then volume create --from-snapshot ID --node {})",
+                 id, placed->node, context.options.node_id, context.options.node_id);
+  }
   auto lock = try_lock_volume(context.locks, id, LockMode::kShared);
   if (!lock) return lock.status();
   auto volume = load_volume(context, id);

@@ -72,13 +72,15 @@ std::chrono::system_clock::time_point NodeControllers::deadline(
   return deadline;
 }
 
-Status NodeControllers::failure(const std::string& node, const grpc::Status& status) {
-  Status answered = from_grpc(status);
+Status NodeControllers::failure(const std::string& node, const grpc::Status& status,
+                                bool answered) {
+  Status failed = from_grpc(status);
   auto code = status.error_code();
-  if (code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED) {
-    return error(Code::kUnavailable, "node \"{}\" did not answer: {}", node, answered.message());
+  if (!answered &&
+      (code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED)) {
+    return error(Code::kUnavailable, "node \"{}\" did not answer: {}", node, failed.message());
   }
-  return answered.with_context(fmt::format("node \"{}\"", node));
+  return failed.with_context(fmt::format("node \"{}\"", node));
 }
 
 }  // namespace rosetctl

@@ -16,6 +16,7 @@
 
 #include "core/status.h"
 #include "csi.grpc.pb.h"
+#include "daemon/grpc_status.h"
 #include "daemon/placed_fields.h"
 #include "daemon/service_context.h"
 #include "daemon/tls_files.h"
@@ -47,7 +48,7 @@ class NodeControllers {
     grpc::ClientContext call;
     call.set_deadline(deadline(patience));
     grpc::Status status = ((**stub).*rpc)(&call, request, response);
-    if (!status.ok()) return failure(node, status);
+    if (!status.ok()) return failure(node, status, was_answered(call));
     return place_ids(*response, node);
   }
 
@@ -58,12 +59,17 @@ class NodeControllers {
   static constexpr std::chrono::milliseconds kDefaultPatience{60000};
   // How long a combined list waits for one node.
   static constexpr std::chrono::milliseconds kListPatience{5000};
+  // A call that copies data (a restore, a snapshot fetched from another node first): as long as
+  // its caller waits (the CLI's data calls: 24 h).
+  static constexpr std::chrono::milliseconds kDataPatience{std::chrono::hours(24)};
 
  private:
   Expected<std::shared_ptr<csi::v1::Controller::Stub>> stub_for(const std::string& node,
                                                                 Code unregistered);
   static std::chrono::system_clock::time_point deadline(std::chrono::milliseconds patience);
-  static Status failure(const std::string& node, const grpc::Status& status);
+  // `answered`: the node's handler answered (daemon/grpc_status.h), so an UNAVAILABLE is the
+  // node's own word about something else (a source node it could not reach), not its silence.
+  static Status failure(const std::string& node, const grpc::Status& status, bool answered);
 
   ServiceContext& context_;
   std::mutex mutex_;

@@ -54,8 +54,12 @@ Status ControllerService::create_on_node(const std::string& node,
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(node, fmt::format("topology {}", kTopologyNodeKey)));
   // CSI: RESOURCE_EXHAUSTED when the volume cannot be provisioned in the requested topology; a
   // node this controller does not know is such a place.
+  // A restore or clone copies data, on that node, and fetches a snapshot held by yet another
+  // node first (daemon/content_source.cc): it takes as long as its caller waits.
   return nodes_.call(node, &csi::v1::Controller::Stub::CreateVolume, request, response,
-                     Code::kResourceExhausted);
+                     Code::kResourceExhausted,
+                     request.has_volume_content_source() ? NodeControllers::kDataPatience
+                                                         : NodeControllers::kDefaultPatience);
 }
 
 Status ControllerService::capacity_on_node(const std::string& node,

@@ -13,6 +13,7 @@
 #include "daemon/catalog_convert.h"
 #include "daemon/grpc_status.h"
 #include "daemon/peer_authority.h"
+#include "daemon/placed_id.h"
 #include "rosetctl.grpc.pb.h"
 
 namespace rosetctl {
@@ -168,12 +169,21 @@ class Pull {
     }
     if (!recorded) {
       record.new_bytes = result_.bytes_sent();  // what it added to this node's storage
+      record.source_volume_id = volume_on_source(record.source_volume_id);
       ROSETCTL_RETURN_IF_ERROR(context_.store.insert_snapshot(record));
     }
     return finish();
   }
 
  private:
+  // The snapshot's volume is on the source node, not here: named by its placed id there, so this
+  // node's lists (and the controller's combined one) do not take it for a volume of this node.
+  std::string volume_on_source(const std::string& volume_id) const {
+    if (volume_id.empty() || decode_placed_id(volume_id)) return volume_id;
+    auto placed = encode_placed_id(source_.node(), volume_id);
+    return placed ? *placed : volume_id;
+  }
+
   Expected<v1::PullSnapshotProgress> finish() {
     result_.set_done(true);
     ROSETCTL_RETURN_IF_ERROR(report_(result_));
@@ -327,8 +337,9 @@ Expected<v1::PullSnapshotProgress> pull_snapshot(const ServiceContext& context,
   return pull.run(reference);
 }
 
-Status fetch_snapshot_from_node(const ServiceContext& context, const std::string& node_id,
-                                const std::string& snapshot_id) {
+Expected<v1::PullSnapshotProgress> fetch_snapshot_from_node(const ServiceContext& context,
+                                                            const std::string& node_id,
+                                                            const std::string& snapshot_id) {
   Progress progress(context.options.progress);
   bool started = false;
   int64_t files = 0;
@@ -346,7 +357,7 @@ Status fetch_snapshot_from_node(const ServiceContext& context, const std::string
         return Status::ok();
       });
   if (started) progress.finish();
-  return pulled.status();
+  return pulled;
 }
 
 }  // namespace rosetctl

@@ -33,8 +33,10 @@ Expected<v1::PullSnapshotProgress> pull_snapshot(const ServiceContext& context,
 
 // For a restore or clone whose source snapshot `snapshot_id` is held by node `node_id`: makes
 // it present in this node's store (reporting to options.progress), so the local restore can
-// proceed. OK at once when it is here already.
-Status fetch_snapshot_from_node(const ServiceContext& context, const std::string& node_id,
-                                const std::string& snapshot_id);
+// proceed; the final counts (`already_present` when it was here already). Errors as
+// pull_snapshot's.
+Expected<v1::PullSnapshotProgress> fetch_snapshot_from_node(const ServiceContext& context,
+                                                            const std::string& node_id,
+                                                            const std::string& snapshot_id);
 
 }  // namespace rosetctl

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -20,6 +21,7 @@ from controller_site import EXIT_PERMISSION, EXIT_UNAVAILABLE, Site, build_site
 from host_lab import Host, HostProcess, HostRosetctl
 from rosetctl_cli import binary_path
 from snapshot_trees import describe_tree, differences, set_mtime
+from test_placement import NODE_KEY, create_request, csi_call, local_id
 
 EXIT_FAILED = 1
 NODE_PORT = 9444
@@ -255,3 +257,193 @@ def test_an_image_volume_snapshot_moves_the_same_way(nodes):
     assert restored["type"] == created["type"], (restored, created)
     copy = b.state_dir / "images" / f"{restored['id']}.img"
     assert copy.read_bytes() == image.read_bytes(), "expected the image restored on B to equal A's byte for byte"
+
+
+# ---------------------------------------------------------------- volumes made from another node's snapshot
+#
+# CreateVolume on the controller with a snapshot of node A as its content source and node B in
+# its topology (the CLI's `volume create NAME --node B --from-snapshot ID`): the controller sends
+# it to B, and B fetches the snapshot from A (only what it lacks) before restoring it locally.
+
+FETCHED = re.compile(r"snapshot (\S+) fetched from node \"consumer-a\" for a restore: objects_sent=(\d+) "
+                     r"bytes_sent=(\d+) objects_skipped=(\d+) bytes_skipped=(\d+) bytes_resumed=(\d+)")
+
+
+def fetches(serve: HostProcess) -> list[dict]:
+    """B's log lines of snapshots fetched for a restore, as counts."""
+    keys = ("objects_sent", "bytes_sent", "objects_skipped", "bytes_skipped", "bytes_resumed")
+    return [{"snapshot": m[1], **dict(zip(keys, map(int, m.groups()[1:])))}
+            for m in FETCHED.finditer(serve.output())]
+
+
+def placed_volume(nodes: Nodes, name: str, node: str) -> tuple[str, Path]:
+    """NAME made on NODE by the controller (`volume create --node`): its placed id and its directory."""
+    volume_id = nodes.site.alice.ok_json("volume", "create", name, "--node", node)["id"]
+    host = nodes.a_host if node == "consumer-a" else nodes.b_host
+    path = host.state_dir / "volumes" / local_id(volume_id, node)
+    path.mkdir(exist_ok=True)
+    return volume_id, path
+
+
+def snapshot_through_controller(nodes: Nodes, csi, name: str, volume_id: str) -> str:
+    """CSI CreateSnapshot on the controller (taken on the volume's node), once ready: its placed id."""
+    made = csi_call(nodes.site, csi, "CreateSnapshot", {"name": name, "source_volume_id": volume_id})
+    assert made["code"] == "OK", made
+    snapshot_id = made["response"]["snapshot"]["snapshot_id"]
+    deadline = time.monotonic() + 120
+    while True:
+        listed = csi_call(nodes.site, csi, "ListSnapshots", {"snapshot_id": snapshot_id})
+        entries = listed["response"].get("entries", [])
+        if entries and entries[0]["snapshot"].get("ready_to_use"):
+            return snapshot_id
+        assert time.monotonic() < deadline, listed
+        time.sleep(0.2)
+
+
+def restore_request(name: str, node: str, snapshot_id: str) -> dict:
+    request = create_request(name, node)
+    request["volume_content_source"] = {"snapshot": {"snapshot_id": snapshot_id}}
+    return request
+
+
+def b_directory(nodes: Nodes, volume_id: str) -> Path:
+    return nodes.b_host.state_dir / "volumes" / local_id(volume_id, "consumer-b")
+
+
+def snapshot_ids(nodes: Nodes, csi) -> list[str]:
+    listed = csi_call(nodes.site, csi, "ListSnapshots", {})
+    assert listed["code"] == "OK", listed
+    return [e["snapshot"]["snapshot_id"] for e in listed["response"].get("entries", [])]
+
+
+def test_a_volume_made_on_b_from_a_snapshot_on_a_equals_it_and_a_change_sends_only_itself(nodes, csi):
+    site = nodes.site
+    source_id, source = placed_volume(nodes, "src", "consumer-a")
+    fill_varied(source)
+    expected = describe_tree(source)
+    s1 = snapshot_through_controller(nodes, csi, "s1", source_id)
+    assert local_id(s1, "consumer-a")
+
+    # CSI CreateVolume on the controller, B in its topology, A's snapshot its source.
+    made = csi_call(site, csi, "CreateVolume", restore_request("copy", "consumer-b", s1))
+    assert made["code"] == "OK", made
+    volume = made["response"]["volume"]
+    copy_id = volume["volume_id"]
+    assert volume["accessible_topology"] == [{"segments": {NODE_KEY: "consumer-b"}}], volume
+    assert volume["content_source"] == {"snapshot": {"snapshot_id": s1}}, volume
+    lines = differences(expected, describe_tree(b_directory(nodes, copy_id)))
+    assert not lines, "expected the volume made on B to equal A's volume exactly:\n" + "\n".join(lines)
+    (first,) = fetches(nodes.serve_b)
+    assert first["snapshot"] == local_id(s1, "consumer-a"), first
+    # commit, tree and the 8 distinct contents (the copy shares f4's blob; the hard link small's)
+    assert first["objects_sent"] == 10 and first["objects_skipped"] == 0, first
+    content_bytes = sum(p.stat().st_size for p in source.rglob("*") if p.is_file() and not p.is_symlink()
+                        and p.name not in ("copy-of-f4.bin", "hardlink"))
+    assert content_bytes <= first["bytes_sent"] < content_bytes + 8192, first
+
+    # The same request again is the same volume, and nothing is fetched again.
+    again = csi_call(site, csi, "CreateVolume", restore_request("copy", "consumer-b", s1))
+    assert again["code"] == "OK" and again["response"]["volume"]["volume_id"] == copy_id, again
+    assert len(fetches(nodes.serve_b)) == 1, fetches(nodes.serve_b)
+
+    # B keeps the fetched snapshot as a snapshot of its own: listed under B's placed id, its
+    # source volume still named on A.
+    s1_on_b = f"n10.consumer-b.{local_id(s1, 'consumer-a')}"
+    assert {s1, s1_on_b} <= set(snapshot_ids(nodes, csi))
+    held = csi_call(site, csi, "ListSnapshots", {"snapshot_id": s1_on_b})["response"]["entries"][0]["snapshot"]
+    assert held["source_volume_id"] == source_id, held
+
+    # One small file changes on A: the CLI's --node/--from-snapshot form moves only that file's
+    # blob, the tree and the commit.
+    (source / "small.txt").write_text("small, changed\n")
+    expected2 = describe_tree(source)
+    s2 = snapshot_through_controller(nodes, csi, "s2", source_id)
+    copy2 = site.alice.ok_json("volume", "create", "copy2", "--node", "consumer-b", "--from-snapshot", s2,
+                               timeout=120)
+    assert local_id(copy2["id"], "consumer-b"), copy2
+    second = fetches(nodes.serve_b)[-1]
+    assert second["snapshot"] == local_id(s2, "consumer-a"), second
+    assert second["objects_sent"] == 3 and second["objects_skipped"] == 7, second
+    assert second["bytes_sent"] < 8192, f"expected only the changed file, the tree and the commit to travel: {second}"
+    lines = differences(expected2, describe_tree(b_directory(nodes, copy2["id"])))
+    assert not lines, "expected the second volume on B to equal A's changed volume:\n" + "\n".join(lines)
+
+    # The snapshots go on A (and B's copy of s1 on B): B's volumes stay as they were.
+    for snapshot_id in (s1, s2, s1_on_b):
+        assert csi_call(site, csi, "DeleteSnapshot", {"snapshot_id": snapshot_id})["code"] == "OK"
+    assert s1_on_b not in snapshot_ids(nodes, csi) and s1 not in snapshot_ids(nodes, csi)
+    lines = differences(expected, describe_tree(b_directory(nodes, copy_id)))
+    assert not lines, "expected B's volume intact after its source snapshot went:\n" + "\n".join(lines)
+    lines = differences(expected2, describe_tree(b_directory(nodes, copy2["id"])))
+    assert not lines, "\n".join(lines)
+
+    # A volume of A is not cloned onto B directly: the node and the way round it are named.
+    clone = create_request("clone", "consumer-b")
+    clone["volume_content_source"] = {"volume": {"volume_id": source_id}}
+    refused = csi_call(site, csi, "CreateVolume", clone)
+    assert refused["code"] == "FAILED_PRECONDITION", refused
+    assert 'node "consumer-a"' in refused["details"] and "snapshot" in refused["details"], refused
+
+
+def test_a_create_on_b_whose_source_node_dies_fails_unavailable_and_a_retry_resumes(nodes):
+    site, b = nodes.site, nodes.b
+    source_id, source = placed_volume(nodes, "big", "consumer-a")
+    count, size = 24, 8 * 2**20
+    for i in range(count):
+        (source / f"part{i:02}").write_bytes(os.urandom(size))
+    total = count * size
+    snapshot = a_snapshot_id(nodes, "big", "big-1")
+    before = blobs(b)
+    create = ("volume", "create", "big-copy", "--node", "consumer-b", "--from-snapshot", snapshot, "-o", "json")
+
+    started = site.alice.start(*create, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while received(b) <= 3 * size:  # three blobs verified and a fourth on its way
+        assert started.poll() is None, f"the create ended before A was killed: {started.communicate()}"
+        assert time.monotonic() < deadline, "no blob arrived on B"
+        time.sleep(0.005)
+    nodes.serve_a.send_signal(signal.SIGKILL)
+    nodes.serve_a.wait(timeout=10)
+    out, err = started.communicate(timeout=120)
+    assert started.returncode == EXIT_UNAVAILABLE and 'node "consumer-a"' in err, (started.returncode, out, err)
+    arrived = blobs(b) - before
+    assert 3 <= len(arrived) < count, arrived
+    assert b.ok_json("snapshot", "list") == [], "expected no snapshot on B before it is whole"
+    assert b.ok_json("volume", "list") == [], "expected no volume on B"
+
+    nodes.restart_a()
+    made = site.alice.ok_json(*create[:-2], timeout=300)
+    assert local_id(made["id"], "consumer-b"), made
+    resumed = fetches(nodes.serve_b)[-1]
+    assert resumed["objects_skipped"] >= len(arrived) + 1, resumed  # the blobs and the tree kept
+    assert resumed["bytes_sent"] <= total - len(arrived) * size + 4096, resumed
+    lines = differences(describe_tree(source), describe_tree(b_directory(nodes, made["id"])))
+    assert not lines, "\n".join(lines)
+    # Again: the same volume, nothing fetched.
+    assert site.alice.ok_json(*create[:-2], timeout=300)["id"] == made["id"]
+
+
+def a_snapshot_id(nodes: Nodes, volume: str, name: str) -> str:
+    """A snapshot taken on A by A's own CLI, as the controller names it (A's placed id)."""
+    taken = nodes.a.ok_json("snapshot", "commit", volume, "--name", name)
+    return f"n10.consumer-a.{taken['id']}"
+
+
+def test_a_corrupt_object_fails_the_create_on_b_with_data_loss_and_leaves_nothing_there(nodes, csi):
+    a, b = nodes.a, nodes.b
+    _, source = placed_volume(nodes, "src", "consumer-a")
+    (source / "good").write_bytes(b"fine" * 1000)
+    (source / "victim").write_bytes(bytes(range(256)) * 4000)
+    snapshot = a_snapshot_id(nodes, "src", "s1")
+    (victim,) = {p for p in blobs(a) if blob_path(a, p).read_bytes() != b"fine" * 1000}
+    path = blob_path(a, victim)
+    data = bytearray(path.read_bytes())
+    data[123456] ^= 0x01
+    os.chmod(path, 0o644)
+    path.write_bytes(bytes(data))
+
+    refused = csi_call(nodes.site, csi, "CreateVolume", restore_request("copy", "consumer-b", snapshot))
+    assert refused["code"] == "DATA_LOSS", refused
+    assert f"blob {victim}" in refused["details"] and 'node "consumer-a"' in refused["details"], refused
+    assert victim not in blobs(b), "expected the corrupt blob never stored on B"
+    assert b.ok_json("snapshot", "list") == [] and b.ok_json("volume", "list") == [], "expected nothing on B"
