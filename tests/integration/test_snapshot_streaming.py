@@ -3,7 +3,9 @@ nodes, each its own network namespace, state directory and mTLS certificate (con
 Node B pulls a snapshot taken on node A through the controller's proxy, fetching only the objects
 it lacks, each verified on arrival; a restore on B equals the source in every byte and attribute.
 A source killed mid-transfer fails the pull UNAVAILABLE and a retry resumes; a flipped byte in an
-object on A is refused on B (DATA_LOSS naming it) and never stored there.
+object on A is refused on B (DATA_LOSS naming it) and never stored there. The same holds for a
+volume made on B from A's snapshot in one CreateVolume on the controller (CSI with B in its
+topology, or `volume create --node B --from-snapshot ID`): B fetches the snapshot from A first.
 """
 from __future__ import annotations
 
@@ -388,7 +390,7 @@ def test_a_volume_made_on_b_from_a_snapshot_on_a_equals_it_and_a_change_sends_on
 def test_a_create_on_b_whose_source_node_dies_fails_unavailable_and_a_retry_resumes(nodes):
     site, b = nodes.site, nodes.b
     source_id, source = placed_volume(nodes, "big", "consumer-a")
-    count, size = 24, 8 * 2**20
+    count, size = 32, 8 * 2**20
     for i in range(count):
         (source / f"part{i:02}").write_bytes(os.urandom(size))
     total = count * size
