@@ -6,7 +6,33 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 jobs=$(nproc)
-step() { printf '\n==> %s\n' "$*"; }
+# Each step's wall-clock seconds, printed when the next one starts and again as a table at the
+# end (also when a step fails), so a CI log says where the time went.
+timings=()
+step_name=""
+step_started=${SECONDS}
+run_started=${SECONDS}
+finish_step() {
+  [[ -n ${step_name} ]] || return 0
+  local took=$((SECONDS - step_started))
+  timings+=("$(printf '%6d s  %s' "${took}" "${step_name}")")
+  printf '==> %s: %d s\n' "${step_name}" "${took}"
+  step_name=""
+}
+step() {
+  finish_step
+  step_name="$*"
+  step_started=${SECONDS}
+  printf '\n==> %s (load average %s)\n' "$*" "$(cut -d' ' -f1-3 /proc/loadavg)"
+}
+summary() {
+  local rc=$?
+  finish_step
+  printf '\n==> time per step (exit %d)\n' "${rc}"
+  printf '%s\n' "${timings[@]}"
+  printf '%6d s  total\n' "$((SECONDS - run_started))"
+}
+trap summary EXIT
 
 step "clang-format check"
 scripts/check-format.sh
@@ -31,5 +57,13 @@ step "fuzz targets of the input parsers, 15 s each (tests/fuzz/run.sh; a build o
 tests/fuzz/run.sh 15
 
 step "all tests (unit, integration, conformance) on the release build"
-# Integration and conformance tests run one at a time (RUN_SERIAL); unit tests two at a time.
-ctest --preset release -j "${jobs}"
+# Two at a time: integration and conformance files run beside each other unless they declare
+# otherwise (tests/README.md, "Running tests side by side"); the longest start first. ctest
+# prints each test's seconds; the slowest are listed again below it.
+ctest_log=build/release/ctest-output.log
+ctest_rc=0
+ctest --preset release -j "${jobs}" 2>&1 | tee "${ctest_log}" || ctest_rc=$?
+printf '\n==> the 15 slowest tests (seconds)\n'
+sed -n 's/^.*Test *#[0-9]*: \(.*[^ ]\) \.\.*[^0-9]*\([0-9.]*\) sec$/\2 \1/p' "${ctest_log}" |
+  sort -rn | head -n 15 || true
+exit "${ctest_rc}"

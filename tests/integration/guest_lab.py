@@ -348,6 +348,18 @@ def _keygen(path: Path) -> None:
                    check=True, stdin=subprocess.DEVNULL, capture_output=True)
 
 
+def require_guests_lock() -> None:
+    """Under ctest, a test file may boot guests only while it holds the resource lock "guests"
+    (tests/CMakeLists.txt lists such files): two files booting TCG guests side by side would
+    starve each other on two cores. ctest says which locks it holds in ROSETCTL_TEST_LOCKS; run
+    by hand (the variable unset) anything goes."""
+    locks = os.environ.get("ROSETCTL_TEST_LOCKS")
+    if locks is not None and "guests" not in locks.split(","):
+        raise AssertionError("this test boots QEMU guests but ctest runs it without the resource lock "
+                             "\"guests\": add its file to ROSETCTL_GUEST_TESTS in tests/CMakeLists.txt "
+                             "(tests/README.md, \"Running tests side by side\")")
+
+
 class Guest:
     """One QEMU guest (see the module's docstring). `dir` is shared read-write at the same path."""
 
@@ -381,6 +393,7 @@ class Guest:
     def start_booting(self) -> None:
         """Starts qemu and returns at once (several guests boot together)."""
         assert self.proc is None, "a Guest boots once"
+        require_guests_lock()
         (self.dir / "commands").mkdir(parents=True, exist_ok=True)
         words = ["console=ttyS0", "quiet", "loglevel=3", "panic=-1", "mitigations=off", "random.trust_cpu=on",
                  f"rosetctl.dir={self.dir}", f"rosetctl.host={self.name}", f"rosetctl.initiator={self.initiator}"]

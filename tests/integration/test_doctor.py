@@ -1,6 +1,7 @@
 """`rosetctl doctor`: checks of a real host (mounts, loop devices, certificates) and --fix."""
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import signal
@@ -32,13 +33,22 @@ def is_dead(path) -> bool:
 
 
 def attach_loop(path) -> str:
-    """Attaches `path` to a free loop device the way losetup does (LOOP_SET_FD); returns it."""
-    with open("/dev/loop-control", "rb") as control:
-        number = fcntl.ioctl(control, LOOP_CTL_GET_FREE)
-    device = f"/dev/loop{number}"
-    with open(path, "r+b") as backing, open(device, "r+b") as loop:
-        fcntl.ioctl(loop, LOOP_SET_FD, backing.fileno())
-    return device
+    """Attaches `path` to a free loop device the way losetup does (LOOP_SET_FD); returns it.
+    LOOP_CTL_GET_FREE hands the same device to racing callers (a test beside this one attaching
+    too): the loser sees EBUSY and asks again, as losetup and rosetctl do."""
+    for _ in range(20):
+        with open("/dev/loop-control", "rb") as control:
+            number = fcntl.ioctl(control, LOOP_CTL_GET_FREE)
+        device = f"/dev/loop{number}"
+        with open(path, "r+b") as backing, open(device, "r+b") as loop:
+            try:
+                fcntl.ioctl(loop, LOOP_SET_FD, backing.fileno())
+            except OSError as e:
+                if e.errno == errno.EBUSY:
+                    continue
+                raise
+        return device
+    raise AssertionError(f"no free loop device for {path} after 20 tries (each taken by someone else first)")
 
 
 def test_clean_host_is_all_ok(cli):
