@@ -57,3 +57,32 @@ def test_the_soak_notices_what_no_record_knows(workdir, rosetctl_binary):
         assert any("reads" in v and "gone" in v for v in soak.stats.violations), soak.stats.violations
     finally:
         soak.close()
+
+
+def test_a_call_that_meets_a_killed_serve_is_retried_not_a_crash(workdir, rosetctl_binary):
+    """A client still inside its call when serve is killed (the soak kills while calls are in
+    flight) gets UNAVAILABLE, which the soak retries after the restart: it must never find the
+    channel gone (a client once crashed on `ControllerStub(None)` when a kill fell between the
+    two RPCs of a stage)."""
+    import grpc  # noqa: E402
+    from soak import Soak  # noqa: E402
+
+    run_dir = workdir / "killed"
+    run_dir.mkdir()
+    soak = Soak(run_dir, rosetctl_binary, seed=1, kills=0, clients=1, log=lambda message: None)
+    try:
+        soak.serve.start()
+        client = soak.clients[0]
+        soak.serve.kill()
+        soak.killing = True
+        made = client.op_create()
+        client.attempt(made)
+        assert client.pending is made, "expected the call a kill interrupted to wait for its retry"
+        assert not soak.stats.violations, soak.stats.violations
+        soak.killing = False
+        soak.serve.start()
+        client.retry_pending()
+        assert client.pending is None and not soak.stats.violations, soak.stats.violations
+        assert [v.name for v in client.volumes.values()] == [made[3].name], client.volumes
+    finally:
+        soak.close()

@@ -95,6 +95,11 @@ class Serve:
         self.log_path = workdir / "serve.log"
 
     def start(self):
+        # The previous serve's channel goes only now, when no client is inside a call (kill()
+        # keeps it: see there).
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
         self.generation += 1
         log = open(self.log_path, "ab")
         log.write(f"---- serve start {self.generation}\n".encode())
@@ -120,12 +125,13 @@ class Serve:
         raise RuntimeError(f"serve did not listen within 30 s: {self.tail()}")
 
     def kill(self):
+        """SIGKILL, while clients are still inside their calls. The channel stays open until the
+        next start(): a client's call then fails as it would for kubelet, UNAVAILABLE, and is
+        retried; a closed (or no) channel would crash the client instead (it did, under load,
+        when a kill fell between the two RPCs of a stage)."""
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
-        if self.channel is not None:
-            self.channel.close()
-            self.channel = None
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
