@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (the fuzz preset: clang-14, ASan, UBSan) and runs each for a
 # while, starting from its seed corpus in tests/fuzz/corpus/<target>/ (which also holds every
-# input that once crashed it, named regression-*). Fails on the first crash, leak, sanitizer
-# report or broken property; the input that did it is left in build/fuzz/artifacts/.
+# input that once crashed it, named regression-*). Fails on any crash, leak, sanitizer
+# report or broken property (after every target ran); the input that did it is left in
+# build/fuzz/artifacts/. Targets run side by side, one per core.
 #
 #   tests/fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]     (default: 20 s, every target)
 #
@@ -24,20 +25,37 @@ cmake --build --preset fuzz -j "$(nproc)"
 bin=build/fuzz/tests/fuzz
 artifacts=build/fuzz/artifacts
 mkdir -p "${artifacts}"
-for target in "${targets[@]}"; do
-  seeds=tests/fuzz/corpus/${target}
-  scratch=build/fuzz/corpus/${target}
+# One libFuzzer process keeps one core busy: run as many targets at once as there are cores
+# (FUZZ_JOBS overrides), each still for the full time, then report them in order.
+jobs=${FUZZ_JOBS:-$(nproc)}
+fuzz_one() {
+  local target=$1 seeds=tests/fuzz/corpus/$1 scratch=build/fuzz/corpus/$1
   mkdir -p "${scratch}"
-  printf '==> fuzz_%s for %s s\n' "${target}" "${seconds}"
   # The seeds are read, never written: new inputs land in the scratch corpus (the first dir).
-  if ! "${bin}/fuzz_${target}" -max_total_time="${seconds}" -rss_limit_mb=2048 -timeout=10 \
-      -print_final_stats=1 -artifact_prefix="${artifacts}/${target}-" \
-      "${scratch}" "${seeds}" >"${artifacts}/${target}.log" 2>&1; then
+  "${bin}/fuzz_${target}" -max_total_time="${seconds}" -rss_limit_mb=2048 -timeout=10 \
+    -print_final_stats=1 -artifact_prefix="${artifacts}/${target}-" \
+    "${scratch}" "${seeds}" >"${artifacts}/${target}.log" 2>&1
+}
+declare -A pid_of
+for target in "${targets[@]}"; do
+  while (($(jobs -pr | wc -l) >= jobs)); do
+    wait -n || true  # statuses are collected by PID below
+  done
+  printf '==> fuzz_%s for %s s\n' "${target}" "${seconds}"
+  fuzz_one "${target}" &
+  pid_of[${target}]=$!
+done
+failed=()
+for target in "${targets[@]}"; do
+  if wait "${pid_of[${target}]}"; then
+    printf 'fuzz_%s: ' "${target}"
+    grep -E '^stat::(number_of_executed_units|new_units_added):' "${artifacts}/${target}.log" |
+      tr '\n' ' '
+    printf '\n'
+  else
     tail -n 40 "${artifacts}/${target}.log"
     printf 'fuzz_%s failed: the input is in %s/%s-*\n' "${target}" "${artifacts}" "${target}"
-    exit 1
+    failed+=("${target}")
   fi
-  grep -E '^stat::(number_of_executed_units|new_units_added):' "${artifacts}/${target}.log" |
-    tr '\n' ' '
-  printf '\n'
 done
+((${#failed[@]} == 0)) || exit 1
