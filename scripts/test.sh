@@ -25,6 +25,7 @@ step() {
   step_started=${SECONDS}
   printf '\n==> %s (load average %s)\n' "$*" "$(cut -d' ' -f1-3 /proc/loadavg)"
 }
+# shellcheck disable=SC2317  # called by the EXIT trap
 summary() {
   local rc=$?
   finish_step
