@@ -8,8 +8,11 @@ mount is still there, so cleanup can never delete through a mount.
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import shutil
+import signal
+import sys
 import tempfile
 from pathlib import Path
 
@@ -24,6 +27,37 @@ from rosetctl_mounts import mount_points_under, unmount_everything_under
 
 def pytest_report_header(config):
     return f"rosetctl binary: {binary_path()}"
+
+
+def pytest_configure(config):
+    """Under ctest, a file's run ends itself ROSETCTL_TEST_DEADLINE seconds in, before ctest's
+    TIMEOUT SIGKILLs it: ctest's kill leaves no fixture a chance to clean up, and daemons that
+    are no longer pytest's children (serve and tgtd started by the Ansible role, guests) would
+    outlive the run. At the deadline every thread's stack goes to stderr (where it hung) and
+    the run is interrupted as by Ctrl-C, which tears down every fixture."""
+    seconds = int(os.environ.get("ROSETCTL_TEST_DEADLINE") or 0)
+    if seconds <= 0:
+        return
+
+    def interrupt(signum, frame):
+        # The real stderr (ctest's log): pytest's capture of sys.stderr has no file descriptor.
+        print(f"\n{config.rootpath}: still running after ROSETCTL_TEST_DEADLINE={seconds} s; "
+              "the stacks, then teardown:", file=sys.__stderr__, flush=True)
+        faulthandler.dump_traceback(file=sys.__stderr__, all_threads=True)
+        config.stash[_DEADLINE_HIT] = True
+        raise KeyboardInterrupt(f"ROSETCTL_TEST_DEADLINE of {seconds} s reached")
+
+    signal.signal(signal.SIGALRM, interrupt)
+    signal.alarm(seconds)
+
+
+_DEADLINE_HIT = pytest.StashKey[bool]()
+
+
+def pytest_runtest_setup(item):
+    """No test starts after the deadline (a test that caught the interrupt ended by itself)."""
+    if item.config.stash.get(_DEADLINE_HIT, False):
+        pytest.exit("ROSETCTL_TEST_DEADLINE reached: the file's remaining tests did not run", returncode=1)
 
 
 def skip_or_fail(reason: str):
