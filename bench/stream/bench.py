@@ -6,8 +6,8 @@ A controller (192.0.2.1) and two nodes A and B (host_lab.py: network namespaces 
 each `serve` with its own state directory and mTLS certificate; A holds a directory volume of
 512 files of 1 MiB (random data) and a snapshot of it. Measured, alternating, ROUNDS times:
 
-  rosetctl  B's `rosetctl --controller snapshot pull S --from-node A` (B fetches through the
-            controller's proxy: A -> controller -> B), from an empty store on B each round
+  rosetctl  B's `rosetctl --controller snapshot pull S --from-node A` (B dials A directly at its
+            registered address; each round's `route` says so), from an empty store on B each round
   rsync     `rsync -a` of the same directory from A to an rsync daemon on B, into an empty
             directory each round
 
@@ -120,7 +120,7 @@ def bench(lab: HostLab) -> None:
         ours, result = pull("s1")
         theirs, _ = run(a, "rsync", "-a", f"{source}/", target)
         rounds.append({"rosetctl_s": round(ours, 3), "rsync_s": round(theirs, 3),
-                       "rosetctl_bytes_sent": result["bytes_sent"]})
+                       "rosetctl_bytes_sent": result["bytes_sent"], "route": result.get("route")})
 
     # One file changes on A; both move the change.
     (source / "file0100").write_bytes(os.urandom(FILE_BYTES))

@@ -61,8 +61,10 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
       std::chrono::milliseconds(static_cast<int64_t>(options.snapshot_wait_seconds * 1000));
   std::shared_ptr<grpc::Channel> controller;
   if (!globals.controller.empty()) {
-    controller = grpc::CreateChannel(globals.controller, channel_credentials(tls));
+    auto credentials = channel_credentials(tls);
+    controller = grpc::CreateChannel(globals.controller, credentials);
     plugin_options.controller_channel = controller;  // other nodes, through its proxy
+    plugin_options.node_credentials = credentials;   // or directly, for a snapshot pull
   }
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();

@@ -58,9 +58,12 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
     ROSETCTL_RETURN_IF_ERROR(check_tcp_address(options.controller, "--controller", false));
     TlsFiles tls = tls_files(options);
     ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--controller"));
-    controller = grpc::CreateChannel(options.controller, channel_credentials(tls));
+    auto credentials = channel_credentials(tls);
+    controller = grpc::CreateChannel(options.controller, credentials);
     plugin_options.role = PluginRole::kNode;
-    plugin_options.controller_channel = controller;  // snapshot pull reaches nodes through it
+    // A snapshot pull reaches other nodes directly with the same certificate, or through it.
+    plugin_options.controller_channel = controller;
+    plugin_options.node_credentials = credentials;
   }
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();

@@ -1,8 +1,8 @@
 // `snapshot push` and `snapshot pull`: a snapshot of one node's local provider made present on
 // another node, by content address, sending only the objects the receiver lacks. Either way the
 // receiving node does the work (rosetctl.v1.ObjectStore PullSnapshot): it fetches from the
-// source through the controller's proxy and verifies every object, so no node ever writes into
-// another's store.
+// source (directly, or through the controller's proxy: daemon/source_node.h) and verifies every
+// object, so no node ever writes into another's store.
 #include "cli/render.h"
 #include "cli/session.h"
 #include "cli/snapshot_cmd.h"
@@ -59,10 +59,11 @@ Status report(const GlobalOptions& globals, const v1::PullSnapshotProgress& done
           ? fmt::format("node \"{}\" holds snapshot {} already: nothing sent", to,
                         done.snapshot_name())
           : fmt::format(
-                "snapshot {} ({}) is on node \"{}\": {} objects ({}) sent from \"{}\", "
+                "snapshot {} ({}) is on node \"{}\": {} objects ({}) sent from \"{}\"{}, "
                 "{} objects ({}) were there already",
                 done.snapshot_name(), done.commit_id().substr(0, 12), to, done.objects_sent(),
-                approximate_size(done.bytes_sent()), from, done.objects_skipped(),
+                approximate_size(done.bytes_sent()), from,
+                done.route().empty() ? "" : " " + done.route(), done.objects_skipped(),
                 approximate_size(done.bytes_skipped()));
   print_line_or_json(globals.output, text,
                      {{"snapshot_id", done.snapshot_id()},
@@ -75,7 +76,8 @@ Status report(const GlobalOptions& globals, const v1::PullSnapshotProgress& done
                       {"bytes_sent", done.bytes_sent()},
                       {"objects_skipped", done.objects_skipped()},
                       {"bytes_skipped", done.bytes_skipped()},
-                      {"bytes_resumed", done.bytes_resumed()}});
+                      {"bytes_resumed", done.bytes_resumed()},
+                      {"route", done.route()}});
   return Status::ok();
 }
 
@@ -112,8 +114,9 @@ Status run_push(const GlobalOptions& globals, const MoveOptions& options) {
 void setup_snapshot_move(CLI::App& snapshot, const GlobalOptions& globals, Action& action) {
   const char* footer =
       "The receiving node fetches the snapshot's commit and tree, then only the file contents\n"
-      "it does not hold, from the source node through the controller's proxy (--controller,\n"
-      "nodes as the registry knows them), over mutual TLS. Every object is checked against its\n"
+      "it does not hold, from the source node over mutual TLS: directly at the address the\n"
+      "controller's registry records for it (its certificate must name that node), or through\n"
+      "the controller's proxy when it cannot be dialled. Every object is checked against its\n"
       "SHA-256 as it arrives: a corrupt one is refused (exit 1, DATA_LOSS, naming it) and not\n"
       "stored. Nothing appears on the receiver until the whole snapshot is there; an interrupted\n"
       "transfer (exit 6) resumes where it stopped when run again. A snapshot the receiver holds\n"

@@ -25,7 +25,6 @@ constexpr auto kProgressInterval = std::chrono::milliseconds(100);
 
 // The full method names the proxy and peer_authority.h know them by.
 constexpr const char* kLookupSnapshot = "/rosetctl.v1.ObjectStore/LookupSnapshot";
-constexpr const char* kHaveObjects = "/rosetctl.v1.ObjectStore/HaveObjects";
 constexpr const char* kFetchObjects = "/rosetctl.v1.ObjectStore/FetchObjects";
 constexpr const char* kPullSnapshot = "/rosetctl.v1.ObjectStore/PullSnapshot";
 
@@ -145,34 +144,12 @@ Status lookup_snapshot(const ServiceContext& context, const v1::LookupSnapshotRe
   return Status::ok();
 }
 
-Status have_objects(const ServiceContext& context, const v1::HaveObjectsRequest& request,
-                    v1::HaveObjectsResponse* response) {
-  for (const v1::ObjectRef& ref : request.objects())
-    ROSETCTL_RETURN_IF_ERROR(check_object_id(ref));
-  auto store = CommitStore::open(context.layout.commit_store_dir());
-  if (!store) return store.status();
-  for (const v1::ObjectRef& ref : request.objects()) {
-    bool held = ref.kind() == v1::OBJECT_COMMIT ? (*store)->has_commit(ref.id())
-                : ref.kind() == v1::OBJECT_TREE ? (*store)->read_tree(ref.id()).has_value()
-                                                : (*store)->has_blob(ref.id());
-    response->add_held(held);
-  }
-  return Status::ok();
-}
-
 }  // namespace
 
 grpc::ServerUnaryReactor* ObjectStoreService::LookupSnapshot(
     Request* call, const v1::LookupSnapshotRequest* request, v1::LookupSnapshotResponse* response) {
   return answer(handlers_, call, kLookupSnapshot, request, response,
                 [=, this] { return lookup_snapshot(context_, *request, response); });
-}
-
-grpc::ServerUnaryReactor* ObjectStoreService::HaveObjects(Request* call,
-                                                          const v1::HaveObjectsRequest* request,
-                                                          v1::HaveObjectsResponse* response) {
-  return answer(handlers_, call, kHaveObjects, request, response,
-                [=, this] { return have_objects(context_, *request, response); });
 }
 
 grpc::ServerWriteReactor<v1::ObjectChunk>* ObjectStoreService::FetchObjects(

@@ -120,7 +120,6 @@ std::optional<Status> by_role(const Peer& peer, std::string_view method) {
 
 bool reads_other_nodes_objects(std::string_view method) {
   return method == "/rosetctl.v1.ObjectStore/LookupSnapshot" ||
-         method == "/rosetctl.v1.ObjectStore/HaveObjects" ||
          method == "/rosetctl.v1.ObjectStore/FetchObjects";
 }
 

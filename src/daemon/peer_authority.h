@@ -8,7 +8,7 @@
 //   node        anything but acting as another node: a request naming a node (node_id) must
 //               name this one, and a call proxied to a node must go to this one, except
 //               the ObjectStore calls that only read a node's commit store (LookupSnapshot,
-//               HaveObjects, FetchObjects): any node may make those of any other, which is
+//               FetchObjects): any node may make those of any other, which is
 //               how a snapshot is pulled from one node to another. Writing into a store
 //               (PullSnapshot) names its node, so a node does it only to itself.
 // A refused call is PERMISSION_DENIED naming the certificate and what it tried; nothing runs.

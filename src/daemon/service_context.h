@@ -2,6 +2,7 @@
 #pragma once
 
 #include <grpcpp/channel.h>
+#include <grpcpp/security/credentials.h>
 
 #include <chrono>
 #include <cstdint>
@@ -42,6 +43,9 @@ struct PluginOptions {
   // The controller (serve --controller, the CLI's --controller): other nodes are reached
   // through its proxy, as when a snapshot is pulled from one (snapshot_pull.h). Null: none.
   std::shared_ptr<grpc::Channel> controller_channel;
+  // This host's certificates (--tls-cert, --tls-key, --tls-ca), shown when it dials another
+  // node directly to pull a snapshot from it (source_node.h). Null: only through the proxy.
+  std::shared_ptr<grpc::ChannelCredentials> node_credentials;
 };
 
 struct ServiceContext {

@@ -1,11 +1,13 @@
 // Pulling a snapshot from another node into this node's commit store and state: the receiving
-// side of rosetctl.v1.ObjectStore (object_store_service.h). The source node is reached through
-// the controller's proxy (PluginOptions::controller_channel), over the same mutual TLS as every
-// other call, and only read: it answers LookupSnapshot and FetchObjects, nothing more.
+// side of rosetctl.v1.ObjectStore (object_store_service.h). The source node is dialled directly
+// at its registered address, or reached through the controller's proxy when it cannot be
+// (source_node.h), over the same mutual TLS as every other call, and only read: it answers
+// LookupSnapshot and FetchObjects, nothing more.
 //
 // Order of work, so that nothing is visible here before it is complete: the commit and its tree
-// (each verified against its id), then only the blobs this store lacks (each verified as it
-// completes, a partly received one resumed), then the commit object, then the snapshot record
+// (each verified against its id), then only the blobs this store lacks (several streams at once,
+// each blob verified as it completes, a partly received one resumed; the first failure of any
+// stream stops them all), then the commit object, then the snapshot record
 // (one state-store transaction). An interrupted pull leaves verified objects and staged parts
 // that the next pull of the same snapshot does not fetch again.
 #pragma once

@@ -1,14 +1,18 @@
 // Verifying and staging objects received from another store.
 #include "core/commit_store/object_receiver.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "core/parallel_for.h"
+#include "core/validate.h"
 
 namespace rosetctl {
 namespace {
@@ -47,6 +51,36 @@ Status hash_prefix(int fd, int64_t length, Sha256& hash, std::string_view shown)
   return Status::ok();
 }
 
+// Removes the part files in `dir` not modified for `age`. Only with the staging area's lock held
+// exclusively: no transfer is at work. A failure leaves the file for the next time.
+void collect_stale_parts(int dir, std::chrono::seconds age, std::string_view shown) {
+  int fd = ::dup(dir);
+  DIR* listing = fd < 0 ? nullptr : ::fdopendir(fd);
+  if (listing == nullptr) {
+    if (fd >= 0) ::close(fd);
+    spdlog::warn("cannot list the staging directory {}: {}", shown, std::strerror(errno));
+    return;
+  }
+  ::rewinddir(listing);
+  const auto now = std::chrono::system_clock::now();
+  while (const dirent* entry = ::readdir(listing)) {
+    std::string_view name = entry->d_name;
+    if (!name.ends_with(".part")) continue;
+    struct stat st;
+    if (::fstatat(dir, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    auto modified = std::chrono::system_clock::time_point(
+        std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
+    if (now - modified < age) continue;
+    if (::unlinkat(dir, entry->d_name, 0) == 0) {
+      spdlog::info("removed {}/{} ({} bytes): part of a transfer abandoned {} hours ago", shown,
+                   escape_text(name), st.st_size,
+                   std::chrono::duration_cast<std::chrono::hours>(now - modified).count());
+    }
+  }
+  ::closedir(listing);
+}
+
 }  // namespace
 
 Expected<ObjectReceiver> ObjectReceiver::open(const CommitStore& store, std::string source) {
@@ -57,6 +91,15 @@ Expected<ObjectReceiver> ObjectReceiver::open(const CommitStore& store, std::str
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) {
     return errno_status(errno, fmt::format("cannot open the staging directory \"{}\"", path));
+  }
+  // Alone here: nobody writes or is about to resume a part, so old ones can go. Then shared, as
+  // every receiver holds it (the exclusive lock is given up before the shared one is taken, and
+  // whoever takes it exclusively meanwhile is waited for: it is collecting).
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+    collect_stale_parts(fd.get(), kStalePartAge, path);
+  }
+  if (::flock(fd.get(), LOCK_SH) != 0) {
+    return errno_status(errno, fmt::format("cannot lock the staging directory \"{}\"", path));
   }
   return ObjectReceiver(store, std::move(source), std::move(fd));
 }

@@ -9,8 +9,15 @@
 // again). A blob is received into the staging area `incoming/<id>.part` under the store, kept
 // when a transfer stops halfway, so a later one resumes it from its size; its hash is taken
 // over the whole file when it completes (a resumed one rehashes the kept part first).
+//
+// Every receiver holds a shared lock on the staging area while it lives. One that finds no other
+// receiver at work (it gets the lock exclusively for a moment) first removes the part files
+// that no transfer has touched for kStalePartAge: those of transfers abandoned for good, which
+// nothing else would ever collect. A part a live transfer writes or may still resume is never
+// taken: that transfer holds the lock.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +32,10 @@ namespace rosetctl {
 
 class ObjectReceiver {
  public:
+  // A part file untouched this long belongs to a transfer nobody retried: a retry of an
+  // interrupted one (a CO's, an operator's) comes within minutes.
+  static constexpr std::chrono::hours kStalePartAge{24};
+
   // `source` names where objects come from, for messages ("node \"a\"").
   static Expected<ObjectReceiver> open(const CommitStore& store, std::string source);
 
@@ -65,7 +76,7 @@ class ObjectReceiver {
 
   const CommitStore* store_;
   std::string source_;
-  UniqueFd incoming_;
+  UniqueFd incoming_;               // the staging directory, its shared lock held
   std::optional<Partial> partial_;  // the blob being received
   struct Verified {
     std::string id;

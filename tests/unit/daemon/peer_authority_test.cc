@@ -63,8 +63,7 @@ TEST_CASE("peer_authority: a node certificate asks only its own node's NodeState
 TEST_CASE("peer_authority: a node reads another node's objects but never pulls into it", "[peer]") {
   Peer node{PeerRole::kNode, "node-b"};
   for (const char* reading :
-       {"/rosetctl.v1.ObjectStore/LookupSnapshot", "/rosetctl.v1.ObjectStore/HaveObjects",
-        "/rosetctl.v1.ObjectStore/FetchObjects"}) {
+       {"/rosetctl.v1.ObjectStore/LookupSnapshot", "/rosetctl.v1.ObjectStore/FetchObjects"}) {
     CHECK(rosetctl::authorize_forward(node, reading, "node-a").is_ok());
   }
   rosetctl::Status refused =

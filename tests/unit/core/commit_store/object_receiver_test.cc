@@ -201,3 +201,39 @@ TEST_CASE("trees and commits are checked against their ids before they are store
   REQUIRE(receiver->store_commit(commit_id, *good).is_ok());
   CHECK((*store)->has_commit(commit_id));
 }
+
+TEST_CASE("parts abandoned long ago are collected by a receiver alone, never beside another",
+          "[commit_store]") {
+  ScratchDir scratch;
+  auto store = CommitStore::open(scratch / "store");
+  REQUIRE(store.has_value());
+  std::string incoming = scratch / "store/incoming";
+  REQUIRE(::mkdir(incoming.c_str(), 0700) == 0);
+  std::string old_part = incoming + "/" + std::string(64, 'a') + ".part";
+  std::string recent_part = incoming + "/" + std::string(64, 'b') + ".part";
+  write_file(old_part, "abandoned");
+  write_file(recent_part, "interrupted a moment ago");
+  auto age = [&] {
+    ::time_t long_ago = ::time(nullptr) - 2 * 86400;
+    const ::timespec times[2] = {{long_ago, 0}, {long_ago, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, old_part.c_str(), times, 0) == 0);
+  };
+  auto exists = [](const std::string& path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0;
+  };
+  {
+    auto working = ObjectReceiver::open(**store, "node \"a\"");  // a transfer at work
+    REQUIRE(working.has_value());
+    age();
+    // Another receiver beside it: the old part may be the one the first is about to resume.
+    auto beside = ObjectReceiver::open(**store, "node \"b\"");
+    REQUIRE(beside.has_value());
+    CHECK(exists(old_part));
+  }
+  auto alone = ObjectReceiver::open(**store, "node \"a\"");
+  REQUIRE(alone.has_value());
+  CHECK_FALSE(exists(old_part));
+  CHECK(exists(recent_part));  // a retry resumes it
+  CHECK(alone->partial_size(std::string(64, 'b')) == 24);
+}
