@@ -16,7 +16,7 @@ seconds=${1:-20}
 shift || true
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(size validate mountinfo config_file secrets_file roset_api_json tgt_show)
+  targets=(size validate mountinfo config_file secrets_file roset_api_json tgt_show commit_store)
 fi
 
 cmake --preset fuzz >/dev/null
