@@ -16,7 +16,8 @@ seconds=${1:-600}
 shift || true
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(size validate mountinfo config_file secrets_file roset_api_json tgt_show commit_store)
+  targets=(size validate mountinfo config_file secrets_file roset_api_json tgt_show commit_store
+    services)
 fi
 
 out=build/fuzz-long
