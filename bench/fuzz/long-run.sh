@@ -26,6 +26,11 @@ for target in "${targets[@]}"; do
   cp build/fuzz/tests/fuzz/fuzz_${target} "${out}/bin/"
 done
 commit=$(git rev-parse --short HEAD)
+# The commit store and services targets keep their scratch state under TMPDIR (tmpfs when it
+# can be: they fsync) and remove it at exit; a crash cannot, so the whole of it goes here.
+scratch_tmp=$(mktemp -d /dev/shm/rosetctl-fuzz-XXXXXX 2>/dev/null || mktemp -d)
+trap 'rm -rf "${scratch_tmp}"' EXIT
+export TMPDIR=${scratch_tmp}
 
 one() {
   local target=$1 log=${out}/${target}.log corpus=${out}/corpus/${target}

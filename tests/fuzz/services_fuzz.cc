@@ -7,9 +7,10 @@
 //
 //   <kind byte> <length: 2 bytes, little-endian> <that many bytes: the request, protobuf-encoded>
 //
-// The kind picks the method from kMethods (modulo its size). Ids the plugin makes cannot be
-// guessed, so a string field "@v<digit>" becomes the id of a volume an earlier call of the same
-// input created (the digit picks which), "@s<digit>" a snapshot's, "@n" this node's id.
+// The kind picks the method from methods() (modulo its size). Ids the plugin makes cannot be
+// guessed, so a string field "@v<byte>" becomes the id of a volume an earlier call of the same
+// input created (the byte, modulo how many, picks which), "@s<byte>" a snapshot's, "@n" this
+// node's id.
 //
 // Left out, and why: NodeStageVolume, NodePublishVolume and their undoing mount (bind mounts,
 // loop devices, filesystems) at paths the request names; a fuzzer as root must not mount over
@@ -367,6 +368,9 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
     spdlog::set_default_logger(
         std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>()));
     spdlog::set_level(spdlog::level::info);
+    // Requests whose strings are not UTF-8 fail to parse (proto3), as they would in gRPC's
+    // server; protobuf's line about each would be most of the output.
+    pb::SetLogHandler(nullptr);
     auto* made = new Harness();
     std::atexit([] {
       std::error_code ignored;
