@@ -54,8 +54,8 @@ cmake --build --preset asan -j "${jobs}" --target ${unit_targets}
 step "unit tests under ASan+UBSan"
 ctest --preset asan -j "${jobs}"
 
-step "fuzz targets of the input parsers, 15 s each (tests/fuzz/run.sh; a build of their own)"
-tests/fuzz/run.sh 15
+step "fuzz targets of the input readers and services, 10 s each (tests/fuzz/run.sh; a build of their own)"
+tests/fuzz/run.sh 10
 
 step "all tests (unit, integration, conformance) on the release build"
 # Two at a time: integration and conformance files run beside each other unless they declare

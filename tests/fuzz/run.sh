@@ -16,13 +16,19 @@ seconds=${1:-20}
 shift || true
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(size validate mountinfo config_file secrets_file roset_api_json tgt_show)
+  targets=(size validate mountinfo config_file secrets_file roset_api_json tgt_show commit_store
+    services)
 fi
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$(nproc)"
 
 bin=build/fuzz/tests/fuzz
+# The commit store and services targets keep their scratch state under TMPDIR (tmpfs when it
+# can be: they fsync) and remove it at exit; a crash cannot, so the whole of it goes here.
+scratch_tmp=$(mktemp -d /dev/shm/rosetctl-fuzz-XXXXXX 2>/dev/null || mktemp -d)
+trap 'rm -rf "${scratch_tmp}"' EXIT
+export TMPDIR=${scratch_tmp}
 artifacts=build/fuzz/artifacts
 mkdir -p "${artifacts}"
 # One libFuzzer process keeps one core busy: run as many targets at once as there are cores

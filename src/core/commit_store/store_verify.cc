@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -92,7 +93,11 @@ Status Verification::check_blobs(int workers, ProgressSink* progress_sink) {
   std::vector<const std::pair<const std::string, int64_t>*> work;
   for (const auto& blob : blob_sizes_) {
     work.push_back(&blob);
-    report_.bytes += blob.second;
+    // Each tree's sizes add up in 64 bits (parse_tree), but many trees' need not: the report
+    // says "at least" rather than wrapping around.
+    if (__builtin_add_overflow(report_.bytes, blob.second, &report_.bytes)) {
+      report_.bytes = std::numeric_limits<int64_t>::max();
+    }
   }
   report_.blobs = static_cast<int64_t>(work.size());
   Progress progress(progress_sink);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include "core/commit_store/field_escape.h"
 #include "core/commit_store/sha256.h"
@@ -182,6 +183,9 @@ Expected<Tree> parse_tree(std::string_view text) {
   Tree tree;
   std::size_t start = kTreeHeader.size() + 1;
   int line_number = 1;
+  // Every reader adds the files' sizes up (tree_totals, verification, restore progress): a tree
+  // whose sizes do not add up in 64 bits names more bytes than any volume holds.
+  int64_t bytes = 0;
   while (start < text.size()) {
     ++line_number;
     std::size_t end = text.find('\n', start);
@@ -194,6 +198,10 @@ Expected<Tree> parse_tree(std::string_view text) {
     }
     if (!tree.entries.empty() && !(tree.entries.back().path < entry.path)) {
       return error(Code::kDataLoss, "tree line {} is out of order", line_number);
+    }
+    if (entry.type == EntryType::kRegular && __builtin_add_overflow(bytes, entry.size, &bytes)) {
+      return error(Code::kDataLoss, "tree line {}: the files' sizes add up to more than {} bytes",
+                   line_number, std::numeric_limits<int64_t>::max());
     }
     tree.entries.push_back(std::move(entry));
     start = end + 1;

@@ -51,6 +51,21 @@ TEST_CASE("tree totals count regular files once", "[commit_store]") {
   CHECK(totals.bytes == 3);
 }
 
+// Found by fuzz_commit_store (corpus/commit_store/regression-tree-size-overflow): every reader
+// adds a tree's sizes up (tree_totals, verification, restore progress), which overflowed.
+TEST_CASE("a tree whose files add up to more than 2^63-1 bytes is DATA_LOSS", "[commit_store]") {
+  std::string blob = sha256_hex("x");
+  std::string one = fmt::format("f a 600 0 0 0 9223372036854775807 {}\n", blob);
+  auto single = parse_tree("rosetctl-tree 1\nd . 700 0 0 0\n" + one);
+  REQUIRE(single.has_value());  // one file of the largest size is still a tree
+  CHECK(tree_totals(*single).bytes == 9223372036854775807);
+  auto parsed =
+      parse_tree(fmt::format("rosetctl-tree 1\nd . 700 0 0 0\n{}f b 600 0 0 0 1 {}\n", one, blob));
+  REQUIRE_FALSE(parsed.has_value());
+  CHECK(parsed.status().code() == Code::kDataLoss);
+  CHECK_THAT(parsed.status().message(), Catch::Contains("line 4"));
+}
+
 TEST_CASE("malformed trees are DATA_LOSS", "[commit_store]") {
   std::string good = serialize_tree(sample_tree());
   for (const std::string& bad : {
