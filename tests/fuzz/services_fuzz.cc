@@ -304,9 +304,8 @@ const std::vector<Method>& methods() {
       // 33-34: rosetctl.v1.NodeState (HoldAttachLock waits on purpose: left out)
       unary(&Harness::node_state, &v1::NodeState::Stub::GetNodeVolumes),
       unary(&Harness::node_state, &v1::NodeState::Stub::ResolveTarget),
-      // 35-37: rosetctl.v1.ObjectStore (PullSnapshot calls another node: left out)
+      // 35-36: rosetctl.v1.ObjectStore (PullSnapshot calls another node: left out)
       unary(&Harness::objects, &v1::ObjectStore::Stub::LookupSnapshot),
-      unary(&Harness::objects, &v1::ObjectStore::Stub::HaveObjects),
       fetch_objects,
   };
   return table;

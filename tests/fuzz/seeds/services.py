@@ -53,7 +53,6 @@ KINDS = [
     ("rosetctl.v1.GetNodeVolumesRequest", "GetNodeVolumes"),
     ("rosetctl.v1.ResolveTargetRequest", "ResolveTarget"),
     ("rosetctl.v1.LookupSnapshotRequest", "LookupSnapshot"),
-    ("rosetctl.v1.HaveObjectsRequest", "HaveObjects"),
     ("rosetctl.v1.FetchObjectsRequest", "FetchObjects"),
 ]
 INDEX = {method: i for i, (_, method) in enumerate(KINDS)}
@@ -106,8 +105,7 @@ SEEDS = [
                       'topology { key: "topology.rosetctl.io/node" value: "node-b" }'),
      ("GetNode", 'node_id: "node-b"'), ("TouchNode", 'node_id: "node-b"'),
      ("ListNodes", ''), ("RemoveNode", 'node_id: "node-b"')],
-    [("HaveObjects", 'objects { kind: OBJECT_TREE id: "' + "ab" * 32 + '" }'),
-     ("FetchObjects", 'objects { kind: OBJECT_COMMIT id: "' + "cd" * 32 + '" }')],
+    [("FetchObjects", 'objects { kind: OBJECT_COMMIT id: "' + "cd" * 32 + '" }')],
 ]
 
 
