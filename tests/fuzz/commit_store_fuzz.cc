@@ -41,22 +41,8 @@ namespace {
 using namespace rosetctl;
 namespace fs = std::filesystem;
 
-// One private scratch directory for the whole run (mkdtemp: 0700), removed at exit. Never freed:
-// the exit handler still needs its name after static objects are destroyed. On tmpfs unless
-// TMPDIR says otherwise: the store fsyncs what it writes, which on a disk would make each input
-// wait for it.
 const std::string& scratch() {
-  static const std::string* const dir = [] {
-    const char* tmp = ::getenv("TMPDIR");
-    std::string parent = tmp != nullptr && *tmp != '\0'    ? tmp
-                         : ::access("/dev/shm", W_OK) == 0 ? "/dev/shm"
-                                                           : "/tmp";
-    auto* pattern = new std::string(parent + "/rosetctl-fuzz-commit-store-XXXXXX");
-    if (::mkdtemp(pattern->data()) == nullptr) std::abort();
-    std::atexit([] { fs::remove_all(scratch()); });
-    return pattern;
-  }();
-  return *dir;
+  return fuzz::scratch_directory("commit-store");
 }
 
 void replace_all(std::string& text, std::string_view from, std::string_view to) {

@@ -56,20 +56,8 @@ constexpr int kFreshStateEvery = 2000;
 constexpr auto kCallDeadline = std::chrono::seconds(4);
 constexpr const char* kNodeId = "node-a";
 
-// One private scratch directory for the whole run (mkdtemp: 0700), removed at exit; on tmpfs
-// unless TMPDIR says otherwise (the state database and the commit store fsync what they
-// write). Never freed: the exit handler needs its name after static objects are destroyed.
 const std::string& scratch() {
-  static const std::string* const dir = [] {
-    const char* tmp = ::getenv("TMPDIR");
-    std::string parent = tmp != nullptr && *tmp != '\0'    ? tmp
-                         : ::access("/dev/shm", W_OK) == 0 ? "/dev/shm"
-                                                           : "/tmp";
-    auto* pattern = new std::string(parent + "/rosetctl-fuzz-services-XXXXXX");
-    if (::mkdtemp(pattern->data()) == nullptr) std::abort();
-    return pattern;
-  }();
-  return *dir;
+  return fuzz::scratch_directory("services");
 }
 
 // Nothing the fuzzed calls do may mount anything: checked before the state dir is removed
@@ -370,12 +358,7 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
     // Requests whose strings are not UTF-8 fail to parse (proto3), as they would in gRPC's
     // server; protobuf's line about each would be most of the output.
     pb::SetLogHandler(nullptr);
-    auto* made = new Harness();
-    std::atexit([] {
-      std::error_code ignored;
-      fs::remove_all(scratch(), ignored);
-    });
-    return made;
+    return new Harness();
   }();
   harness->run(data, size);
   return 0;
