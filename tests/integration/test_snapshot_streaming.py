@@ -122,6 +122,18 @@ def received(cli: HostRosetctl) -> int:
     return total
 
 
+def kill_a_once_b_received(nodes, b, transfer, more_than: int, what: str) -> None:
+    """SIGKILLs node A's serve once B holds more than `more_than` bytes of incoming objects,
+    while `transfer` (the CLI run pulling them) is still going."""
+    deadline = time.monotonic() + 120
+    while received(b) <= more_than:
+        assert transfer.poll() is None, f"the {what} ended before A was killed: {transfer.communicate()}"
+        assert time.monotonic() < deadline, "no blob arrived on B"
+        time.sleep(0.005)
+    nodes.serve_a.send_signal(signal.SIGKILL)
+    nodes.serve_a.wait(timeout=10)
+
+
 def blob_path(cli: HostRosetctl, blob: str) -> Path:
     return cli.state_dir / "store" / "blobs" / blob[:2] / blob
 
@@ -251,14 +263,8 @@ def test_a_source_killed_mid_transfer_fails_unavailable_and_a_retry_resumes(node
     pull = nodes.site.alice.start("snapshot", "push", "big-1", "--from-node", "consumer-a",
                                   "--to-node", "consumer-b", "-o", "json",
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
     # Four blobs verified, however far the blob on its way in each of the (two) lanes has come.
-    while received(b) <= 6 * size:
-        assert pull.poll() is None, f"the pull ended before A was killed: {pull.communicate()}"
-        assert time.monotonic() < deadline, "no blob arrived on B"
-        time.sleep(0.005)
-    nodes.serve_a.send_signal(signal.SIGKILL)
-    nodes.serve_a.wait(timeout=10)
+    kill_a_once_b_received(nodes, b, pull, 6 * size, "pull")
     out, err = pull.communicate(timeout=120)
     assert pull.returncode == EXIT_UNAVAILABLE and "consumer-a" in err, (pull.returncode, out, err)
     arrived = blobs(b) - before  # what was verified is stored when the transfer breaks off
@@ -456,14 +462,8 @@ def test_a_create_on_b_whose_source_node_dies_fails_unavailable_and_a_retry_resu
     create = ("volume", "create", "big-copy", "--node", "consumer-b", "--from-snapshot", snapshot, "-o", "json")
 
     started = site.alice.start(*create, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
     # Three blobs verified, however far the blob on its way in each of the (two) lanes has come.
-    while received(b) <= 5 * size:
-        assert started.poll() is None, f"the create ended before A was killed: {started.communicate()}"
-        assert time.monotonic() < deadline, "no blob arrived on B"
-        time.sleep(0.005)
-    nodes.serve_a.send_signal(signal.SIGKILL)
-    nodes.serve_a.wait(timeout=10)
+    kill_a_once_b_received(nodes, b, started, 5 * size, "create")
     out, err = started.communicate(timeout=120)
     assert started.returncode == EXIT_UNAVAILABLE and 'node "consumer-a"' in err, (started.returncode, out, err)
     arrived = blobs(b) - before
