@@ -62,7 +62,7 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
   std::shared_ptr<grpc::Channel> controller;
   if (!globals.controller.empty()) {
     auto credentials = channel_credentials(tls);
-    controller = grpc::CreateChannel(globals.controller, credentials);
+    controller = kept_channel(globals.controller, credentials);
     plugin_options.controller_channel = controller;  // other nodes, through its proxy
     plugin_options.node_credentials = credentials;   // or directly, for a snapshot pull
   }

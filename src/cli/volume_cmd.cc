@@ -399,8 +399,9 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
   create
       ->add_option("--from-volume", create_options->from_volume,
                    "Start as a copy of another volume (name or id), of the same kind and at "
-                   "least its size, on the volume's own node (from another node: snapshot it "
-                   "and use --from-snapshot)")
+                   "least its size. With --node another node than the volume's (through "
+                   "--controller): the controller snapshots it there, the node fetches what it "
+                   "lacks of that snapshot and restores it, and the snapshot is removed")
       ->excludes(from_snapshot);
   create->add_option("--node", create_options->node,
                      "Make the volume on this registered node (a local volume lives there; "

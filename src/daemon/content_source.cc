@@ -60,9 +60,12 @@ Expected<std::string> fetch_if_elsewhere(const ServiceContext& context, const st
   return placed->local_id;
 }
 
+// `of_volume`: when the snapshot stands in for a volume (a clone across nodes), the volume it
+// must have been taken of.
 Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context,
                                           const std::string& requested, const Provider& provider,
-                                          int64_t required, int64_t limit) {
+                                          int64_t required, int64_t limit,
+                                          std::string_view of_volume = {}) {
   auto here = fetch_if_elsewhere(context, requested);
   if (!here) return here.status();
   const std::string& id = *here;
@@ -80,6 +83,12 @@ Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context,
                  "ListSnapshots reports ready_to_use",
                  id);
   }
+  if (!of_volume.empty() && (*snapshot)->source_volume_id != of_volume) {
+    return error(Code::kInvalidArgument,
+                 "volume_content_source: snapshot {} was taken of volume \"{}\", not of \"{}\" "
+                 "which is to be cloned",
+                 requested, (*snapshot)->source_volume_id, of_volume);
+  }
   if ((*snapshot)->provider != provider.name()) {
     return error(Code::kInvalidArgument,
                  "snapshot {} belongs to provider \"{}\"; it can only be restored there", id,
@@ -94,16 +103,35 @@ Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context,
       {VolumeSource::Kind::kSnapshot, (*snapshot)->commit_id}, capacity, std::move(*lock)};
 }
 
+// A clone copies a volume in place. A volume of another node is copied by way of a snapshot of
+// it there: the controller takes one and names it (`clone_by`, kCloneBySnapshotKey); it is
+// fetched and restored as a restore from it would be, and the volume is recorded as a clone of
+// the volume (daemon/cross_node_clone.cc).
 Expected<ResolvedSource> resolve_volume(const ServiceContext& context, const std::string& id,
-                                        const Provider& provider, int64_t required, int64_t limit) {
-  // A clone copies a volume in place; a volume of another node is copied by way of a snapshot.
+                                        const Provider& provider, int64_t required, int64_t limit,
+                                        const std::string& clone_by) {
   if (auto placed = decode_placed_id(id); placed && placed->node != context.options.node_id) {
-    return error(Code::kFailedPrecondition,
-                 "volume_content_source: volume {} lives on node \"{}\", not on this node "
-                 "(\"{}\"), and a volume is cloned only on its own node; to copy it here, "
-                 "snapshot it and create this volume from the snapshot (rosetctl snapshot "
-                 "commit, then volume create --from-snapshot ID --node {})",
-                 id, placed->node, context.options.node_id, context.options.node_id);
+    auto snapshot = decode_placed_id(clone_by);
+    if (!snapshot) {
+      return error(Code::kFailedPrecondition,
+                   "volume_content_source: volume {} lives on node \"{}\", not on this node "
+                   "(\"{}\"); a clone across nodes is made through the controller, which "
+                   "snapshots the volume there first (rosetctl --controller ... volume create "
+                   "NAME --node {} --from-volume {})",
+                   id, placed->node, context.options.node_id, context.options.node_id, id);
+    }
+    if (snapshot->node != placed->node) {
+      return error(Code::kInvalidArgument,
+                   "volume_content_source: volume {} lives on node \"{}\" but the snapshot to "
+                   "clone it by, {}, on node \"{}\"",
+                   id, placed->node, clone_by, snapshot->node);
+    }
+    auto resolved = resolve_snapshot(context, clone_by, provider, required, limit, id);
+    if (!resolved) {
+      return resolved.status().with_context(
+          fmt::format("cloning volume {} by way of its snapshot {}", id, clone_by));
+    }
+    return resolved;
   }
   auto lock = try_lock_volume(context.locks, id, LockMode::kShared);
   if (!lock) return lock.status();
@@ -149,15 +177,15 @@ Expected<std::string> content_source_key(const csi::v1::CreateVolumeRequest& req
 Expected<ResolvedSource> resolve_content_source(const ServiceContext& context,
                                                 const csi::v1::CreateVolumeRequest& request,
                                                 const Provider& provider, int64_t required_bytes,
-                                                int64_t limit_bytes) {
+                                                int64_t limit_bytes, const std::string& clone_by) {
   if (!request.has_volume_content_source()) return ResolvedSource{};
   const csi::v1::VolumeContentSource& source = request.volume_content_source();
   if (source.has_snapshot()) {
     return resolve_snapshot(context, source.snapshot().snapshot_id(), provider, required_bytes,
                             limit_bytes);
   }
-  return resolve_volume(context, source.volume().volume_id(), provider, required_bytes,
-                        limit_bytes);
+  return resolve_volume(context, source.volume().volume_id(), provider, required_bytes, limit_bytes,
+                        clone_by);
 }
 
 }  // namespace rosetctl

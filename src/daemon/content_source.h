@@ -29,10 +29,13 @@ struct ResolvedSource {
 
 // Looks the source up and locks it: NOT_FOUND when it does not exist, INVALID_ARGUMENT when it
 // belongs to another provider, OUT_OF_RANGE when the requested capacity cannot hold it,
-// ABORTED when it is being deleted.
+// ABORTED when it is being deleted. A volume of another node is cloned by `clone_by`, a
+// snapshot of it there the controller took (kCloneBySnapshotKey); without one, such a clone is
+// FAILED_PRECONDITION.
 Expected<ResolvedSource> resolve_content_source(const ServiceContext& context,
                                                 const csi::v1::CreateVolumeRequest& request,
                                                 const Provider& provider, int64_t required_bytes,
-                                                int64_t limit_bytes);
+                                                int64_t limit_bytes,
+                                                const std::string& clone_by = {});
 
 }  // namespace rosetctl

@@ -218,7 +218,8 @@ StagingLocker ControllerService::staging_locker() const {
 // ---------------------------------------------------------------- CreateVolume / DeleteVolume
 
 Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& request,
-                                        csi::v1::CreateVolumeResponse* response) {
+                                        csi::v1::CreateVolumeResponse* response,
+                                        const std::string& clone_by) {
   ROSETCTL_RETURN_IF_ERROR(validate_name(request.name(), "name"));
   auto capabilities = capabilities_from_proto(request.volume_capabilities());
   if (!capabilities) return capabilities.status();
@@ -290,8 +291,8 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
     }
   } else {
     // Held until the volume is recorded, so the source cannot be deleted while it is copied.
-    auto source =
-        resolve_content_source(context_, request, **provider, range->required, range->limit);
+    auto source = resolve_content_source(context_, request, **provider, range->required,
+                                         range->limit, clone_by);
     if (!source) return source.status();
     spec.source = source->source;
     spec.required_bytes = std::max(spec.required_bytes, source->capacity_bytes);
@@ -655,7 +656,7 @@ grpc::ServerUnaryReactor* ControllerService::CreateVolume(
     Request* call, const csi::v1::CreateVolumeRequest* request,
     csi::v1::CreateVolumeResponse* response) {
   return serve(call, "CreateVolume", request, response,
-               [=, this] { return create_volume(*request, response); });
+               [=, this] { return create_volume(*request, response, clone_by_snapshot(*call)); });
 }
 
 grpc::ServerUnaryReactor* ControllerService::DeleteVolume(

@@ -58,8 +58,9 @@ class ControllerService final : public csi::v1::Controller::CallbackService {
       csi::v1::ControllerModifyVolumeResponse*) override;
 
  private:
+  // `clone_by`: the snapshot a clone of another node's volume is made by (kCloneBySnapshotKey).
   Status create_volume(const csi::v1::CreateVolumeRequest& request,
-                       csi::v1::CreateVolumeResponse* response);
+                       csi::v1::CreateVolumeResponse* response, const std::string& clone_by = {});
   Status delete_volume(const csi::v1::DeleteVolumeRequest& request);
   Status publish_volume(const csi::v1::ControllerPublishVolumeRequest& request,
                         csi::v1::ControllerPublishVolumeResponse* response);
@@ -98,6 +99,15 @@ class ControllerService final : public csi::v1::Controller::CallbackService {
   std::optional<std::string> placement_of(const csi::v1::CreateVolumeRequest& request) const;
   Status create_on_node(const std::string& node, const csi::v1::CreateVolumeRequest& request,
                         csi::v1::CreateVolumeResponse* response);
+  // cross_node_clone.cc: a clone of a volume on another node than the one it is to be made on.
+  Status clone_on_node(const std::string& node, const PlacedId& source,
+                       const csi::v1::CreateVolumeRequest& request,
+                       csi::v1::CreateVolumeResponse* response);
+  Expected<std::string> snapshot_for_clone(const PlacedId& source, const std::string& node,
+                                           const csi::v1::CreateVolumeRequest& request);
+  void remove_clone_snapshot(const PlacedId& snapshot, const std::string& node);
+  // The snapshot a controller named for a clone across nodes; "" from anyone else.
+  static std::string clone_by_snapshot(const grpc::CallbackServerContext& call);
   Status capacity_on_node(const std::string& node, const csi::v1::GetCapacityRequest& request,
                           csi::v1::GetCapacityResponse* response);
   Status list_volumes_everywhere(grpc::CallbackServerContext& call,

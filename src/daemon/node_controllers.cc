@@ -41,7 +41,7 @@ Expected<std::shared_ptr<csi::v1::Controller::Stub>> NodeControllers::stub_for(
                  node);
   }
   auto& channel = channels_[address];
-  if (!channel) channel = grpc::CreateChannel(address, channel_credentials(tls_));
+  if (!channel) channel = kept_channel(address, channel_credentials(tls_));
   return std::shared_ptr<csi::v1::Controller::Stub>(csi::v1::Controller::NewStub(channel));
 }
 

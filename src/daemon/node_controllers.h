@@ -38,15 +38,19 @@ class NodeControllers {
   // (the code the spec wants for the call: RESOURCE_EXHAUSTED for a create, NOT_FOUND or
   // UNAVAILABLE otherwise), one that does not answer within `patience` (or the caller's deadline)
   // UNAVAILABLE; both name the node. The node's own errors come back with its name added.
+  // `metadata` goes with the call (keys the node's handler reads: daemon/placed_id.h).
   template <typename Request, typename Response>
   Status call(const std::string& node, Rpc<Request, Response> rpc, Request request,
               Response* response, Code unregistered,
-              std::chrono::milliseconds patience = kDefaultPatience) {
+              std::chrono::milliseconds patience = kDefaultPatience,
+              const std::map<std::string, std::string>& metadata = {}) {
     auto stub = stub_for(node, unregistered);
     if (!stub) return stub.status();
     localize_ids(request, node);
     grpc::ClientContext call;
     call.set_deadline(deadline(patience));
+    for (const auto& [key, value] : metadata)
+      call.AddMetadata(key, value);
     grpc::Status status = ((**stub).*rpc)(&call, request, response);
     if (!status.ok()) return failure(node, status, was_answered(call));
     return place_ids(*response, node);

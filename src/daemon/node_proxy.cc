@@ -198,7 +198,7 @@ Expected<std::shared_ptr<grpc::Channel>> NodeProxy::route(const grpc::ServerCont
   }
   std::lock_guard<std::mutex> lock(mutex_);
   auto& channel = channels_[address];
-  if (!channel) channel = grpc::CreateChannel(address, channel_credentials(tls_));
+  if (!channel) channel = kept_channel(address, channel_credentials(tls_));
   return channel;
 }
 

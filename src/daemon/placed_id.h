@@ -57,4 +57,11 @@ namespace rosetctl {
 inline constexpr const char* kPartialListKey = "rosetctl-partial-list";
 inline constexpr const char* kUnreachableNodesKey = "rosetctl-unreachable-nodes";
 
+// A clone of a volume on node A made on node B (daemon/cross_node_clone.cc): the controller
+// takes a snapshot of it on A and sends B the CreateVolume as asked, the volume its source,
+// with this metadata naming that snapshot (A's placed id). B restores the snapshot, records the
+// volume as a clone of the volume (so a retry is answered by name), and the controller removes
+// the snapshot on A and B's copy afterwards. Only a controller's call carries it.
+inline constexpr const char* kCloneBySnapshotKey = "rosetctl-clone-by-snapshot";
+
 }  // namespace rosetctl

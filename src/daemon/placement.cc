@@ -52,6 +52,10 @@ Status ControllerService::create_on_node(const std::string& node,
                                          csi::v1::CreateVolumeResponse* response) {
   ROSETCTL_RETURN_IF_ERROR(validate_name(request.name(), "name"));
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(node, fmt::format("topology {}", kTopologyNodeKey)));
+  if (request.has_volume_content_source() && request.volume_content_source().has_volume()) {
+    auto source = decode_placed_id(request.volume_content_source().volume().volume_id());
+    if (source && source->node != node) return clone_on_node(node, *source, request, response);
+  }
   // CSI: RESOURCE_EXHAUSTED when the volume cannot be provisioned in the requested topology; a
   // node this controller does not know is such a place.
   // A restore or clone copies data, on that node, and fetches a snapshot held by yet another

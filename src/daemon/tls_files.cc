@@ -1,6 +1,7 @@
 // TLS credentials for gRPC from certificate files, reloaded as the files change.
 #include "daemon/tls_files.h"
 
+#include <grpcpp/create_channel.h>
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
 #include <unistd.h>
@@ -73,6 +74,15 @@ std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsFiles& fi
   options.watch_identity_key_cert_pairs();
   options.set_verify_server_certs(true);
   return grpc::experimental::TlsCredentials(options);
+}
+
+std::shared_ptr<grpc::Channel> kept_channel(const std::string& address,
+                                            const std::shared_ptr<grpc::ChannelCredentials>& tls) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kReconnectBackoffMs / 5);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kReconnectBackoffMs / 5);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
+  return grpc::CreateCustomChannel(address, tls, args);
 }
 
 }  // namespace rosetctl

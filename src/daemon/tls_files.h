@@ -4,6 +4,7 @@
 // preferred: gRPC's defaults) and both sides show a certificate of the same CA.
 #pragma once
 
+#include <grpcpp/channel.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
 
@@ -39,5 +40,13 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& file
 // Client side: the server's certificate is verified against the CA and must name the address
 // dialled (a SAN), and this host's certificate is shown.
 std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsFiles& files);
+
+// A channel kept for many calls to a peer that may restart (the controller's to its nodes, a
+// node's to its controller). gRPC fails a call at once while the channel waits to reconnect,
+// and by default waits up to two minutes after a peer was down for long; here at most
+// kReconnectBackoffMs, so a restarted peer is answered again within seconds.
+inline constexpr int kReconnectBackoffMs = 1000;
+std::shared_ptr<grpc::Channel> kept_channel(const std::string& address,
+                                            const std::shared_ptr<grpc::ChannelCredentials>& tls);
 
 }  // namespace rosetctl

@@ -8,6 +8,7 @@ byte in an object on A is refused on B (DATA_LOSS naming it) and never stored th
 parts of transfers abandoned long ago are collected by the next pull. The same holds for a
 volume made on B from A's snapshot in one CreateVolume on the controller (CSI with B in its
 topology, or `volume create --node B --from-snapshot ID`): B fetches the snapshot from A first.
+A clone on B of a volume on A goes by a snapshot the controller takes on A and removes afterwards.
 """
 from __future__ import annotations
 
@@ -442,12 +443,56 @@ def test_a_volume_made_on_b_from_a_snapshot_on_a_equals_it_and_a_change_sends_on
     lines = differences(expected2, describe_tree(b_directory(nodes, copy2["id"])))
     assert not lines, "\n".join(lines)
 
-    # A volume of A is not cloned onto B directly: the node and the way round it are named.
-    clone = create_request("clone", "consumer-b")
-    clone["volume_content_source"] = {"volume": {"volume_id": source_id}}
-    refused = csi_call(site, csi, "CreateVolume", clone)
-    assert refused["code"] == "FAILED_PRECONDITION", refused
-    assert 'node "consumer-a"' in refused["details"] and "snapshot" in refused["details"], refused
+
+def clone_request(name: str, node: str, volume_id: str) -> dict:
+    request = create_request(name, node)
+    request["volume_content_source"] = {"volume": {"volume_id": volume_id}}
+    return request
+
+
+def test_a_clone_on_b_of_a_volume_on_a_goes_by_a_snapshot_that_is_removed_once_made(nodes, csi):
+    site, a, b = nodes.site, nodes.a, nodes.b
+    source_id, source = placed_volume(nodes, "src", "consumer-a")
+    fill_varied(source)
+    expected = describe_tree(source)
+
+    # A down: the clone fails UNAVAILABLE naming it, and nothing is made on B.
+    nodes.serve_a.send_signal(signal.SIGKILL)
+    nodes.serve_a.wait(timeout=10)
+    refused = csi_call(site, csi, "CreateVolume", clone_request("clone", "consumer-b", source_id))
+    assert refused["code"] == "UNAVAILABLE" and 'node "consumer-a"' in refused["details"], refused
+    assert b.ok_json("volume", "list") == [] and b.ok_json("snapshot", "list") == []
+    nodes.restart_a()
+
+    # CSI CreateVolume on the controller, B in its topology, a volume of A its source.
+    made = csi_call(site, csi, "CreateVolume", clone_request("clone", "consumer-b", source_id))
+    assert made["code"] == "OK", made
+    volume = made["response"]["volume"]
+    assert volume["content_source"] == {"volume": {"volume_id": source_id}}, volume
+    assert volume["accessible_topology"] == [{"segments": {NODE_KEY: "consumer-b"}}], volume
+    lines = differences(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
+    assert not lines, "expected the clone on B to equal A's volume exactly:\n" + "\n".join(lines)
+    (fetched,) = fetches(nodes.serve_b)
+    assert fetched["objects_sent"] == 10, fetched
+    # The snapshot it went by is gone again from both nodes.
+    assert snapshot_ids(nodes, csi) == []
+    assert a.ok_json("snapshot", "list") == [] and b.ok_json("snapshot", "list") == []
+
+    # The same request again is the same volume; the same name from another source is not.
+    again = csi_call(site, csi, "CreateVolume", clone_request("clone", "consumer-b", source_id))
+    assert again["code"] == "OK" and again["response"]["volume"]["volume_id"] == volume["volume_id"], again
+    other_id, _ = placed_volume(nodes, "other", "consumer-a")
+    clash = csi_call(site, csi, "CreateVolume", clone_request("clone", "consumer-b", other_id))
+    assert clash["code"] == "ALREADY_EXISTS" and source_id in clash["details"], clash
+    assert snapshot_ids(nodes, csi) == []
+
+    # The CLI's form, after a change on A: the clone has the change.
+    (source / "small.txt").write_text("small, changed\n")
+    clone2 = site.alice.ok_json("volume", "create", "clone2", "--node", "consumer-b", "--from-volume", source_id,
+                                timeout=120)
+    lines = differences(describe_tree(source), describe_tree(b_directory(nodes, clone2["id"])))
+    assert not lines, "\n".join(lines)
+    assert snapshot_ids(nodes, csi) == []
 
 
 def test_a_create_on_b_whose_source_node_dies_fails_unavailable_and_a_retry_resumes(nodes):
