@@ -483,6 +483,45 @@ def test_a_create_on_b_whose_source_node_dies_fails_unavailable_and_a_retry_resu
     assert site.alice.ok_json(*create[:-2], timeout=300)["id"] == made["id"]
 
 
+def test_b_restores_from_its_own_copy_of_a_snapshot_of_a_without_asking_a(nodes, csi):
+    site = nodes.site
+    source_id, source = placed_volume(nodes, "src", "consumer-a")
+    fill_varied(source)
+    expected = describe_tree(source)
+    s1 = snapshot_through_controller(nodes, csi, "s1", source_id)
+    made = csi_call(site, csi, "CreateVolume", restore_request("copy", "consumer-b", s1))
+    assert made["code"] == "OK", made
+    assert len(fetches(nodes.serve_b)) == 1, fetches(nodes.serve_b)
+
+    # A is gone; B holds s1 whole (the first create fetched it): another volume from A's id
+    # restores from B's copy, without asking A.
+    nodes.serve_a.send_signal(signal.SIGKILL)
+    nodes.serve_a.wait(timeout=10)
+    again = csi_call(site, csi, "CreateVolume", restore_request("copy-2", "consumer-b", s1))
+    assert again["code"] == "OK", again
+    volume = again["response"]["volume"]
+    assert volume["content_source"] == {"snapshot": {"snapshot_id": s1}}, volume
+    lines = differences(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
+    assert not lines, "expected the volume from B's copy to equal A's volume exactly:\n" + "\n".join(lines)
+    assert len(fetches(nodes.serve_b)) == 1, "expected nothing fetched the second time"
+    assert f'snapshot {local_id(s1, "consumer-a")} of node "consumer-a" is held whole on this node' in (
+        nodes.serve_b.output())
+    # The CLI's form too.
+    made3 = site.alice.ok_json("volume", "create", "copy-3", "--node", "consumer-b", "--from-snapshot", s1,
+                               timeout=120)
+    lines = differences(expected, describe_tree(b_directory(nodes, made3["id"])))
+    assert not lines, "\n".join(lines)
+
+    # A snapshot of A that B does not hold still needs A: UNAVAILABLE naming A, nothing made on B.
+    nodes.restart_a()
+    s2 = snapshot_through_controller(nodes, csi, "s2", source_id)
+    nodes.serve_a.send_signal(signal.SIGKILL)
+    nodes.serve_a.wait(timeout=10)
+    refused = csi_call(site, csi, "CreateVolume", restore_request("copy-4", "consumer-b", s2))
+    assert refused["code"] == "UNAVAILABLE" and 'node "consumer-a"' in refused["details"], refused
+    assert "copy-4" not in {v["name"] for v in nodes.b.ok_json("volume", "list")}
+
+
 def a_snapshot_id(nodes: Nodes, volume: str, name: str) -> str:
     """A snapshot taken on A by A's own CLI, as the controller names it (A's placed id)."""
     taken = nodes.a.ok_json("snapshot", "commit", volume, "--name", name)
