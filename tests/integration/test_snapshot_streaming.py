@@ -522,6 +522,38 @@ def test_b_restores_from_its_own_copy_of_a_snapshot_of_a_without_asking_a(nodes,
     assert "copy-4" not in {v["name"] for v in nodes.b.ok_json("volume", "list")}
 
 
+def test_a_volume_made_on_b_from_a_snapshot_held_by_the_controller_host_fetches_it_from_there(nodes, csi):
+    site = nodes.site
+    # A volume and its snapshot on the controller host itself: ids that name no node.
+    made = csi_call(site, csi, "CreateVolume", create_request("on-controller"))
+    assert made["code"] == "OK", made
+    source_id = made["response"]["volume"]["volume_id"]
+    assert not source_id.startswith("n"), source_id
+    source = site.controller.state_dir / "volumes" / source_id
+    source.mkdir(exist_ok=True)
+    fill_varied(source)
+    expected = describe_tree(source)
+    snapshot = snapshot_through_controller(nodes, csi, "ctl-s1", source_id)
+    assert snapshot.startswith("snap-"), snapshot
+
+    # B fetches it from the controller host as from any node, then restores it.
+    copy = csi_call(site, csi, "CreateVolume", restore_request("copy", "consumer-b", snapshot))
+    assert copy["code"] == "OK", copy
+    volume = copy["response"]["volume"]
+    assert volume["content_source"] == {"snapshot": {"snapshot_id": snapshot}}, volume
+    lines = differences(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
+    assert not lines, "expected the volume made on B to equal the controller's exactly:\n" + "\n".join(lines)
+    assert f'snapshot {snapshot} fetched from node "controller" for a restore' in nodes.serve_b.output()
+    # The same request again: the same volume, nothing fetched.
+    again = csi_call(site, csi, "CreateVolume", restore_request("copy", "consumer-b", snapshot))
+    assert again["code"] == "OK" and again["response"]["volume"]["volume_id"] == volume["volume_id"], again
+
+    # A snapshot the controller host does not hold: NOT_FOUND naming it and the controller host.
+    missing = csi_call(site, csi, "CreateVolume", restore_request("copy-2", "consumer-b", "snap-" + "0" * 24))
+    assert missing["code"] == "NOT_FOUND" and "snap-" + "0" * 24 in missing["details"], missing
+    assert 'node "controller"' in missing["details"], missing
+
+
 def a_snapshot_id(nodes: Nodes, volume: str, name: str) -> str:
     """A snapshot taken on A by A's own CLI, as the controller names it (A's placed id)."""
     taken = nodes.a.ok_json("snapshot", "commit", volume, "--name", name)
