@@ -7,7 +7,10 @@ attribute. A source killed mid-transfer fails the pull UNAVAILABLE and a retry r
 byte in an object on A is refused on B (DATA_LOSS naming it) and never stored there; the staged
 parts of transfers abandoned long ago are collected by the next pull. The same holds for a
 volume made on B from A's snapshot in one CreateVolume on the controller (CSI with B in its
-topology, or `volume create --node B --from-snapshot ID`): B fetches the snapshot from A first.
+topology, or `volume create --node B --from-snapshot ID`): B fetches the snapshot from A first,
+or restores from its own copy without asking A once it holds it whole. A snapshot of the
+controller host is fetched from the controller as from any node, and a volume placed on the
+controller host from A's snapshot has the controller fetch it from A itself.
 """
 from __future__ import annotations
 
@@ -552,6 +555,39 @@ def test_a_volume_made_on_b_from_a_snapshot_held_by_the_controller_host_fetches_
     missing = csi_call(site, csi, "CreateVolume", restore_request("copy-2", "consumer-b", "snap-" + "0" * 24))
     assert missing["code"] == "NOT_FOUND" and "snap-" + "0" * 24 in missing["details"], missing
     assert 'node "controller"' in missing["details"], missing
+
+
+def test_a_volume_placed_on_the_controller_host_from_a_snapshot_of_a_is_fetched_by_the_controller(nodes, csi):
+    site = nodes.site
+    source_id, source = placed_volume(nodes, "src", "consumer-a")
+    fill_varied(source)
+    expected = describe_tree(source)
+    s1 = snapshot_through_controller(nodes, csi, "s1", source_id)
+
+    # The controller host's own node id in the topology: the controller pulls s1 from A itself,
+    # dialling A with its own certificate, then restores it locally.
+    made = csi_call(site, csi, "CreateVolume", restore_request("copy", "controller", s1))
+    assert made["code"] == "OK", made
+    volume = made["response"]["volume"]
+    assert not volume["volume_id"].startswith("n"), volume  # the controller host's own
+    assert volume["content_source"] == {"snapshot": {"snapshot_id": s1}}, volume
+    copy = site.controller.state_dir / "volumes" / volume["volume_id"]
+    lines = differences(expected, describe_tree(copy))
+    assert not lines, "expected the volume on the controller host to equal A's exactly:\n" + "\n".join(lines)
+    assert f'snapshot {local_id(s1, "consumer-a")} fetched from node "consumer-a" for a restore' in site.serve_log()
+    fetched = fetch_lines(nodes.serve_a)
+    assert fetched and all("peer=controller:" in line for line in fetched), fetched
+
+    # A snapshot A does not have: NOT_FOUND naming it and A.
+    missing = csi_call(site, csi, "CreateVolume",
+                       restore_request("copy-2", "controller", "n10.consumer-a.snap-" + "0" * 24))
+    assert missing["code"] == "NOT_FOUND" and 'node "consumer-a"' in missing["details"], missing
+    # A down: UNAVAILABLE naming A.
+    nodes.serve_a.send_signal(signal.SIGKILL)
+    nodes.serve_a.wait(timeout=10)
+    s2_local = nodes.a.ok_json("snapshot", "commit", "src", "--name", "s2")["id"]
+    down = csi_call(site, csi, "CreateVolume", restore_request("copy-3", "controller", f"n10.consumer-a.{s2_local}"))
+    assert down["code"] == "UNAVAILABLE" and 'node "consumer-a"' in down["details"], down
 
 
 def a_snapshot_id(nodes: Nodes, volume: str, name: str) -> str:
