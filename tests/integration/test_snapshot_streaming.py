@@ -550,6 +550,12 @@ def test_a_volume_made_on_b_from_a_snapshot_held_by_the_controller_host_fetches_
     # The same request again: the same volume, nothing fetched.
     again = csi_call(site, csi, "CreateVolume", restore_request("copy", "consumer-b", snapshot))
     assert again["code"] == "OK" and again["response"]["volume"]["volume_id"] == volume["volume_id"], again
+    # The CLI's form, by the snapshot's name on the controller host: B holds it now, nothing travels.
+    by_name = site.alice.ok_json("volume", "create", "copy-cli", "--node", "consumer-b", "--from-snapshot", "ctl-s1",
+                                 timeout=120)
+    lines = differences(expected, describe_tree(b_directory(nodes, by_name["id"])))
+    assert not lines, "\n".join(lines)
+    assert nodes.serve_b.output().count(f'snapshot {snapshot} fetched from node "controller"') == 1
 
     # A snapshot the controller host does not hold: NOT_FOUND naming it and the controller host.
     missing = csi_call(site, csi, "CreateVolume", restore_request("copy-2", "consumer-b", "snap-" + "0" * 24))
