@@ -65,6 +65,10 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
     controller = kept_channel(globals.controller, credentials);
     plugin_options.controller_channel = controller;  // other nodes, through its proxy
     plugin_options.node_credentials = credentials;   // or directly, for a snapshot pull
+  } else if (plugin_options.role != PluginRole::kNode && !options.listen.empty()) {
+    // The controller itself dials a node with its own certificate to pull a snapshot from it
+    // (a volume placed on this host from a node's snapshot; daemon/source_node.h).
+    plugin_options.node_credentials = channel_credentials(tls);
   }
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();

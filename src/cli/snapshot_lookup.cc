@@ -20,24 +20,45 @@ Expected<SnapshotRecord> resolve_snapshot(Session& session, std::string_view ref
   return snapshot_record_of(response.snapshot());
 }
 
-Expected<SnapshotRecord> resolve_snapshot_to_restore(Session& session, std::string_view reference) {
-  auto placed = decode_placed_id(reference);
-  if (!placed) return resolve_snapshot(session, reference);
-  auto stub = session.client().object_store(placed->node);
+namespace {
+
+// LookupSnapshot of `local_id` on `node`, through the controller's proxy.
+Expected<SnapshotRecord> look_up_on_node(Session& session, const std::string& node,
+                                         const std::string& local_id) {
+  auto stub = session.client().object_store(node);
   if (!stub) return stub.status();
   grpc::ClientContext call;
   call.set_deadline(std::chrono::system_clock::now() + CsiClient::kCallDeadline);
-  call.AddMetadata(kProxyNodeKey, placed->node);
+  call.AddMetadata(kProxyNodeKey, node);
   v1::LookupSnapshotRequest request;
-  request.set_reference(placed->local_id);
+  request.set_reference(local_id);
   v1::LookupSnapshotResponse response;
-  Status found = from_grpc((*stub)->LookupSnapshot(&call, request, &response));
-  if (!found) {
-    return found.with_context(
+  ROSETCTL_RETURN_IF_ERROR(from_grpc((*stub)->LookupSnapshot(&call, request, &response)));
+  return snapshot_record_of(response.snapshot());
+}
+
+}  // namespace
+
+Expected<SnapshotRecord> resolve_snapshot_to_restore(Session& session, std::string_view reference,
+                                                     std::string_view target_node) {
+  auto placed = decode_placed_id(reference);
+  if (!placed) return resolve_snapshot(session, reference);
+  // The node the volume is made on restores from its own copy when it holds the snapshot whole,
+  // without asking the node the id names (daemon/content_source.cc): so it is asked first, and
+  // a create there works while that node is down. Only a record of the very id counts.
+  if (!target_node.empty() && target_node != placed->node) {
+    auto held = look_up_on_node(session, std::string(target_node), placed->local_id);
+    if (held && held->id == placed->local_id) {
+      held->id = std::string(reference);
+      return held;
+    }
+  }
+  auto record = look_up_on_node(session, placed->node, placed->local_id);
+  if (!record) {
+    return record.status().with_context(
         fmt::format("snapshot {} on node \"{}\"", display_quoted(reference), placed->node));
   }
-  SnapshotRecord record = snapshot_record_of(response.snapshot());
-  record.id = std::string(reference);
+  record->id = std::string(reference);
   return record;
 }
 

@@ -19,8 +19,10 @@ Expected<SnapshotRecord> resolve_snapshot(Session& session, std::string_view ref
 // controller lists snapshots of its nodes) is looked up on that node, through the controller's
 // proxy, and keeps its placed id (the node the volume is made on fetches it from there); any
 // other reference as resolve_snapshot. Only ready snapshots of the local provider move
-// between nodes.
-Expected<SnapshotRecord> resolve_snapshot_to_restore(Session& session, std::string_view reference);
+// between nodes. `target_node` (the node the volume is to be made on, "" for the controller
+// host) is asked first: when it holds the snapshot whole, the node the id names is not asked.
+Expected<SnapshotRecord> resolve_snapshot_to_restore(Session& session, std::string_view reference,
+                                                     std::string_view target_node = "");
 
 // NOT_FOUND for `reference` when this host has no state yet (after validating it): read-only
 // snapshot verbs answer so instead of creating the state directory (as `volume show` does).

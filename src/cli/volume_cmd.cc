@@ -81,7 +81,7 @@ Status parse_parameters(const std::vector<std::string>& items,
 Expected<bool> set_content_source(Session& session, const CreateOptions& options,
                                   csi::v1::CreateVolumeRequest* request) {
   if (!options.from_snapshot.empty()) {
-    auto snapshot = resolve_snapshot_to_restore(session, options.from_snapshot);
+    auto snapshot = resolve_snapshot_to_restore(session, options.from_snapshot, options.node);
     if (!snapshot) return snapshot.status();
     request->mutable_volume_content_source()->mutable_snapshot()->set_snapshot_id(snapshot->id);
     return is_block_snapshot(*snapshot);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/commit_store/commit_store.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
 #include "daemon/placed_id.h"
@@ -30,15 +31,45 @@ Status check_capacity(std::string_view what, int64_t needed, int64_t required, i
   return Status::ok();
 }
 
+// Whether this node holds snapshot `id` whole: a ready record, its commit in this node's store.
+//
+// Such a record IS the snapshot another node's placed id names by that local id, so it restores
+// without asking that node: a snapshot id is made once, by the node that takes the snapshot (its
+// creation time to the nanosecond and 32 random bits, or a commit id, which names the content
+// itself), and a pull copies it unchanged with its name and commit (snapshot_pull.h), the record
+// written only once every object is stored. No other way makes a record of another node's id.
+// The name is not compared: only the source node could say it, and asking is what this avoids.
+// The commit's content is verified as it is restored, as for any local snapshot.
+Expected<bool> held_here(const ServiceContext& context, const std::string& id) {
+  auto snapshot = context.store.find_snapshot(id);
+  if (!snapshot) return snapshot.status();
+  if (!snapshot->has_value() || !(*snapshot)->ready) return false;
+  auto store = CommitStore::open(context.layout.commit_store_dir());
+  if (!store) return store.status();
+  return (*store)->has_commit((*snapshot)->commit_id);
+}
+
 // A snapshot another node holds (its placed id names that node; this node's own placed ids were
 // made local by the interceptor already): fetched here first, only the objects this node lacks,
 // and recorded as this node's snapshot under the same local id, name and commit (README "Moving
-// snapshots between nodes"); then it restores as any local one. A retry resumes a broken fetch;
-// a snapshot fetched before sends nothing. Returns the id to restore here.
+// snapshots between nodes"); then it restores as any local one. A retry resumes a broken fetch.
+// A snapshot this node holds whole already (fetched before) is restored from this node's copy
+// without contacting its node at all: a create here then works while that node is down, and
+// after its snapshot there was deleted (the copy here is as good; README). Returns the id to
+// restore here.
 Expected<std::string> fetch_if_elsewhere(const ServiceContext& context, const std::string& id) {
   auto placed = decode_placed_id(id);
   if (!placed) return id;
   if (placed->node == context.options.node_id) return placed->local_id;
+  auto held = held_here(context, placed->local_id);
+  if (!held) return held.status();
+  if (*held) {
+    spdlog::info(
+        "snapshot {} of node \"{}\" is held whole on this node: restored from this "
+        "node's copy, node \"{}\" not asked",
+        placed->local_id, placed->node, placed->node);
+    return placed->local_id;
+  }
   // One fetch of a snapshot at a time: a second create from it waits its turn (ABORTED) rather
   // than receiving the same objects beside the first.
   auto lock = context.locks.try_lock(

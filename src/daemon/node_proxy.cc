@@ -176,6 +176,11 @@ Expected<std::shared_ptr<grpc::Channel>> NodeProxy::route(const grpc::ServerCont
                                                           const std::string& node_id) {
   ROSETCTL_RETURN_IF_ERROR(authorize_forward(peer_of(call), method, node_id));
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(node_id, "rosetctl-node"));
+  // This host's own commit store, read as any node's is (README "Moving snapshots between
+  // nodes"): the calls were authorized as for a node above.
+  if (node_id == context_.options.node_id && own_objects_ && reads_other_nodes_objects(method)) {
+    return own_objects_;
+  }
   auto node = context_.store.find_node(node_id);
   if (!node) return node.status();
   if (!node->has_value()) {

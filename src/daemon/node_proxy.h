@@ -22,7 +22,12 @@ namespace rosetctl {
 class NodeProxy final : public grpc::CallbackGenericService {
  public:
   // `tls`: the controller's own files, shown to the nodes; none: nothing can be forwarded.
-  NodeProxy(ServiceContext& context, TlsFiles tls) : context_(context), tls_(std::move(tls)) {}
+  // `own_objects`: a channel to this host's own ObjectStore (Plugin), for the reading calls that
+  // name this host's node id: a node pulls a snapshot of this host as from any node. Null: such
+  // calls are refused as for a node that is not registered.
+  NodeProxy(ServiceContext& context, TlsFiles tls,
+            std::shared_ptr<grpc::Channel> own_objects = nullptr)
+      : context_(context), tls_(std::move(tls)), own_objects_(std::move(own_objects)) {}
 
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* call) override;
 
@@ -35,6 +40,7 @@ class NodeProxy final : public grpc::CallbackGenericService {
  private:
   ServiceContext& context_;
   TlsFiles tls_;
+  std::shared_ptr<grpc::Channel> own_objects_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // guarded by mutex_
 };

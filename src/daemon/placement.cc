@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/validate.h"
 #include "daemon/controller_service.h"
@@ -37,6 +38,25 @@ std::optional<std::string> source_node(const csi::v1::CreateVolumeRequest& reque
   return placed->node;
 }
 
+// A snapshot of this host as the source of a create on another node: its id names no node, so
+// it is named for the node as any node's snapshot is, with this host's node id. The node then
+// fetches it from this host (through the proxy, which answers the reading ObjectStore calls for
+// this host itself, daemon/node_proxy.h) and restores it: the one path of a snapshot held
+// elsewhere (daemon/content_source.cc), where the bare id would be taken for one of the node's
+// own and answered NOT_FOUND. Returns the id as the caller gave it ("" when nothing changed).
+Expected<std::string> place_own_snapshot(const std::string& own_node,
+                                         csi::v1::CreateVolumeRequest& request) {
+  if (!request.volume_content_source().has_snapshot()) return std::string();
+  auto* snapshot = request.mutable_volume_content_source()->mutable_snapshot();
+  if (snapshot->snapshot_id().empty() || decode_placed_id(snapshot->snapshot_id())) {
+    return std::string();
+  }
+  auto placed = encode_placed_id(own_node, snapshot->snapshot_id());
+  if (!placed) return placed.status();
+  std::string given = std::exchange(*snapshot->mutable_snapshot_id(), std::move(*placed));
+  return given;
+}
+
 }  // namespace
 
 std::optional<std::string> ControllerService::placement_of(
@@ -60,10 +80,18 @@ Status ControllerService::create_on_node(const std::string& node,
   // node this controller does not know is such a place.
   // A restore or clone copies data, on that node, and fetches a snapshot held by yet another
   // node first (daemon/content_source.cc): it takes as long as its caller waits.
-  return nodes_.call(node, &csi::v1::Controller::Stub::CreateVolume, request, response,
-                     Code::kResourceExhausted,
-                     request.has_volume_content_source() ? NodeControllers::kDataPatience
-                                                         : NodeControllers::kDefaultPatience);
+  csi::v1::CreateVolumeRequest forwarded = request;
+  auto given = place_own_snapshot(context_.options.node_id, forwarded);
+  if (!given) return given.status();
+  ROSETCTL_RETURN_IF_ERROR(nodes_.call(
+      node, &csi::v1::Controller::Stub::CreateVolume, forwarded, response, Code::kResourceExhausted,
+      request.has_volume_content_source() ? NodeControllers::kDataPatience
+                                          : NodeControllers::kDefaultPatience));
+  // The volume names its source as the caller did.
+  auto* source = response->mutable_volume()->mutable_content_source();
+  if (!given->empty() && source->has_snapshot())
+    source->mutable_snapshot()->set_snapshot_id(*given);
+  return Status::ok();
 }
 
 Status ControllerService::capacity_on_node(const std::string& node,

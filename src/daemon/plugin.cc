@@ -106,10 +106,17 @@ Status Plugin::start(const std::optional<std::string>& unix_socket,
   if (!tcp.empty()) ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--listen"));
   tls_ = tls;
   node_controllers_->set_tls(tls);
+  if (context_->options.role == PluginRole::kController) {
+    grpc::ServerBuilder own;
+    own.RegisterService(objects_.get());
+    own_objects_ = own.BuildAndStart();
+    if (!own_objects_) return error(Code::kUnavailable, "cannot start this host's ObjectStore");
+    own_objects_channel_ = own_objects_->InProcessChannel(grpc::ChannelArguments());
+  }
   grpc::ServerBuilder builder;
   if (unix_socket)
     builder.AddListeningPort("unix:" + *unix_socket, grpc::InsecureServerCredentials());
-  proxy_ = std::make_unique<NodeProxy>(*context_, tls);
+  proxy_ = std::make_unique<NodeProxy>(*context_, tls, own_objects_channel_);
   register_services(builder, *proxy_);
   server_ = builder.BuildAndStart();
   if (!server_) {
@@ -163,7 +170,7 @@ Expected<Plugin::TcpServer> Plugin::start_tcp(const std::vector<std::string>& ad
   for (size_t i = 0; i < addresses.size(); ++i)
     builder.AddListeningPort(addresses[i], credentials, &(*ports)[i]);
   TcpServer tcp;
-  tcp.proxy = std::make_unique<NodeProxy>(*context_, tls_);
+  tcp.proxy = std::make_unique<NodeProxy>(*context_, tls_, own_objects_channel_);
   register_services(builder, *tcp.proxy);
   tcp.server = builder.BuildAndStart();
   if (!tcp.server) {
@@ -218,8 +225,14 @@ void Plugin::shutdown(std::chrono::milliseconds grace) {
   if (server_) server_->Shutdown(deadline);
   if (tcp_.server) tcp_.server->Wait();
   if (server_) server_->Wait();
+  // Last: the proxies' calls to it ended with theirs.
+  if (own_objects_) {
+    own_objects_->Shutdown(deadline);
+    own_objects_->Wait();
+  }
   tcp_.server.reset();
   server_.reset();
+  own_objects_.reset();
   metrics_.reset();
 }
 

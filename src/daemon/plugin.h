@@ -92,6 +92,11 @@ class Plugin {
   // work) and before the services its handlers use.
   std::unique_ptr<HandlerPool> handlers_;
   std::unique_ptr<grpc::Server> server_;  // the unix socket and the in-process channel
+  // On a controller (which serves no ObjectStore of its own, so that ObjectStore calls naming
+  // a node go to the proxy): its own commit store's ObjectStore on a server without listeners,
+  // which the proxies reach in process for the reading calls naming this host (node_proxy.h).
+  std::unique_ptr<grpc::Server> own_objects_;
+  std::shared_ptr<grpc::Channel> own_objects_channel_;
   TcpServer tcp_;
   std::vector<std::string> tcp_addresses_;  // as bound: "ADDR:PORT" with the port picked
   TlsFiles tls_;

@@ -322,10 +322,14 @@ Expected<v1::PullSnapshotProgress> pull_snapshot(const ServiceContext& context,
     return error(Code::kInvalidArgument,
                  "node \"{}\" is this node: a snapshot is pulled from another node", from_node);
   }
-  if (!context.options.controller_channel) {
+  // A node asks its controller where the source is; the controller itself (serve --listen with
+  // its certificate, no --controller) reads its own registry and dials the node directly.
+  if (!context.options.controller_channel && !context.options.node_credentials) {
     return error(Code::kUnavailable,
-                 "node \"{}\" is found through the controller's registry, and this node has no "
-                 "controller (serve --controller, or the CLI's --controller)",
+                 "node \"{}\" is found through the controller's registry, and this host has no "
+                 "controller (serve --controller, or the CLI's --controller), nor, as the "
+                 "controller, a certificate to dial the node with (serve --listen with "
+                 "--tls-cert, --tls-key and --tls-ca)",
                  from_node);
   }
   v1::LookupSnapshotResponse found;

@@ -39,6 +39,19 @@ Expected<std::string> registered_address(const std::shared_ptr<grpc::Channel>& c
   return std::string();
 }
 
+// On the controller itself (no controller to ask): the address its own registry records for
+// `node`; NOT_FOUND naming a node it does not know.
+Expected<std::string> own_registry_address(const ServiceContext& context, const std::string& node) {
+  auto registered = context.store.find_node(node);
+  if (!registered) return registered.status();
+  if (!registered->has_value()) {
+    return error(Code::kNotFound,
+                 "node {} is not registered with this controller (rosetctl node list)",
+                 display_quoted(node));
+  }
+  return (*registered)->address;
+}
+
 // One connection of its own per lane, so the lanes' bytes are decrypted side by side and no
 // lane's flow control holds up another's.
 std::shared_ptr<grpc::Channel> lane_channel(const std::string& address,
@@ -64,7 +77,9 @@ Expected<SourceNode> SourceNode::dial(const ServiceContext& context, const std::
   if (!context.options.node_credentials) {
     return error(Code::kUnavailable, "this host has no certificate to show another node");
   }
-  auto address = registered_address(context.options.controller_channel, node);
+  auto address = context.options.controller_channel
+                     ? registered_address(context.options.controller_channel, node)
+                     : own_registry_address(context, node);
   if (!address) return address.status();
   if (address->empty()) {
     return error(Code::kUnavailable, "the registry records no address for node {}",
@@ -92,6 +107,9 @@ Expected<SourceNode> SourceNode::reach(const ServiceContext& context, const std:
     }
     direct = looked_up.status();
   }
+  // This host is the controller: its proxy would dial the same address with the same
+  // certificate, so the direct route's failure is the answer.
+  if (!context.options.controller_channel) return direct.status();
   spdlog::info("pulling from node {} through the controller's proxy: {}", display_quoted(node),
                escape_text(direct.status().message()));
   SourceNode proxied = through_proxy(context, node, lanes);

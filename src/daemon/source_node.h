@@ -28,7 +28,9 @@ class SourceNode {
   // Reaches `node` and looks up snapshot `reference` there (into `found`): directly when the
   // registry has an address for it and this host has certificates to show
   // (PluginOptions::node_credentials), through the proxy when not, or when the direct route
-  // fails before the node itself answers (the reason is logged). Up to `lanes` fetches run side
+  // fails before the node itself answers (the reason is logged). On the controller itself (no
+  // controller channel, its own certificate as node_credentials) only directly, at the address
+  // its own registry records: it is the proxy. Up to `lanes` fetches run side
   // by side (each on a connection of its own when direct).
   static Expected<SourceNode> reach(const ServiceContext& context, const std::string& node,
                                     const std::string& reference, int lanes,

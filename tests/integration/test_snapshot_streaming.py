@@ -7,7 +7,10 @@ attribute. A source killed mid-transfer fails the pull UNAVAILABLE and a retry r
 byte in an object on A is refused on B (DATA_LOSS naming it) and never stored there; the staged
 parts of transfers abandoned long ago are collected by the next pull. The same holds for a
 volume made on B from A's snapshot in one CreateVolume on the controller (CSI with B in its
-topology, or `volume create --node B --from-snapshot ID`): B fetches the snapshot from A first.
+topology, or `volume create --node B --from-snapshot ID`): B fetches the snapshot from A first,
+or restores from its own copy without asking A once it holds it whole. A snapshot of the
+controller host is fetched from the controller as from any node, and a volume placed on the
+controller host from A's snapshot has the controller fetch it from A itself.
 A clone on B of a volume on A goes by a snapshot the controller takes on A and removes afterwards.
 """
 from __future__ import annotations
@@ -526,6 +529,116 @@ def test_a_create_on_b_whose_source_node_dies_fails_unavailable_and_a_retry_resu
     assert not lines, "\n".join(lines)
     # Again: the same volume, nothing fetched.
     assert site.alice.ok_json(*create[:-2], timeout=300)["id"] == made["id"]
+
+
+def test_b_restores_from_its_own_copy_of_a_snapshot_of_a_without_asking_a(nodes, csi):
+    site = nodes.site
+    source_id, source = placed_volume(nodes, "src", "consumer-a")
+    fill_varied(source)
+    expected = describe_tree(source)
+    s1 = snapshot_through_controller(nodes, csi, "s1", source_id)
+    made = csi_call(site, csi, "CreateVolume", restore_request("copy", "consumer-b", s1))
+    assert made["code"] == "OK", made
+    assert len(fetches(nodes.serve_b)) == 1, fetches(nodes.serve_b)
+
+    # A is gone; B holds s1 whole (the first create fetched it): another volume from A's id
+    # restores from B's copy, without asking A.
+    nodes.serve_a.send_signal(signal.SIGKILL)
+    nodes.serve_a.wait(timeout=10)
+    again = csi_call(site, csi, "CreateVolume", restore_request("copy-2", "consumer-b", s1))
+    assert again["code"] == "OK", again
+    volume = again["response"]["volume"]
+    assert volume["content_source"] == {"snapshot": {"snapshot_id": s1}}, volume
+    lines = differences(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
+    assert not lines, "expected the volume from B's copy to equal A's volume exactly:\n" + "\n".join(lines)
+    assert len(fetches(nodes.serve_b)) == 1, "expected nothing fetched the second time"
+    assert f'snapshot {local_id(s1, "consumer-a")} of node "consumer-a" is held whole on this node' in (
+        nodes.serve_b.output())
+    # The CLI's form too.
+    made3 = site.alice.ok_json("volume", "create", "copy-3", "--node", "consumer-b", "--from-snapshot", s1,
+                               timeout=120)
+    lines = differences(expected, describe_tree(b_directory(nodes, made3["id"])))
+    assert not lines, "\n".join(lines)
+
+    # A snapshot of A that B does not hold still needs A: UNAVAILABLE naming A, nothing made on B.
+    nodes.restart_a()
+    s2 = snapshot_through_controller(nodes, csi, "s2", source_id)
+    nodes.serve_a.send_signal(signal.SIGKILL)
+    nodes.serve_a.wait(timeout=10)
+    refused = csi_call(site, csi, "CreateVolume", restore_request("copy-4", "consumer-b", s2))
+    assert refused["code"] == "UNAVAILABLE" and 'node "consumer-a"' in refused["details"], refused
+    assert "copy-4" not in {v["name"] for v in nodes.b.ok_json("volume", "list")}
+
+
+def test_a_volume_made_on_b_from_a_snapshot_held_by_the_controller_host_fetches_it_from_there(nodes, csi):
+    site = nodes.site
+    # A volume and its snapshot on the controller host itself: ids that name no node.
+    made = csi_call(site, csi, "CreateVolume", create_request("on-controller"))
+    assert made["code"] == "OK", made
+    source_id = made["response"]["volume"]["volume_id"]
+    assert not source_id.startswith("n"), source_id
+    source = site.controller.state_dir / "volumes" / source_id
+    source.mkdir(exist_ok=True)
+    fill_varied(source)
+    expected = describe_tree(source)
+    snapshot = snapshot_through_controller(nodes, csi, "ctl-s1", source_id)
+    assert snapshot.startswith("snap-"), snapshot
+
+    # B fetches it from the controller host as from any node, then restores it.
+    copy = csi_call(site, csi, "CreateVolume", restore_request("copy", "consumer-b", snapshot))
+    assert copy["code"] == "OK", copy
+    volume = copy["response"]["volume"]
+    assert volume["content_source"] == {"snapshot": {"snapshot_id": snapshot}}, volume
+    lines = differences(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
+    assert not lines, "expected the volume made on B to equal the controller's exactly:\n" + "\n".join(lines)
+    assert f'snapshot {snapshot} fetched from node "controller" for a restore' in nodes.serve_b.output()
+    # The same request again: the same volume, nothing fetched.
+    again = csi_call(site, csi, "CreateVolume", restore_request("copy", "consumer-b", snapshot))
+    assert again["code"] == "OK" and again["response"]["volume"]["volume_id"] == volume["volume_id"], again
+    # The CLI's form, by the snapshot's name on the controller host: B holds it now, nothing travels.
+    by_name = site.alice.ok_json("volume", "create", "copy-cli", "--node", "consumer-b", "--from-snapshot", "ctl-s1",
+                                 timeout=120)
+    lines = differences(expected, describe_tree(b_directory(nodes, by_name["id"])))
+    assert not lines, "\n".join(lines)
+    assert nodes.serve_b.output().count(f'snapshot {snapshot} fetched from node "controller"') == 1
+
+    # A snapshot the controller host does not hold: NOT_FOUND naming it and the controller host.
+    missing = csi_call(site, csi, "CreateVolume", restore_request("copy-2", "consumer-b", "snap-" + "0" * 24))
+    assert missing["code"] == "NOT_FOUND" and "snap-" + "0" * 24 in missing["details"], missing
+    assert 'node "controller"' in missing["details"], missing
+
+
+def test_a_volume_placed_on_the_controller_host_from_a_snapshot_of_a_is_fetched_by_the_controller(nodes, csi):
+    site = nodes.site
+    source_id, source = placed_volume(nodes, "src", "consumer-a")
+    fill_varied(source)
+    expected = describe_tree(source)
+    s1 = snapshot_through_controller(nodes, csi, "s1", source_id)
+
+    # The controller host's own node id in the topology: the controller pulls s1 from A itself,
+    # dialling A with its own certificate, then restores it locally.
+    made = csi_call(site, csi, "CreateVolume", restore_request("copy", "controller", s1))
+    assert made["code"] == "OK", made
+    volume = made["response"]["volume"]
+    assert not volume["volume_id"].startswith("n"), volume  # the controller host's own
+    assert volume["content_source"] == {"snapshot": {"snapshot_id": s1}}, volume
+    copy = site.controller.state_dir / "volumes" / volume["volume_id"]
+    lines = differences(expected, describe_tree(copy))
+    assert not lines, "expected the volume on the controller host to equal A's exactly:\n" + "\n".join(lines)
+    assert f'snapshot {local_id(s1, "consumer-a")} fetched from node "consumer-a" for a restore' in site.serve_log()
+    fetched = fetch_lines(nodes.serve_a)
+    assert fetched and all("peer=controller:" in line for line in fetched), fetched
+
+    # A snapshot A does not have: NOT_FOUND naming it and A.
+    missing = csi_call(site, csi, "CreateVolume",
+                       restore_request("copy-2", "controller", "n10.consumer-a.snap-" + "0" * 24))
+    assert missing["code"] == "NOT_FOUND" and 'node "consumer-a"' in missing["details"], missing
+    # A down: UNAVAILABLE naming A.
+    nodes.serve_a.send_signal(signal.SIGKILL)
+    nodes.serve_a.wait(timeout=10)
+    s2_local = nodes.a.ok_json("snapshot", "commit", "src", "--name", "s2")["id"]
+    down = csi_call(site, csi, "CreateVolume", restore_request("copy-3", "controller", f"n10.consumer-a.{s2_local}"))
+    assert down["code"] == "UNAVAILABLE" and 'node "consumer-a"' in down["details"], down
 
 
 def a_snapshot_id(nodes: Nodes, volume: str, name: str) -> str:
