@@ -127,6 +127,12 @@ Expected<AccessType> single_access_type(const std::vector<Capability>& capabilit
   return type;
 }
 
+// Where the volume a request clones lives, when its id names a node.
+std::optional<PlacedId> volume_source_node(const csi::v1::CreateVolumeRequest& request) {
+  if (!request.volume_content_source().has_volume()) return std::nullopt;
+  return decode_placed_id(request.volume_content_source().volume().volume_id());
+}
+
 bool topology_allows_node(const csi::v1::TopologyRequirement& requirement,
                           std::string_view node_id) {
   if (requirement.requisite().empty()) return true;
@@ -239,6 +245,12 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
   if (!controller) return controller.status();
   if ((*provider)->volumes_are_node_local()) {
     if (auto node = placement_of(request)) return create_on_node(*node, request, response);
+    // Here, a clone of a node's volume: by way of a snapshot of it there, as on any node.
+    if (auto source = volume_source_node(request); source && clone_by.empty() &&
+                                                   context_.options.role != PluginRole::kNode &&
+                                                   source->node != context_.options.node_id) {
+      return clone_on_node(context_.options.node_id, *source, request, response);
+    }
   }
   if ((*provider)->volumes_are_node_local() &&
       !topology_allows_node(request.accessibility_requirements(), context_.options.node_id)) {

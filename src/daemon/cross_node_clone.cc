@@ -1,9 +1,9 @@
-// A clone of a volume that lives on node A, made on node B (README "Volumes on many nodes"):
-// content moves between nodes only as snapshots do (daemon/snapshot_pull.h), so the controller
-// snapshots the volume on A, has B make the volume from that snapshot, and removes the snapshot
-// from both nodes afterwards. Three CSI calls to the nodes, each the very call a user could make;
-// B records the volume as a clone of A's volume, so a repeated CreateVolume is answered by name
-// on B like any other.
+// A clone of a volume that lives on node A (or on the controller host), made on node B (README
+// "Moving snapshots between nodes"): content moves between nodes only as snapshots do
+// (daemon/snapshot_pull.h), so the controller snapshots the volume on A, has B make the volume
+// from that snapshot, and removes the snapshot from both nodes afterwards. Three CSI calls to the
+// nodes, each the very call a user could make; B records the volume as a clone of A's volume, so
+// a repeated CreateVolume is answered by name on B like any other.
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -13,6 +13,7 @@
 #include "core/validate.h"
 #include "daemon/controller_service.h"
 #include "daemon/peer_authority.h"
+#include "daemon/placed_fields.h"
 
 namespace rosetctl {
 namespace {
@@ -53,10 +54,18 @@ Expected<std::string> ControllerService::snapshot_for_clone(
   auto give_up = std::chrono::steady_clock::now() + NodeControllers::kDataPatience;
   for (;;) {
     csi::v1::CreateSnapshotResponse taken;
-    // CSI: NOT_FOUND when the source of a CreateVolume does not exist; a node nobody registered
-    // holds nothing.
-    Status status = nodes_.call(source.node, &csi::v1::Controller::Stub::CreateSnapshot, take,
-                                &taken, Code::kNotFound, NodeControllers::kDataPatience);
+    Status status = Status::ok();
+    if (source.node == context_.options.node_id) {
+      // A volume of this host: snapshotted here, named for the node with this host's id.
+      take.set_source_volume_id(source.local_id);
+      status = create_snapshot(take, &taken);
+      if (status) status = place_ids(taken, source.node);
+    } else {
+      // CSI: NOT_FOUND when the source of a CreateVolume does not exist; a node nobody
+      // registered holds nothing.
+      status = nodes_.call(source.node, &csi::v1::Controller::Stub::CreateSnapshot, take, &taken,
+                           Code::kNotFound, NodeControllers::kDataPatience);
+    }
     if (!status) {
       return status.with_context(fmt::format(
           "volume_content_source: volume {} (snapshotting it on node \"{}\" to clone it)",
@@ -82,10 +91,16 @@ void ControllerService::remove_clone_snapshot(const PlacedId& snapshot, const st
     auto id = encode_placed_id(holder, snapshot.local_id);
     if (!id) continue;
     csi::v1::DeleteSnapshotRequest remove;
-    remove.set_snapshot_id(*id);
     csi::v1::DeleteSnapshotResponse removed;
-    Status status = nodes_.call(holder, &csi::v1::Controller::Stub::DeleteSnapshot, remove,
-                                &removed, Code::kUnavailable);
+    Status status = Status::ok();
+    if (holder == context_.options.node_id) {
+      remove.set_snapshot_id(snapshot.local_id);
+      status = delete_snapshot(remove);
+    } else {
+      remove.set_snapshot_id(*id);
+      status = nodes_.call(holder, &csi::v1::Controller::Stub::DeleteSnapshot, remove, &removed,
+                           Code::kUnavailable);
+    }
     if (!status) {
       spdlog::warn("the snapshot {} taken for a clone was not removed from node \"{}\": {}", *id,
                    holder, escape_text(status.message()));
@@ -103,9 +118,12 @@ Status ControllerService::clone_on_node(const std::string& node, const PlacedId&
     return error(Code::kInternal, "node \"{}\" answered CreateSnapshot with id {}", source.node,
                  *snapshot_id);
   }
-  Status created = nodes_.call(node, &csi::v1::Controller::Stub::CreateVolume, request, response,
-                               Code::kResourceExhausted, NodeControllers::kDataPatience,
-                               {{kCloneBySnapshotKey, *snapshot_id}});
+  Status created =
+      node == context_.options.node_id
+          ? create_volume(request, response, *snapshot_id)  // the controller host's own
+          : nodes_.call(node, &csi::v1::Controller::Stub::CreateVolume, request, response,
+                        Code::kResourceExhausted, NodeControllers::kDataPatience,
+                        {{kCloneBySnapshotKey, *snapshot_id}});
   // Made or not, this snapshot has done its part: a retry takes another, and B skips whatever
   // objects it verified before (content addressing), so removing it loses no work done.
   remove_clone_snapshot(*snapshot, node);

@@ -38,23 +38,24 @@ std::optional<std::string> source_node(const csi::v1::CreateVolumeRequest& reque
   return placed->node;
 }
 
-// A snapshot of this host as the source of a create on another node: its id names no node, so
-// it is named for the node as any node's snapshot is, with this host's node id. The node then
-// fetches it from this host (through the proxy, which answers the reading ObjectStore calls for
-// this host itself, daemon/node_proxy.h) and restores it: the one path of a snapshot held
-// elsewhere (daemon/content_source.cc), where the bare id would be taken for one of the node's
-// own and answered NOT_FOUND. Returns the id as the caller gave it ("" when nothing changed).
-Expected<std::string> place_own_snapshot(const std::string& own_node,
-                                         csi::v1::CreateVolumeRequest& request) {
-  if (!request.volume_content_source().has_snapshot()) return std::string();
-  auto* snapshot = request.mutable_volume_content_source()->mutable_snapshot();
-  if (snapshot->snapshot_id().empty() || decode_placed_id(snapshot->snapshot_id())) {
-    return std::string();
-  }
-  auto placed = encode_placed_id(own_node, snapshot->snapshot_id());
+// A snapshot or volume of this host as the source of a create on another node: its id names no
+// node, so it is named for the node as any node's is, with this host's node id. The node then
+// fetches the snapshot from this host (through the proxy, which answers the reading ObjectStore
+// calls for this host itself, daemon/node_proxy.h) and restores it: the one path of a snapshot
+// held elsewhere (daemon/content_source.cc), where the bare id would be taken for one of the
+// node's own and answered NOT_FOUND. A volume is cloned by way of a snapshot of it here
+// (daemon/cross_node_clone.cc). Returns the id as the caller gave it ("" when nothing changed).
+Expected<std::string> place_own_source(const std::string& own_node,
+                                       csi::v1::CreateVolumeRequest& request) {
+  if (!request.has_volume_content_source()) return std::string();
+  auto* source = request.mutable_volume_content_source();
+  std::string* id = source->has_snapshot() ? source->mutable_snapshot()->mutable_snapshot_id()
+                    : source->has_volume() ? source->mutable_volume()->mutable_volume_id()
+                                           : nullptr;
+  if (id == nullptr || id->empty() || decode_placed_id(*id)) return std::string();
+  auto placed = encode_placed_id(own_node, *id);
   if (!placed) return placed.status();
-  std::string given = std::exchange(*snapshot->mutable_snapshot_id(), std::move(*placed));
-  return given;
+  return std::exchange(*id, std::move(*placed));
 }
 
 }  // namespace
@@ -72,25 +73,31 @@ Status ControllerService::create_on_node(const std::string& node,
                                          csi::v1::CreateVolumeResponse* response) {
   ROSETCTL_RETURN_IF_ERROR(validate_name(request.name(), "name"));
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(node, fmt::format("topology {}", kTopologyNodeKey)));
-  if (request.has_volume_content_source() && request.volume_content_source().has_volume()) {
-    auto source = decode_placed_id(request.volume_content_source().volume().volume_id());
-    if (source && source->node != node) return clone_on_node(node, *source, request, response);
-  }
   // CSI: RESOURCE_EXHAUSTED when the volume cannot be provisioned in the requested topology; a
   // node this controller does not know is such a place.
   // A restore or clone copies data, on that node, and fetches a snapshot held by yet another
   // node first (daemon/content_source.cc): it takes as long as its caller waits.
   csi::v1::CreateVolumeRequest forwarded = request;
-  auto given = place_own_snapshot(context_.options.node_id, forwarded);
+  auto given = place_own_source(context_.options.node_id, forwarded);
   if (!given) return given.status();
-  ROSETCTL_RETURN_IF_ERROR(nodes_.call(
-      node, &csi::v1::Controller::Stub::CreateVolume, forwarded, response, Code::kResourceExhausted,
-      request.has_volume_content_source() ? NodeControllers::kDataPatience
-                                          : NodeControllers::kDefaultPatience));
+  const auto& source = forwarded.volume_content_source();
+  auto volume_elsewhere =
+      source.has_volume() ? decode_placed_id(source.volume().volume_id()) : std::nullopt;
+  if (volume_elsewhere && volume_elsewhere->node != node) {
+    ROSETCTL_RETURN_IF_ERROR(clone_on_node(node, *volume_elsewhere, forwarded, response));
+  } else {
+    ROSETCTL_RETURN_IF_ERROR(nodes_.call(node, &csi::v1::Controller::Stub::CreateVolume, forwarded,
+                                         response, Code::kResourceExhausted,
+                                         request.has_volume_content_source()
+                                             ? NodeControllers::kDataPatience
+                                             : NodeControllers::kDefaultPatience));
+  }
   // The volume names its source as the caller did.
-  auto* source = response->mutable_volume()->mutable_content_source();
-  if (!given->empty() && source->has_snapshot())
-    source->mutable_snapshot()->set_snapshot_id(*given);
+  if (!given->empty()) {
+    auto* made = response->mutable_volume()->mutable_content_source();
+    if (made->has_snapshot()) made->mutable_snapshot()->set_snapshot_id(*given);
+    if (made->has_volume()) made->mutable_volume()->set_volume_id(*given);
+  }
   return Status::ok();
 }
 

@@ -607,6 +607,16 @@ def test_a_volume_made_on_b_from_a_snapshot_held_by_the_controller_host_fetches_
     assert missing["code"] == "NOT_FOUND" and "snap-" + "0" * 24 in missing["details"], missing
     assert 'node "controller"' in missing["details"], missing
 
+    # A clone on B of the controller host's volume: by a snapshot taken there, removed afterwards.
+    before = set(snapshot_ids(nodes, csi))
+    clone = csi_call(site, csi, "CreateVolume", clone_request("clone", "consumer-b", source_id))
+    assert clone["code"] == "OK", clone
+    volume = clone["response"]["volume"]
+    assert volume["content_source"] == {"volume": {"volume_id": source_id}}, volume
+    lines = differences(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
+    assert not lines, "expected the clone on B to equal the controller's volume exactly:\n" + "\n".join(lines)
+    assert set(snapshot_ids(nodes, csi)) == before
+
 
 def test_a_volume_placed_on_the_controller_host_from_a_snapshot_of_a_is_fetched_by_the_controller(nodes, csi):
     site = nodes.site
@@ -628,6 +638,16 @@ def test_a_volume_placed_on_the_controller_host_from_a_snapshot_of_a_is_fetched_
     assert f'snapshot {local_id(s1, "consumer-a")} fetched from node "consumer-a" for a restore' in site.serve_log()
     fetched = fetch_lines(nodes.serve_a)
     assert fetched and all("peer=controller:" in line for line in fetched), fetched
+
+    # A clone on the controller host of A's volume: by a snapshot taken on A, removed afterwards.
+    before = set(snapshot_ids(nodes, csi))
+    clone = csi_call(site, csi, "CreateVolume", clone_request("clone", "controller", source_id))
+    assert clone["code"] == "OK", clone
+    volume = clone["response"]["volume"]
+    assert volume["content_source"] == {"volume": {"volume_id": source_id}}, volume
+    lines = differences(expected, describe_tree(site.controller.state_dir / "volumes" / volume["volume_id"]))
+    assert not lines, "expected the clone on the controller host to equal A's volume:\n" + "\n".join(lines)
+    assert set(snapshot_ids(nodes, csi)) == before
 
     # A snapshot A does not have: NOT_FOUND naming it and A.
     missing = csi_call(site, csi, "CreateVolume",
