@@ -14,6 +14,7 @@
 
 #include "core/validate.h"
 #include "daemon/call_log.h"
+#include "daemon/node_forward.h"
 #include "daemon/node_mounts.h"
 #include "daemon/node_paths.h"
 
@@ -175,22 +176,30 @@ Status check_this_node(const ServiceContext& context, std::string_view node_id) 
                node_id, context.options.node_id);
 }
 
+// Calls naming another node are forwarded there (node_forward.h): never answered from here.
+constexpr std::string_view kNodeStateService = "rosetctl.v1.NodeState";
+
 grpc::ServerUnaryReactor* NodeStateService::GetNodeVolumes(Request* call,
                                                            const v1::GetNodeVolumesRequest* request,
                                                            v1::GetNodeVolumesResponse* response) {
-  return answer(handlers_, call, "GetNodeVolumes", request, response,
-                [=, this] { return get_node_volumes(*request, response); });
+  return answer_or_forward(context_, &handlers_, call, kNodeStateService, "GetNodeVolumes", request,
+                           response, [=, this] { return get_node_volumes(*request, response); });
 }
 
 grpc::ServerUnaryReactor* NodeStateService::ResolveTarget(Request* call,
                                                           const v1::ResolveTargetRequest* request,
                                                           v1::ResolveTargetResponse* response) {
-  return answer(handlers_, call, "ResolveTarget", request, response,
-                [=, this] { return resolve_target(*request, response); });
+  return answer_or_forward(context_, &handlers_, call, kNodeStateService, "ResolveTarget", request,
+                           response, [=, this] { return resolve_target(*request, response); });
 }
 
 grpc::ServerWriteReactor<v1::HoldAttachLockResponse>* NodeStateService::HoldAttachLock(
     Request* call, const v1::HoldAttachLockRequest* request) {
+  if (auto node = other_node_named(context_, *call)) {
+    return new ForwardedStream<v1::HoldAttachLockResponse>(
+        context_, call, fmt::format("/{}/HoldAttachLock", kNodeStateService), std::move(*node),
+        *request);
+  }
   return new AttachLockReactor(context_, handlers_, call, request);
 }
 

@@ -11,6 +11,7 @@
 #include "core/commit_store/sha256.h"
 #include "daemon/call_log.h"
 #include "daemon/catalog_convert.h"
+#include "daemon/node_forward.h"
 #include "daemon/node_state_service.h"
 #include "daemon/snapshot_lookup.h"
 #include "daemon/snapshot_pull.h"
@@ -148,12 +149,19 @@ Status lookup_snapshot(const ServiceContext& context, const v1::LookupSnapshotRe
 
 grpc::ServerUnaryReactor* ObjectStoreService::LookupSnapshot(
     Request* call, const v1::LookupSnapshotRequest* request, v1::LookupSnapshotResponse* response) {
+  if (auto node = other_node_named(context_, *call)) {
+    return forward_unary(context_, call, kLookupSnapshot, std::move(*node), *request, response);
+  }
   return answer(handlers_, call, kLookupSnapshot, request, response,
                 [=, this] { return lookup_snapshot(context_, *request, response); });
 }
 
 grpc::ServerWriteReactor<v1::ObjectChunk>* ObjectStoreService::FetchObjects(
     Request* call, const v1::FetchObjectsRequest* request) {
+  if (auto node = other_node_named(context_, *call)) {
+    return new ForwardedStream<v1::ObjectChunk>(context_, call, kFetchObjects, std::move(*node),
+                                                *request);
+  }
   return StreamReply<v1::ObjectChunk>::start(handlers_, call, kFetchObjects, request,
                                              [this, request](const ChunkWrite& write) {
                                                return fetch_objects(context_, *request, write);
@@ -162,6 +170,10 @@ grpc::ServerWriteReactor<v1::ObjectChunk>* ObjectStoreService::FetchObjects(
 
 grpc::ServerWriteReactor<v1::PullSnapshotProgress>* ObjectStoreService::PullSnapshot(
     Request* call, const v1::PullSnapshotRequest* request) {
+  if (auto node = other_node_named(context_, *call)) {
+    return new ForwardedStream<v1::PullSnapshotProgress>(context_, call, kPullSnapshot,
+                                                         std::move(*node), *request);
+  }
   using Write = StreamReply<v1::PullSnapshotProgress>::Write;
   return StreamReply<v1::PullSnapshotProgress>::start(
       handlers_, call, kPullSnapshot, request, [this, request](const Write& write) -> Status {

@@ -117,6 +117,15 @@ Status Plugin::start(const std::optional<std::string>& unix_socket,
   if (unix_socket)
     builder.AddListeningPort("unix:" + *unix_socket, grpc::InsecureServerCredentials());
   proxy_ = std::make_unique<NodeProxy>(*context_, tls, own_objects_channel_);
+  // Calls naming another node that reach this server's own Node, NodeState or ObjectStore
+  // (role all) go where the proxy would send them: through the TLS listeners' proxy, whose
+  // channels show the certificate of the last reload_tls().
+  context_->route_to_node = [this](const grpc::ServerContextBase& call, const std::string& method,
+                                   const std::string& node) {
+    std::lock_guard<std::mutex> lock(tcp_mutex_);
+    NodeProxy& proxy = tcp_.proxy ? *tcp_.proxy : *proxy_;
+    return proxy.route(call, method, node);
+  };
   register_services(builder, *proxy_);
   server_ = builder.BuildAndStart();
   if (!server_) {
@@ -130,7 +139,10 @@ Status Plugin::start(const std::optional<std::string>& unix_socket,
     shutdown(std::chrono::milliseconds(0));
     return listening.status();
   }
-  tcp_ = std::move(*listening);
+  {
+    std::lock_guard<std::mutex> lock(tcp_mutex_);
+    tcp_ = std::move(*listening);
+  }
   for (size_t i = 0; i < tcp.size(); ++i)
     tcp_addresses_.push_back(fmt::format("{}:{}", tcp[i].substr(0, tcp[i].rfind(':')), ports[i]));
   if (tcp_ports != nullptr) *tcp_ports = std::move(ports);
@@ -196,7 +208,11 @@ Status Plugin::reload_tls(std::chrono::milliseconds grace) {
   std::vector<int> ports;
   auto replacement = start_tcp(tcp_addresses_, &ports);
   if (!replacement) return replacement.status();
-  TcpServer old = std::exchange(tcp_, std::move(*replacement));
+  TcpServer old;
+  {
+    std::lock_guard<std::mutex> lock(tcp_mutex_);
+    old = std::exchange(tcp_, std::move(*replacement));
+  }
   old.server->Shutdown(std::chrono::system_clock::now() + grace);
   old.server->Wait();
   return Status::ok();

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -97,7 +98,8 @@ class Plugin {
   // which the proxies reach in process for the reading calls naming this host (node_proxy.h).
   std::unique_ptr<grpc::Server> own_objects_;
   std::shared_ptr<grpc::Channel> own_objects_channel_;
-  TcpServer tcp_;
+  std::mutex tcp_mutex_;  // guards tcp_ against reload_tls() for ServiceContext::route_to_node
+  TcpServer tcp_;         // guarded by tcp_mutex_ where route_to_node reads it
   std::vector<std::string> tcp_addresses_;  // as bound: "ADDR:PORT" with the port picked
   TlsFiles tls_;
   std::unique_ptr<MetricsEndpoint> metrics_;  // with --metrics-listen; reads the context

@@ -3,9 +3,11 @@
 
 #include <grpcpp/channel.h>
 #include <grpcpp/security/credentials.h>
+#include <grpcpp/server_context.h>
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -54,6 +56,12 @@ struct ServiceContext {
   StateStore& store;
   ProviderRegistry& providers;
   LockSpace locks;
+  // The channel to registered node `node` for a call naming it that reached one of this
+  // server's own services (daemon/node_forward.h); it authorizes the caller as the proxy does
+  // (daemon/node_proxy.h). Set by Plugin::start; empty: no calls are forwarded.
+  std::function<Expected<std::shared_ptr<grpc::Channel>>(
+      const grpc::ServerContextBase& call, const std::string& method, const std::string& node)>
+      route_to_node;
 };
 
 }  // namespace rosetctl
