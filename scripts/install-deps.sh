@@ -6,8 +6,8 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git clang-format
-  # the fuzz targets (tests/fuzz, the fuzz preset): clang 14 and its libFuzzer runtime; the
-  # sanitizers' runtimes come with clang
+  # the asan preset (unit tests and the fuzz targets of tests/fuzz): clang 14 and its libFuzzer
+  # runtime; the sanitizers' runtimes come with clang
   clang-14 libfuzzer-14-dev
   # libraries (README.md "Dependencies" says why each one is here)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: formatting, unit tests under ASan+UBSan, a short run of
-# each fuzz target, then every unit, integration and conformance test against the release build
-# (as root: real mounts).
+# The whole test suite, as CI runs it: formatting, one clang build with ASan+UBSan of the unit
+# tests and the fuzz targets (our libraries compiled once for both), the unit tests under it, a
+# short run of each fuzz target, then every unit, integration and conformance test against the
+# release build (as root: real mounts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,16 +46,19 @@ step "release build"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "${jobs}"
 
-step "ASan+UBSan build of the unit tests"
+step "clang ASan+UBSan build of the unit tests and the fuzz targets"
 cmake --preset asan >/dev/null
-unit_targets=$(cmake --build --preset asan --target help | sed -n 's/^\(unit_[a-z]*\): .*/\1/p' | tr '\n' ' ')
+# Only what the next two steps run: not the rosetctl binary or the test tools, which the
+# integration tests take from the release build.
+test_targets=$(cmake --build --preset asan --target help |
+  sed -n 's/^\(\(unit\|fuzz\)_[a-z_]*\): .*/\1/p' | tr '\n' ' ')
 # shellcheck disable=SC2086  # one word per target
-cmake --build --preset asan -j "${jobs}" --target ${unit_targets}
+cmake --build --preset asan -j "${jobs}" --target ${test_targets}
 
 step "unit tests under ASan+UBSan"
 ctest --preset asan -j "${jobs}"
 
-step "fuzz targets of the input readers and services, 10 s each (tests/fuzz/run.sh; a build of their own)"
+step "fuzz targets of the input readers and services, 10 s each (tests/fuzz/run.sh; built above)"
 tests/fuzz/run.sh 10
 
 step "all tests (unit, integration, conformance) on the release build"

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The long fuzz run bench/README.md records (issue 24): each target for SECONDS (default 600),
 # at most two at a time and under `nice -n 10` (the machine is shared), from its seed corpus in
-# tests/fuzz/corpus/<target>/. The binaries are copied first, so a rebuild of build/fuzz while
+# tests/fuzz/corpus/<target>/. The binaries are copied first, so a rebuild of build/asan while
 # this runs does not change what is being fuzzed. Per target it leaves the log, the corpus it
 # grew and any crashing input in build/fuzz-long/, and prints one summary line:
 #
 #   target start end seconds executions corpus-units coverage(edges) features result load(1 min, start/end)
 #
 #   bench/fuzz/long-run.sh [SECONDS] [TARGET...]           (default: 600 s, every target)
-# Build first: tests/fuzz/run.sh 0 (or cmake --build --preset fuzz).
+# Build first: tests/fuzz/run.sh 0 (or cmake --build --preset asan).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit
 
 seconds=${1:-600}
 shift || true
@@ -23,7 +23,7 @@ fi
 out=build/fuzz-long
 mkdir -p "${out}/bin"
 for target in "${targets[@]}"; do
-  cp build/fuzz/tests/fuzz/fuzz_${target} "${out}/bin/"
+  cp "build/asan/tests/fuzz/fuzz_${target}" "${out}/bin/"
 done
 commit=$(git rev-parse --short HEAD)
 # The commit store and services targets keep their scratch state under TMPDIR (tmpfs when it
@@ -33,7 +33,9 @@ trap 'rm -rf "${scratch_tmp}"' EXIT
 export TMPDIR=${scratch_tmp}
 
 one() {
-  local target=$1 log=${out}/${target}.log corpus=${out}/corpus/${target}
+  # Two locals: in one, log and corpus would expand the caller's ${target}, not $1.
+  local target=$1
+  local log=${out}/${target}.log corpus=${out}/corpus/${target}
   mkdir -p "${corpus}"
   local start load_start
   start=$(date -u +%H:%M:%S)
