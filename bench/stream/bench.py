@@ -117,7 +117,12 @@ def bench(lab: HostLab) -> None:
         if round_number:
             empty_b()
         shutil.rmtree(rsync_root / "data", ignore_errors=True)
+        # Each transfer starts with nothing dirty in the page cache (untimed): a pull makes its
+        # blobs durable, so it would otherwise also wait for the writeback of what ran before it
+        # (A's commit, rsync's 512 MiB of the round before), which rsync never waits for.
+        os.sync()
         ours, result = pull("s1")
+        os.sync()
         theirs, _ = run(a, "rsync", "-a", f"{source}/", target)
         rounds.append({"rosetctl_s": round(ours, 3), "rsync_s": round(theirs, 3),
                        "rosetctl_bytes_sent": result["bytes_sent"], "route": result.get("route")})
@@ -126,6 +131,7 @@ def bench(lab: HostLab) -> None:
     (source / "file0100").write_bytes(os.urandom(FILE_BYTES))
     commit2_s, _ = run(a, BIN, "--state-dir", a.state_dir, "snapshot", "commit", "data", "--name", "s2",
                        env=local_a)
+    os.sync()
     again_s, again = pull("s2")
     rsync_again_s, _ = run(a, "rsync", "-a", "--stats", f"{source}/", target)
 
