@@ -14,6 +14,7 @@
 #include "daemon/controller_service.h"
 #include "daemon/peer_authority.h"
 #include "daemon/placed_fields.h"
+#include "daemon/volume_locks.h"
 
 namespace rosetctl {
 namespace {
@@ -111,6 +112,14 @@ void ControllerService::remove_clone_snapshot(const PlacedId& snapshot, const st
 Status ControllerService::clone_on_node(const std::string& node, const PlacedId& source,
                                         const csi::v1::CreateVolumeRequest& request,
                                         csi::v1::CreateVolumeResponse* response) {
+  // One clone of a name at a time, for the whole of it: a CO's retry arriving while the first
+  // call still copies would otherwise take up the same snapshot and, when B turns it away as
+  // busy, remove that snapshot from under the first (B's copy, held by the restore, would stay).
+  auto clone_lock = context_.locks.try_lock(
+      fmt::format("clone:{}:{}", node, request.name()), LockMode::kExclusive,
+      busy_message(
+          fmt::format("volume name \"{}\" (being cloned onto node \"{}\")", request.name(), node)));
+  if (!clone_lock) return clone_lock.status();
   auto snapshot_id = snapshot_for_clone(source, node, request);
   if (!snapshot_id) return snapshot_id.status();
   auto snapshot = decode_placed_id(*snapshot_id);

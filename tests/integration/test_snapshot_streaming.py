@@ -16,6 +16,7 @@ A clone on B of a volume on A goes by a snapshot the controller takes on A and r
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import random
 import re
@@ -496,6 +497,29 @@ def test_a_clone_on_b_of_a_volume_on_a_goes_by_a_snapshot_that_is_removed_once_m
     lines = differences(describe_tree(source), describe_tree(b_directory(nodes, clone2["id"])))
     assert not lines, "\n".join(lines)
     assert snapshot_ids(nodes, csi) == []
+
+
+def test_a_second_clone_of_the_same_name_while_the_first_copies_is_turned_away_and_nothing_is_left(nodes, csi):
+    site, b = nodes.site, nodes.b
+    source_id, source = placed_volume(nodes, "big", "consumer-a")
+    for i in range(16):
+        (source / f"part{i:02}").write_bytes(os.urandom(8 * 2**20))
+    create = ("volume", "create", "clone", "--node", "consumer-b", "--from-volume", source_id, "-o", "json")
+    first = site.alice.start(*create, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while received(b) == 0:
+        assert first.poll() is None, f"the clone ended before B received anything: {first.communicate()}"
+        assert time.monotonic() < deadline, "nothing arrived on B"
+        time.sleep(0.005)
+
+    # A CO's retry while the first call copies: turned away before it touches the snapshot.
+    second = csi_call(site, csi, "CreateVolume", clone_request("clone", "consumer-b", source_id))
+    assert second["code"] == "ABORTED" and "being cloned onto node" in second["details"], second
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, (out, err)
+    lines = differences(describe_tree(source), describe_tree(b_directory(nodes, json.loads(out)["id"])))
+    assert not lines, "\n".join(lines)
+    assert snapshot_ids(nodes, csi) == [], "expected the clone's snapshot gone from both nodes"
 
 
 def test_a_create_on_b_whose_source_node_dies_fails_unavailable_and_a_retry_resumes(nodes):
