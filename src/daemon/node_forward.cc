@@ -1,10 +1,10 @@
 // node_forward.h: the route, the forwarded call and its log line, and the unary form.
 #include "daemon/node_forward.h"
 
+#include <grpcpp/impl/codegen/proto_utils.h>
 #include <spdlog/spdlog.h>
 
 #include <functional>
-#include <vector>
 
 #include "core/validate.h"
 #include "daemon/grpc_status.h"
@@ -13,10 +13,14 @@
 namespace rosetctl {
 namespace {
 
+// gRPC's own protobuf (de)serialization, as its generated stubs use it.
+using ProtoTraits = grpc::SerializationTraits<google::protobuf::Message>;
+
 grpc::ByteBuffer forwarded_bytes(const google::protobuf::Message& message) {
-  std::string bytes = message.SerializeAsString();
-  grpc::Slice slice(bytes);
-  return grpc::ByteBuffer(&slice, 1);
+  grpc::ByteBuffer bytes;
+  bool own_buffer = false;
+  (void)ProtoTraits::Serialize(message, &bytes, &own_buffer);
+  return bytes;
 }
 
 // A unary call forwarded to a node; its answer is parsed into the typed response gRPC sends.
@@ -40,7 +44,7 @@ class ForwardedUnary final : public grpc::ServerUnaryReactor {
 
  private:
   void answered(Status status) {
-    if (status.is_ok() && !parse_forwarded(answer_, response_)) {
+    if (status.is_ok() && !parse_forwarded(&answer_, response_)) {
       status =
           error(Code::kInternal, "node \"{}\" sent an answer that does not parse", hop_.node());
     }
@@ -65,13 +69,8 @@ std::optional<std::string> other_node_named(const ServiceContext& context,
   return node;
 }
 
-bool parse_forwarded(const grpc::ByteBuffer& bytes, google::protobuf::Message* message) {
-  std::vector<grpc::Slice> slices;
-  if (!bytes.Dump(&slices).ok()) return false;
-  std::string joined;
-  for (const grpc::Slice& slice : slices)
-    joined.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  return message->ParseFromString(joined);
+bool parse_forwarded(grpc::ByteBuffer* bytes, google::protobuf::Message* message) {
+  return ProtoTraits::Deserialize(bytes, message).ok();
 }
 
 NodeHop::NodeHop(ServiceContext& context, grpc::CallbackServerContext* call, std::string method,

@@ -90,8 +90,8 @@ class NodeHop {
   grpc::ByteBuffer request_;
 };
 
-// `message` from a forwarded call's bytes; false when they are not one.
-bool parse_forwarded(const grpc::ByteBuffer& bytes, google::protobuf::Message* message);
+// `message` from a forwarded call's bytes (consumed); false when they are not one.
+bool parse_forwarded(grpc::ByteBuffer* bytes, google::protobuf::Message* message);
 
 // A server-streaming call forwarded to a node: each of the node's messages is passed on when
 // the caller has taken the previous one; the node's status ends the call, and the caller's
@@ -136,7 +136,7 @@ class ForwardedStream final : public grpc::ServerWriteReactor<Response> {
 
   void pass_on() {
     message_.Clear();
-    if (!parse_forwarded(reader_.bytes, &message_)) {
+    if (!parse_forwarded(&reader_.bytes, &message_)) {
       failed_ =
           error(Code::kInternal, "node \"{}\" sent a message that does not parse", hop_.node());
       hop_.cancel();

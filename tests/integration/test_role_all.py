@@ -80,13 +80,8 @@ def test_a_call_naming_another_node_is_forwarded_not_answered_from_the_role_all_
 
     # ObjectStore (streaming): B, which cannot dial A, pulls A's snapshot through the role-all host:
     # PullSnapshot naming B, then B's LookupSnapshot and FetchObjects naming A, all forwarded.
-    route = ["route", "prohibit", f"{nodes.a_host.address}/32"]
-    added = nodes.b_host.run(["ip", route[0], "add", *route[1:]])
-    assert added.rc == 0, added.describe()
-    try:
+    with nodes.b_cannot_dial_a():
         pushed = nodes.push("s1")
-    finally:
-        nodes.b_host.run(["ip", route[0], "del", *route[1:]])
     assert pushed.rc == 0, pushed.describe()
     assert pushed.json()["route"] == "through the controller's proxy", pushed.json()
     assert pushed.json()["objects_sent"] == 3, pushed.json()

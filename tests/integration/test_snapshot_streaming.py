@@ -15,6 +15,7 @@ A clone on B of a volume on A goes by a snapshot the controller takes on A and r
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -73,6 +74,18 @@ class Nodes:
         path = cli.state_dir / "volumes" / cli.volume(name)["id"]
         path.mkdir(exist_ok=True)
         return path
+
+    @contextlib.contextmanager
+    def b_cannot_dial_a(self):
+        """B's packets to A are refused at once (a firewall between the nodes) while inside; the
+        controller still reaches both."""
+        route = ["route", "prohibit", f"{self.a_host.address}/32"]
+        added = self.b_host.run(["ip", route[0], "add", *route[1:]])
+        assert added.rc == 0, added.describe()
+        try:
+            yield
+        finally:
+            self.b_host.run(["ip", route[0], "del", *route[1:]])
 
     def push(self, snapshot: str, *extra):
         """alice (an admin) has B pull SNAPSHOT from A; the CLI's result."""
@@ -143,6 +156,15 @@ def blob_path(cli: HostRosetctl, blob: str) -> Path:
     return cli.state_dir / "store" / "blobs" / blob[:2] / blob
 
 
+def flip_byte(cli: HostRosetctl, blob: str, offset: int, mask: int = 0x01) -> None:
+    """Damages BLOB in CLI's store: the bits of MASK flipped in its byte at OFFSET."""
+    path = blob_path(cli, blob)
+    data = bytearray(path.read_bytes())
+    data[offset] ^= mask
+    os.chmod(path, 0o644)
+    path.write_bytes(bytes(data))
+
+
 def test_a_snapshot_pulled_to_another_node_restores_there_exactly_and_a_change_sends_only_itself(nodes):
     a, b = nodes.a, nodes.b
     a.create("src")
@@ -208,15 +230,8 @@ def commit_small(nodes: Nodes, name: str, snapshot: str) -> None:
 
 def test_a_node_that_cannot_be_dialled_directly_is_reached_through_the_controllers_proxy(nodes):
     commit_small(nodes, "src", "s1")
-    # B's packets to A are refused at once (a firewall between the nodes); the controller still
-    # reaches A.
-    route = ["route", "prohibit", f"{nodes.a_host.address}/32"]
-    added = nodes.b_host.run(["ip", route[0], "add", *route[1:]])
-    assert added.rc == 0, added.describe()
-    try:
+    with nodes.b_cannot_dial_a():
         pushed = nodes.push("s1")
-    finally:
-        nodes.b_host.run(["ip", route[0], "del", *route[1:]])
     assert pushed.rc == 0, pushed.describe()
     assert pushed.json()["route"] == "through the controller's proxy", pushed.json()
     assert pushed.json()["objects_sent"] == 3, pushed.json()
@@ -299,11 +314,7 @@ def test_a_flipped_byte_on_the_source_is_refused_on_the_receiver_and_never_store
     a.ok_json("snapshot", "commit", "src", "--name", "s1")
     victim = blobs(a) - {p for p in blobs(a) if blob_path(a, p).read_bytes() == b"fine" * 1000}
     (victim,) = victim
-    path = blob_path(a, victim)
-    data = bytearray(path.read_bytes())
-    data[123456] ^= 0x01
-    os.chmod(path, 0o644)
-    path.write_bytes(bytes(data))
+    flip_byte(a, victim, 123456)
 
     refused = nodes.push("s1")
     assert refused.rc == EXIT_FAILED and f"blob {victim}" in refused.stderr and "corrupt" in refused.stderr, (
@@ -698,11 +709,7 @@ def test_a_corrupt_object_fails_the_create_on_b_with_data_loss_and_leaves_nothin
     (source / "victim").write_bytes(bytes(range(256)) * 4000)
     snapshot = a_snapshot_id(nodes, "src", "s1")
     (victim,) = {p for p in blobs(a) if blob_path(a, p).read_bytes() != b"fine" * 1000}
-    path = blob_path(a, victim)
-    data = bytearray(path.read_bytes())
-    data[123456] ^= 0x01
-    os.chmod(path, 0o644)
-    path.write_bytes(bytes(data))
+    flip_byte(a, victim, 123456)
 
     refused = csi_call(nodes.site, csi, "CreateVolume", restore_request("copy", "consumer-b", snapshot))
     assert refused["code"] == "DATA_LOSS", refused
@@ -719,11 +726,7 @@ def test_one_corrupt_blob_among_many_in_flight_is_refused_and_nothing_becomes_vi
         (source / f"f{i:02}").write_bytes(os.urandom(700_000 + i * 1000))
     a.ok_json("snapshot", "commit", "src", "--name", "s1")
     victim = sorted(blobs(a))[11]
-    path = blob_path(a, victim)
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0x80
-    os.chmod(path, 0o644)
-    path.write_bytes(bytes(data))
+    flip_byte(a, victim, blob_path(a, victim).stat().st_size // 2, 0x80)
 
     refused = nodes.push("s1")
     assert refused.rc == EXIT_FAILED and f"blob {victim}" in refused.stderr and "corrupt" in refused.stderr, (
