@@ -61,10 +61,9 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
       std::chrono::milliseconds(static_cast<int64_t>(options.snapshot_wait_seconds * 1000));
   std::shared_ptr<grpc::Channel> controller;
   if (!globals.controller.empty()) {
-    auto credentials = channel_credentials(tls);
-    controller = kept_channel(globals.controller, credentials);
-    plugin_options.controller_channel = controller;  // other nodes, through its proxy
-    plugin_options.node_credentials = credentials;   // or directly, for a snapshot pull
+    controller = kept_channel(globals.controller, peer_channel_credentials(tls, "controller", ""));
+    plugin_options.controller_channel = controller;              // other nodes, its proxy
+    plugin_options.node_credentials = channel_credentials(tls);  // or directly, for a pull
   } else if (plugin_options.role != PluginRole::kNode && !options.listen.empty()) {
     // The controller itself dials a node with its own certificate to pull a snapshot from it
     // (a volume placed on this host from a node's snapshot; daemon/source_node.h).

@@ -58,12 +58,14 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
     ROSETCTL_RETURN_IF_ERROR(check_tcp_address(options.controller, "--controller", false));
     TlsFiles tls = tls_files(options);
     ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--controller"));
-    auto credentials = channel_credentials(tls);
-    controller = grpc::CreateChannel(options.controller, credentials);
+    // The controller must show a controller certificate (tls_files.h); other nodes are
+    // checked by name once they answer (daemon/source_node.h).
+    controller =
+        grpc::CreateChannel(options.controller, peer_channel_credentials(tls, "controller", ""));
     plugin_options.role = PluginRole::kNode;
     // A snapshot pull reaches other nodes directly with the same certificate, or through it.
     plugin_options.controller_channel = controller;
-    plugin_options.node_credentials = credentials;
+    plugin_options.node_credentials = channel_credentials(tls);
   }
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();

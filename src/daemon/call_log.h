@@ -14,6 +14,7 @@
 #include "core/call_scope.h"
 #include "core/full_filesystem.h"
 #include "core/status.h"
+#include "daemon/authorization.h"
 #include "daemon/grpc_status.h"
 #include "daemon/handler_pool.h"
 #include "daemon/metrics.h"
@@ -29,7 +30,7 @@ void log_call_end(std::string_view method, const Peer& peer,
                   std::chrono::steady_clock::duration elapsed);
 
 // `handler` returns Status and fills `response`. It runs only when the caller may make the
-// call (daemon/peer_authority.h) and the request is within daemon/request_limits.h's bounds;
+// call (daemon/authorization.h) and the request is within daemon/request_limits.h's bounds;
 // a refusal is logged like any other answer. It works for the call (core/call_scope.h): its
 // long loops and lock waits stop when the call's deadline passes or its client cancels, with
 // DEADLINE_EXCEEDED or CANCELLED.
@@ -40,7 +41,7 @@ grpc::Status run_logged(grpc::ServerContextBase& call, std::string_view method,
   auto start = std::chrono::steady_clock::now();
   log_call_start(method, request);
   Peer peer = peer_of(call);
-  Status status = authorize(peer, call, method, request);
+  Status status = authorization_of(call);  // daemon/authorization.h: decided before we ran
   CallLimits limits(call.deadline(), [&call] { return call.IsCancelled(); });
   CurrentCall working_for(&limits);
   if (status.is_ok()) status = check_current_call();  // it may have waited for a thread

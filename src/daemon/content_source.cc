@@ -130,8 +130,12 @@ Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context,
   // A restore without a size gets its source's; a source that had none (0: unknown) passes
   // that on, as it would to a clone.
   int64_t capacity = (*snapshot)->source_capacity_bytes > 0 ? needed : 0;
-  return ResolvedSource{
-      {VolumeSource::Kind::kSnapshot, (*snapshot)->commit_id}, capacity, std::move(*lock)};
+  // A snapshot pulled from another node names its volume there (snapshot_pull.cc).
+  auto taken_of = decode_placed_id((*snapshot)->source_volume_id);
+  bool from_another_host = taken_of && taken_of->node != context.options.node_id;
+  return ResolvedSource{{VolumeSource::Kind::kSnapshot, (*snapshot)->commit_id, from_another_host},
+                        capacity,
+                        std::move(*lock)};
 }
 
 // A clone copies a volume in place. A volume of another node is copied by way of a snapshot of

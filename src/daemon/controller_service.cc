@@ -652,18 +652,6 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
 
 // ---------------------------------------------------------------- gRPC entry points
 
-Status ControllerService::check_caller(const grpc::ServerContextBase& call,
-                                       std::string_view method) const {
-  if (context_.options.role != PluginRole::kNode) return Status::ok();
-  Peer peer = peer_of(call);
-  if (peer.role == PeerRole::kController) return Status::ok();
-  return error(Code::kPermissionDenied,
-               "{} may not call {} on node \"{}\": a node takes CSI Controller calls only from "
-               "its controller's certificate (create and manage its volumes through the "
-               "controller: rosetctl --controller ...)",
-               peer.describe(), method, context_.options.node_id);
-}
-
 grpc::ServerUnaryReactor* ControllerService::CreateVolume(
     Request* call, const csi::v1::CreateVolumeRequest* request,
     csi::v1::CreateVolumeResponse* response) {

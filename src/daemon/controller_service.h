@@ -7,6 +7,7 @@
 #include "csi.grpc.pb.h"
 #include "daemon/background_work.h"
 #include "daemon/call_log.h"
+#include "daemon/clone_leftovers.h"
 #include "daemon/handler_pool.h"
 #include "daemon/node_controllers.h"
 #include "daemon/placed_id.h"
@@ -18,7 +19,14 @@ namespace rosetctl {
 class ControllerService final : public csi::v1::Controller::CallbackService {
  public:
   ControllerService(ServiceContext& context, HandlerPool& handlers, NodeControllers& nodes)
-      : context_(context), handlers_(handlers), nodes_(nodes) {}
+      : context_(context),
+        handlers_(handlers),
+        nodes_(nodes),
+        clone_intents_(context.layout.root + "/clones") {}
+
+  // Removes, in the background, the snapshots of clones across nodes that a killed controller
+  // left behind (daemon/clone_leftovers.h). For serve, once it can reach its nodes.
+  void collect_clone_leftovers_later();
 
   using Request = grpc::CallbackServerContext;
   grpc::ServerUnaryReactor* CreateVolume(Request*, const csi::v1::CreateVolumeRequest*,
@@ -105,7 +113,9 @@ class ControllerService final : public csi::v1::Controller::CallbackService {
                        csi::v1::CreateVolumeResponse* response);
   Expected<std::string> snapshot_for_clone(const PlacedId& source, const std::string& node,
                                            const csi::v1::CreateVolumeRequest& request);
-  void remove_clone_snapshot(const PlacedId& snapshot, const std::string& node);
+  // Whether the snapshot is gone from both nodes (each failure is logged).
+  bool remove_clone_snapshot(const PlacedId& snapshot, const std::string& node);
+  void collect_clone_leftovers();
   // The snapshot a controller named for a clone across nodes; "" from anyone else.
   static std::string clone_by_snapshot(const grpc::CallbackServerContext& call);
   Status capacity_on_node(const std::string& node, const csi::v1::GetCapacityRequest& request,
@@ -132,23 +142,19 @@ class ControllerService final : public csi::v1::Controller::CallbackService {
     return nodes_.call(placed->node, rpc, request, response, unregistered);
   }
 
-  // On a node (serve --role node), Controller calls come from its controller alone: the
-  // controller places volumes here; nobody else makes them behind its back.
-  Status check_caller(const grpc::ServerContextBase& call, std::string_view method) const;
   template <typename Handler>
   grpc::ServerUnaryReactor* serve(Request* call, std::string_view method,
                                   const google::protobuf::Message* request,
                                   google::protobuf::Message* response, Handler handler) {
-    return answer(handlers_, call, method, request, response, [=, this]() mutable {
-      ROSETCTL_RETURN_IF_ERROR(check_caller(*call, method));
-      return handler();
-    });
+    // Who may call is daemon/authorization_table.h's: on a node, only its controller.
+    return answer(handlers_, call, method, request, response, std::move(handler));
   }
 
   ServiceContext& context_;
   HandlerPool& handlers_;
   NodeControllers& nodes_;
-  BackgroundWork background_;  // last: destroyed (joined) first, while the context still lives
+  CloneIntents clone_intents_;  // clones across nodes in flight (cross_node_clone.cc)
+  BackgroundWork background_;   // last: destroyed (joined) first, while the context still lives
 };
 
 }  // namespace rosetctl

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/commit_store/sha256.h"
+#include "core/crash_point.h"
 #include "core/validate.h"
 #include "daemon/controller_service.h"
 #include "daemon/peer_authority.h"
@@ -84,10 +85,11 @@ Expected<std::string> ControllerService::snapshot_for_clone(
   }
 }
 
-void ControllerService::remove_clone_snapshot(const PlacedId& snapshot, const std::string& node) {
+bool ControllerService::remove_clone_snapshot(const PlacedId& snapshot, const std::string& node) {
   // B's copy first (it holds the same local id: snapshot_pull.h), then the original on A. Each
-  // is idempotent; one that fails (a node gone) is named in the log and stays until deleted by
-  // hand or taken up by a retry of the same clone.
+  // is idempotent; one that fails (a node gone) is named in the log and stays until taken up
+  // again (collect_clone_leftovers) or by a retry of the same clone.
+  bool all_gone = true;
   for (const std::string& holder : {node, snapshot.node}) {
     auto id = encode_placed_id(holder, snapshot.local_id);
     if (!id) continue;
@@ -103,10 +105,30 @@ void ControllerService::remove_clone_snapshot(const PlacedId& snapshot, const st
                            Code::kUnavailable);
     }
     if (!status) {
+      all_gone = false;
       spdlog::warn("the snapshot {} taken for a clone was not removed from node \"{}\": {}", *id,
                    holder, escape_text(status.message()));
     }
   }
+  return all_gone;
+}
+
+void ControllerService::collect_clone_leftovers() {
+  for (const CloneLeftover& leftover : clone_intents_.list()) {
+    // A clone still at work (another process of this host) holds its name: not a leftover.
+    auto busy =
+        context_.locks.try_lock(fmt::format("clone:{}:{}", leftover.receiver, leftover.volume_name),
+                                LockMode::kExclusive, "clone in flight");
+    auto snapshot = decode_placed_id(leftover.snapshot_id);
+    if (!busy || !snapshot) continue;
+    spdlog::info("removing snapshot {} of an interrupted clone of \"{}\" onto node \"{}\"",
+                 leftover.snapshot_id, leftover.volume_name, leftover.receiver);
+    if (remove_clone_snapshot(*snapshot, leftover.receiver)) clone_intents_.forget(leftover.file);
+  }
+}
+
+void ControllerService::collect_clone_leftovers_later() {
+  background_.start([this] { collect_clone_leftovers(); });
 }
 
 Status ControllerService::clone_on_node(const std::string& node, const PlacedId& source,
@@ -127,6 +149,13 @@ Status ControllerService::clone_on_node(const std::string& node, const PlacedId&
     return error(Code::kInternal, "node \"{}\" answered CreateSnapshot with id {}", source.node,
                  *snapshot_id);
   }
+  // From here a kill leaves the snapshot: say so where the next start of serve looks.
+  auto intent = clone_intents_.record(*snapshot_id, node, request.name());
+  if (!intent) {
+    spdlog::warn("no record of the clone's snapshot {}: {}", *snapshot_id,
+                 escape_text(intent.status().message()));
+  }
+  crash_point("clone-snapshot-taken");
   Status created =
       node == context_.options.node_id
           ? create_volume(request, response, *snapshot_id)  // the controller host's own
@@ -135,7 +164,8 @@ Status ControllerService::clone_on_node(const std::string& node, const PlacedId&
                         {{kCloneBySnapshotKey, *snapshot_id}});
   // Made or not, this snapshot has done its part: a retry takes another, and B skips whatever
   // objects it verified before (content addressing), so removing it loses no work done.
-  remove_clone_snapshot(*snapshot, node);
+  if (remove_clone_snapshot(*snapshot, node) && intent) clone_intents_.forget(*intent);
+  collect_clone_leftovers_later();  // another clone's, when its controller was killed
   return created;
 }
 

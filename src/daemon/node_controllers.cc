@@ -40,8 +40,9 @@ Expected<std::shared_ptr<csi::v1::Controller::Stub>> NodeControllers::stub_for(
                  "--listen and --tls-cert, --tls-key, --tls-ca",
                  node);
   }
-  auto& channel = channels_[address];
-  if (!channel) channel = kept_channel(address, channel_credentials(tls_));
+  // By node and address: the channel checks that the node answering is `node` (tls_files.h).
+  auto& channel = channels_[node + "@" + address];
+  if (!channel) channel = kept_channel(address, peer_channel_credentials(tls_, "node", node));
   return std::shared_ptr<csi::v1::Controller::Stub>(csi::v1::Controller::NewStub(channel));
 }
 

@@ -78,7 +78,7 @@ class NodeControllers {
   ServiceContext& context_;
   std::mutex mutex_;
   TlsFiles tls_;                                                    // guarded by mutex_
-  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // by address; mutex_
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // by node@address; mutex_
 };
 
 }  // namespace rosetctl

@@ -11,6 +11,8 @@
 #include <chrono>
 
 #include "core/validate.h"
+#include "daemon/authorization.h"
+#include "daemon/authorization_table.h"
 #include "daemon/grpc_status.h"
 #include "daemon/peer_authority.h"
 
@@ -49,6 +51,11 @@ class ProxyReactor final : public grpc::ServerGenericBidiReactor {
  public:
   ProxyReactor(NodeProxy& proxy, grpc::GenericCallbackServerContext* call)
       : proxy_(proxy), call_(call), start_(std::chrono::steady_clock::now()) {
+    // What the caller may do was decided before this call reached us (daemon/authorization.h).
+    if (Status allowed = authorization_of(*call); !allowed) {
+      finish(allowed);
+      return;
+    }
     const auto& metadata = call->client_metadata();
     auto named = metadata.find(kProxyNodeKey);
     if (named == metadata.end()) {
@@ -174,11 +181,11 @@ grpc::ServerGenericBidiReactor* NodeProxy::CreateReactor(grpc::GenericCallbackSe
 Expected<std::shared_ptr<grpc::Channel>> NodeProxy::route(const grpc::ServerContextBase& call,
                                                           const std::string& method,
                                                           const std::string& node_id) {
-  ROSETCTL_RETURN_IF_ERROR(authorize_forward(peer_of(call), method, node_id));
+  ROSETCTL_RETURN_IF_ERROR(authorization_of(call));  // daemon/authorization.h
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(node_id, "rosetctl-node"));
   // This host's own commit store, read as any node's is (README "Moving snapshots between
   // nodes"): the calls were authorized as for a node above.
-  if (node_id == context_.options.node_id && own_objects_ && reads_other_nodes_objects(method)) {
+  if (node_id == context_.options.node_id && own_objects_ && reads_a_commit_store(method)) {
     return own_objects_;
   }
   auto node = context_.store.find_node(node_id);
@@ -202,8 +209,9 @@ Expected<std::shared_ptr<grpc::Channel>> NodeProxy::route(const grpc::ServerCont
                  node_id);
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& channel = channels_[address];
-  if (!channel) channel = kept_channel(address, channel_credentials(tls_));
+  // By node and address: the channel checks that the node answering is `node_id` (tls_files.h).
+  auto& channel = channels_[node_id + "@" + address];
+  if (!channel) channel = kept_channel(address, peer_channel_credentials(tls_, "node", node_id));
   return channel;
 }
 

@@ -42,7 +42,7 @@ class NodeProxy final : public grpc::CallbackGenericService {
   TlsFiles tls_;
   std::shared_ptr<grpc::Channel> own_objects_;
   std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // guarded by mutex_
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;  // by node@address; mutex_
 };
 
 }  // namespace rosetctl

@@ -86,7 +86,7 @@ class AttachLockReactor final : public grpc::ServerWriteReactor<v1::HoldAttachLo
     auto start = std::chrono::steady_clock::now();
     log_call_start("HoldAttachLock", request_);
     Peer peer = peer_of(*call_);
-    Status status = authorize(peer, *call_, "HoldAttachLock", request_);
+    Status status = authorization_of(*call_);
     if (status.is_ok()) status = wait_for_lock();
     v1::HoldAttachLockResponse none;
     log_call_end("HoldAttachLock", peer, request_, none, status,

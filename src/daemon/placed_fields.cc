@@ -4,6 +4,7 @@
 #include <google/protobuf/descriptor.h>
 
 #include <functional>
+#include <memory>
 
 #include "daemon/placed_id.h"
 
@@ -16,7 +17,7 @@ using google::protobuf::Message;
 bool is_id_field(const FieldDescriptor& field) {
   if (field.cpp_type() != FieldDescriptor::CPPTYPE_STRING) return false;
   const std::string& name = field.name();
-  if (field.is_repeated()) return name == "volume_ids";
+  if (field.is_repeated()) return name == "volume_ids" || name == "snapshot_ids";
   return name == "volume_id" || name == "source_volume_id" || name == "snapshot_id";
 }
 
@@ -55,6 +56,18 @@ Status rewrite_ids(Message& message, const std::function<Status(std::string&)>& 
 }
 
 }  // namespace
+
+std::vector<std::string> placed_nodes_of(const Message& message) {
+  // A copy for the one walker of id fields (this runs only for calls of node certificates).
+  std::unique_ptr<Message> copy(message.New());
+  copy->CopyFrom(message);
+  std::vector<std::string> nodes;
+  (void)rewrite_ids(*copy, [&nodes](std::string& id) {
+    if (auto placed = decode_placed_id(id)) nodes.push_back(std::move(placed->node));
+    return Status::ok();
+  });
+  return nodes;
+}
 
 void localize_ids(Message& message, std::string_view node) {
   (void)rewrite_ids(message, [node](std::string& id) {

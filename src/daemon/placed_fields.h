@@ -4,13 +4,15 @@
 // own placed ids (kubelet's NodeStageVolume, the CLI's connect) before its handlers see it. So
 // the handlers on both sides are the code that runs without placement.
 //
-// The fields: every `volume_id`, `source_volume_id`, `snapshot_id` and `volume_ids`, at any
-// depth (a content source's too).
+// The fields: every `volume_id`, `source_volume_id`, `snapshot_id`, `volume_ids` and
+// `snapshot_ids`, at any depth (a content source's too).
 #pragma once
 
 #include <google/protobuf/message.h>
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -21,5 +23,8 @@ void localize_ids(google::protobuf::Message& message, std::string_view node);
 
 // Every non-empty id field that is not yet a placed id becomes `node`'s placed id of it.
 Status place_ids(google::protobuf::Message& message, std::string_view node);
+
+// The node of every placed id in `message`, in the order met (daemon/authorization.cc).
+std::vector<std::string> placed_nodes_of(const google::protobuf::Message& message);
 
 }  // namespace rosetctl

@@ -12,6 +12,7 @@
 #include "core/full_filesystem.h"
 #include "core/host_addresses.h"
 #include "core/validate.h"
+#include "daemon/authorization.h"
 #include "daemon/grpc_logging.h"
 #include "daemon/placed_interceptor.h"
 #include "daemon/reconcile.h"
@@ -106,9 +107,19 @@ Status Plugin::start(const std::optional<std::string>& unix_socket,
   if (!tcp.empty()) ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--listen"));
   tls_ = tls;
   node_controllers_->set_tls(tls);
+  // A serving controller that can reach its nodes takes up what killed clones left there.
+  if (context_->options.role != PluginRole::kNode && !context_->options.one_command &&
+      !tls.certificate.empty()) {
+    controller_->collect_clone_leftovers_later();
+  }
   if (context_->options.role == PluginRole::kController) {
     grpc::ServerBuilder own;
     own.RegisterService(objects_.get());
+    // Reached in process only (by the proxies, which decided for the caller): local calls.
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> decide;
+    decide.push_back(authorization_interceptor(
+        {.node_id = context_->options.node_id, .controller = false, .node = true}));
+    own.experimental().SetInterceptorCreators(std::move(decide));
     own_objects_ = own.BuildAndStart();
     if (!own_objects_) return error(Code::kUnavailable, "cannot start this host's ObjectStore");
     own_objects_channel_ = own_objects_->InProcessChannel(grpc::ChannelArguments());
@@ -157,8 +168,15 @@ void Plugin::register_services(grpc::ServerBuilder& builder, NodeProxy& proxy) {
   // A node serves the Controller service too: its controller places `local` volumes on it
   // (daemon/node_controllers.h), and only the controller's certificate may call it there.
   builder.RegisterService(controller_.get());
-  builder.experimental().SetInterceptorCreators(placed_id_interceptors(
-      context_->options.node_id, context_->options.role != PluginRole::kController));
+  // First the authorization of every call (daemon/authorization.h), then the placed ids.
+  auto interceptors = placed_id_interceptors(context_->options.node_id,
+                                             context_->options.role != PluginRole::kController);
+  interceptors.insert(
+      interceptors.begin(),
+      authorization_interceptor({.node_id = context_->options.node_id,
+                                 .controller = context_->options.role != PluginRole::kNode,
+                                 .node = context_->options.role != PluginRole::kController}));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   if (context_->options.role != PluginRole::kNode) {
     builder.RegisterService(registry_.get());
     builder.RegisterService(catalog_.get());

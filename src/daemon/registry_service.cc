@@ -60,6 +60,25 @@ grpc::ServerUnaryReactor* RegistryService::RemoveNode(Request* call,
                 [=, this] { return remove_node(*request, response); });
 }
 
+// One address, one node: a node registering another's address would have the controller dial
+// that node when it means this one (the dialled certificate is checked too: tls_files.h).
+Status RegistryService::check_address_free(const std::string& node_id,
+                                           const std::string& address) const {
+  if (address.empty()) return Status::ok();
+  auto nodes = context_.store.list_nodes();
+  if (!nodes) return nodes.status();
+  for (const NodeRecord& other : *nodes) {
+    if (other.node_id != node_id && other.address == address) {
+      return error(Code::kAlreadyExists,
+                   "address {} is registered by node {}: every node registers an address of its "
+                   "own (rosetctl node remove {} if that node is gone)",
+                   display_quoted(address), display_quoted(other.node_id),
+                   display_quoted(other.node_id));
+    }
+  }
+  return Status::ok();
+}
+
 Status RegistryService::register_node(const v1::RegisterNodeRequest& request,
                                       v1::RegisterNodeResponse* response) {
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(request.node_id(), "node_id"));
@@ -68,6 +87,8 @@ Status RegistryService::register_node(const v1::RegisterNodeRequest& request,
   StringMap topology = to_map(request.topology());
   ROSETCTL_RETURN_IF_ERROR(validate_topology(topology));
   ROSETCTL_RETURN_IF_ERROR(validate_version(request.version()));
+
+  ROSETCTL_RETURN_IF_ERROR(check_address_free(request.node_id(), request.address()));
 
   const int64_t now = unix_now_ns();
   NodeRecord node{request.node_id(),

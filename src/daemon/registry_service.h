@@ -26,6 +26,7 @@ class RegistryService final : public v1::Registry::CallbackService {
                                        v1::RemoveNodeResponse*) override;
 
  private:
+  Status check_address_free(const std::string& node_id, const std::string& address) const;
   Status register_node(const v1::RegisterNodeRequest& request, v1::RegisterNodeResponse* response);
   Status get_node(const v1::GetNodeRequest& request, v1::GetNodeResponse* response);
   Status touch_node(const v1::TouchNodeRequest& request, v1::TouchNodeResponse* response);

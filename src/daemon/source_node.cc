@@ -179,15 +179,15 @@ void SourceNode::prepare(grpc::ClientContext& call,
 Status SourceNode::check_identity(const grpc::ClientContext& call) const {
   if (!direct()) return Status::ok();
   std::shared_ptr<const grpc::AuthContext> auth = call.auth_context();
-  std::string subject;
+  std::string pem;
   if (auth != nullptr) {
-    auto values = auth->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME);
-    if (!values.empty()) subject.assign(values.front().data(), values.front().size());
+    auto values = auth->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
+    if (!values.empty()) pem.assign(values.front().data(), values.front().size());
   }
-  Peer peer = peer_from_subject(subject);
+  Peer peer = peer_from_certificate(pem);
   if (peer.role == PeerRole::kNode && peer.name == node_) return Status::ok();
   return error(Code::kPermissionDenied, "{} answered at {}, where node {} was expected",
-               subject.empty() ? "a server without a certificate" : peer.describe(), address_,
+               pem.empty() ? "a server without a certificate" : peer.describe(), address_,
                display_quoted(node_));
 }
 

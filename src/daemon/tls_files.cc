@@ -3,7 +3,9 @@
 
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_certificate_verifier.h>
 #include <grpcpp/security/tls_credentials_options.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +13,8 @@
 #include <sstream>
 
 #include "core/private_file.h"
+#include "core/validate.h"
+#include "daemon/peer_authority.h"
 
 namespace rosetctl {
 namespace {
@@ -73,6 +77,69 @@ std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsFiles& fi
   options.watch_root_certs();
   options.watch_identity_key_cert_pairs();
   options.set_verify_server_certs(true);
+  return grpc::experimental::TlsCredentials(options);
+}
+
+namespace {
+
+// The check of peer_channel_credentials: after the chain (verified by gRPC against the CA) and
+// the host name (as gRPC's default verifier checks it), the subject's role and name.
+class PeerIdentityVerifier final : public grpc::experimental::ExternalCertificateVerifier {
+ public:
+  PeerIdentityVerifier(std::string role, std::string name)
+      : role_(std::move(role)), name_(std::move(name)) {}
+
+  bool Verify(grpc::experimental::TlsCustomVerificationCheckRequest* request,
+              std::function<void(grpc::Status)> /*callback*/, grpc::Status* sync_status) override {
+    grpc::Status host;
+    host_name_.Verify(
+        request, [](grpc::Status) {}, &host);  // synchronous
+    if (!host.ok()) {
+      *sync_status = host;
+      return true;
+    }
+    Peer peer = peer_from_certificate(
+        std::string_view(request->peer_cert().data(), request->peer_cert().size()));
+    bool role_matches = (role_ == "node" && peer.role == PeerRole::kNode) ||
+                        (role_ == "controller" && peer.role == PeerRole::kController);
+    if (role_matches && (name_.empty() || peer.name == name_)) {
+      *sync_status = grpc::Status::OK;
+      return true;
+    }
+    std::string wanted = name_.empty()
+                             ? fmt::format("a {} certificate", role_)
+                             : fmt::format("{} certificate {}", role_, display_quoted(name_));
+    std::string message =
+        fmt::format("{} answered at {}, where {} was expected", peer.describe(),
+                    display_quoted(std::string_view(request->target_name().data(),
+                                                    request->target_name().size())),
+                    wanted);
+    spdlog::error("refused a TLS peer: {}", message);
+    *sync_status = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, message);
+    return true;
+  }
+
+  void Cancel(grpc::experimental::TlsCustomVerificationCheckRequest* /*request*/) override {}
+
+ private:
+  const std::string role_;
+  const std::string name_;
+  grpc::experimental::HostNameCertificateVerifier host_name_;
+};
+
+}  // namespace
+
+std::shared_ptr<grpc::ChannelCredentials> peer_channel_credentials(const TlsFiles& files,
+                                                                   std::string role,
+                                                                   std::string name) {
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(provider_of(files));
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  options.set_verify_server_certs(true);
+  options.set_certificate_verifier(
+      grpc::experimental::ExternalCertificateVerifier::Create<PeerIdentityVerifier>(
+          std::move(role), std::move(name)));
   return grpc::experimental::TlsCredentials(options);
 }
 

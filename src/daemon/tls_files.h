@@ -41,6 +41,15 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& file
 // dialled (a SAN), and this host's certificate is shown.
 std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsFiles& files);
 
+// The same, and the server's certificate must also say who it is: OU=`role` ("node",
+// "controller") and, unless `name` is empty, CN=`name`. So the controller dialling node A at
+// the address A registered reaches A or nobody (not a node that registered A's address, nor
+// one that took it over), and a node reaches a controller. A mismatch fails the handshake (the
+// call UNAVAILABLE) and is logged naming both certificates' subjects.
+std::shared_ptr<grpc::ChannelCredentials> peer_channel_credentials(const TlsFiles& files,
+                                                                   std::string role,
+                                                                   std::string name);
+
 // A channel kept for many calls to a peer that may restart (the controller's to its nodes, a
 // node's to its controller). gRPC fails a call at once while the channel waits to reconnect,
 // and by default waits up to two minutes after a peer was down for long; here at most

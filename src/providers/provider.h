@@ -61,6 +61,9 @@ struct VolumeSource {
   enum class Kind { kNone, kSnapshot, kVolume };
   Kind kind = Kind::kNone;
   std::string id;  // the snapshot's commit id (SnapshotRecord::commit_id), or the volume id
+  // A snapshot pulled from another node: what it holds is that node's word, so setuid bits,
+  // device nodes and privileged xattrs are not restored (core/commit_store/tree.h).
+  bool from_another_host = false;
 };
 
 struct CreateVolumeSpec {

@@ -178,40 +178,52 @@ def tls_ok(host: Host, printed: list[str], *args) -> Result:
     return result
 
 
-def expired_certificate(tls_dir: Path, name: str, to: Path) -> tuple[Path, Path]:
-    """A node certificate for NAME signed by tls_dir's CA, right in every way but that it expired a
-    minute ago (`rosetctl tls issue` makes none such); returns (certificate, key)."""
+def signed_certificate(tls_dir: Path, to: Path, file_name: str, subject: list[tuple[str, str]],
+                       valid: tuple[timedelta, timedelta] = (timedelta(minutes=-5), timedelta(days=1)),
+                       dns_name: str = "peer") -> tuple[Path, Path]:
+    """A leaf certificate signed by tls_dir's CA with any SUBJECT ((OID name, value) pairs, in order:
+    "O", "OU", "CN") valid from now+valid[0] to now+valid[1], which `rosetctl tls issue` would never
+    make (an expired one, an OU it does not know, two OUs); returns (certificate, key) in TO."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+    oids = {"O": NameOID.ORGANIZATION_NAME, "OU": NameOID.ORGANIZATIONAL_UNIT_NAME, "CN": NameOID.COMMON_NAME}
     ca = x509.load_pem_x509_certificate((tls_dir / "ca.crt").read_bytes())
     ca_key = serialization.load_pem_private_key((tls_dir / "ca.key").read_bytes(), password=None)
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.now(timezone.utc)
-    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "rosetctl"),
-                         x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, "node"),
-                         x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    name = x509.Name([x509.NameAttribute(oids[field], value) for field, value in subject])
     certificate = (
-        x509.CertificateBuilder().subject_name(subject).issuer_name(ca.subject).public_key(key.public_key())
+        x509.CertificateBuilder().subject_name(name).issuer_name(ca.subject).public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=2)).not_valid_after(now - timedelta(minutes=1))
+        .not_valid_before(now + valid[0]).not_valid_after(now + valid[1])
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
                                      data_encipherment=False, key_agreement=False, key_cert_sign=False,
                                      crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
                        critical=False)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(dns_name)]), critical=False)
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256()))
     to.mkdir(parents=True, exist_ok=True)
-    cert_path, key_path = to / f"{name}.crt", to / f"{name}.key"
+    cert_path, key_path = to / f"{file_name}.crt", to / f"{file_name}.key"
     cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
     key_path.touch(mode=0o600)
     key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def expired_certificate(tls_dir: Path, name: str, to: Path) -> tuple[Path, Path]:
+    """A node certificate for NAME signed by tls_dir's CA, right in every way but that it expired a
+    minute ago (`rosetctl tls issue` makes none such); returns (certificate, key)."""
+    now = datetime.now(timezone.utc)
+    cert_path, key_path = signed_certificate(
+        tls_dir, to, name, [("O", "rosetctl"), ("OU", "node"), ("CN", name)],
+        valid=(timedelta(minutes=-2), timedelta(minutes=-1)), dns_name=name)
     # Only the dates are wrong: openssl accepts it as of 90 s ago and says "expired" now.
     at = str(int((now - timedelta(seconds=90)).timestamp()))
     then = subprocess.run(["openssl", "verify", "-attime", at, "-CAfile", str(tls_dir / "ca.crt"), str(cert_path)],

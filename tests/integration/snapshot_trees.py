@@ -38,6 +38,21 @@ def describe_tree(root: Path, with_root_times: bool = True) -> dict[bytes, tuple
     return out
 
 
+def as_from_another_host(description: dict) -> dict:
+    """What a restore on another node makes of a tree describe_tree() described: no setuid or setgid
+    bit but on directories, no device nodes, no security.* or trusted.* xattrs (a snapshot another
+    node sends is that node's word: docs/SECURITY.md)."""
+    out = {}
+    for path, (kind, mode, uid, gid, mtime, size, content, target, xattrs, rdev) in description.items():
+        if kind in (stat.S_IFCHR, stat.S_IFBLK):
+            continue
+        if kind != stat.S_IFDIR:
+            mode &= ~(stat.S_ISUID | stat.S_ISGID)
+        xattrs = tuple((k, v) for k, v in xattrs if not k.startswith(("security.", "trusted.")))
+        out[path] = (kind, mode, uid, gid, mtime, size, content, target, xattrs, rdev)
+    return out
+
+
 def differences(expected: dict, actual: dict) -> list[str]:
     lines = []
     for path in sorted(set(expected) | set(actual)):

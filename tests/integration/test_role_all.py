@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from controller_site import EXIT_UNAVAILABLE, PORT, Site, build_site
+from controller_site import EXIT_PERMISSION, EXIT_UNAVAILABLE, PORT, Site, build_site
 from host_lab import wait_for_port
-from rosetctl_cli import EXIT_PRECONDITION
 from test_snapshot_streaming import NODE_PORT, Nodes, commit_small, fetch_lines
 
 
@@ -120,9 +119,11 @@ def test_a_call_naming_another_node_is_forwarded_not_answered_from_the_role_all_
     unknown = site.alice.run("--on-node", "nobody", "node", "info")
     assert unknown.rc == EXIT_UNAVAILABLE and 'node "nobody" is not registered' in unknown.stderr, unknown.describe()
 
-    # A `--role node` server has no registry and forwards nothing: it says so, and does not answer
-    # for consumer-a with its own node's data either.
+    # A `--role node` server is no controller: the CLI does not take its certificate for one (nor
+    # would it answer for consumer-a with its own node's data: it forwards nothing).
     at_b = site.alice.run("--controller", f"{nodes.b_host.address}:{NODE_PORT}", "--on-node", "consumer-a",
                           "node", "info")
-    assert at_b.rc == EXIT_PRECONDITION and "forwards no calls" in at_b.stderr, at_b.describe()
+    assert at_b.rc == EXIT_PERMISSION, at_b.describe()
+    assert "consumer-b" in at_b.stderr and "where a controller certificate was expected" in at_b.stderr, \
+        at_b.describe()
     site.assert_no_secrets_printed()

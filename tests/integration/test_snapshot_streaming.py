@@ -29,12 +29,19 @@ from pathlib import Path
 import pytest
 
 from controller_site import EXIT_PERMISSION, EXIT_UNAVAILABLE, Site, build_site
+from rosetctl_cli import EXIT_CONFLICT
 from host_lab import Host, HostProcess, HostRosetctl
 from rosetctl_cli import binary_path
-from snapshot_trees import describe_tree, differences, set_mtime
+from snapshot_trees import as_from_another_host, describe_tree, differences, set_mtime
 from test_placement import NODE_KEY, create_request, csi_call, local_id
 
 EXIT_FAILED = 1
+
+
+def differences_across_hosts(expected: dict, actual: dict) -> list[str]:
+    """differences() of a restore on another host than its source's: without what such a restore
+    leaves out (setuid bits, device nodes, privileged xattrs: snapshot_trees.as_from_another_host)."""
+    return differences(as_from_another_host(expected), actual)
 NODE_PORT = 9444
 
 
@@ -194,7 +201,7 @@ def test_a_snapshot_pulled_to_another_node_restores_there_exactly_and_a_change_s
     held = b.ok_json("snapshot", "show", "s1")
     assert held["commit"] == first["commit"] and held["id"] == first["id"], held
     b.ok("snapshot", "restore", "s1", "--name", "copy")
-    lines = differences(expected, describe_tree(nodes.volume_dir(b, "copy")))
+    lines = differences_across_hosts(expected, describe_tree(nodes.volume_dir(b, "copy")))
     assert not lines, "expected the restore on B to equal A's volume exactly:\n" + "\n".join(lines)
     assert b.ok_json("snapshot", "verify")["problems"] == []
 
@@ -213,7 +220,7 @@ def test_a_snapshot_pulled_to_another_node_restores_there_exactly_and_a_change_s
     assert pulled["objects_sent"] == 3 and pulled["objects_skipped"] == 7, pulled
     assert pulled["bytes_sent"] < 8192, f"expected only the changed file, the tree and the commit to travel: {pulled}"
     b.ok("snapshot", "restore", "s2", "--name", "copy2")
-    lines = differences(expected, describe_tree(nodes.volume_dir(b, "copy2")))
+    lines = differences_across_hosts(expected, describe_tree(nodes.volume_dir(b, "copy2")))
     assert not lines, "expected the second restore on B to equal A's volume:\n" + "\n".join(lines)
 
 
@@ -241,20 +248,29 @@ def test_a_node_that_cannot_be_dialled_directly_is_reached_through_the_controlle
     assert "through the controller's proxy" in nodes.serve_b.output()
 
 
-def test_a_certificate_that_is_not_the_nodes_is_not_trusted_on_the_direct_route(nodes):
+def test_a_certificate_that_is_not_the_nodes_is_not_trusted_on_any_route(nodes):
     commit_small(nodes, "src", "s1")
-    # The registry says node "ghost" listens where consumer-a does (an admin registered it so):
-    # dialled there, consumer-a's certificate answers, which is not ghost's. B does not take what
-    # it says, and goes through the controller, which vouches for the nodes it forwards to.
-    ghost = nodes.site.alice.run("--node-id", "ghost", "node", "register", "--address",
-                                 f"{nodes.a_host.address}:{NODE_PORT}")
-    assert ghost.rc == 0, ghost.describe()
+    a_address = f"{nodes.a_host.address}:{NODE_PORT}"
+    # The registry gives an address to one node only: "ghost" cannot take consumer-a's.
+    taken = nodes.site.alice.run("--node-id", "ghost", "node", "register", "--address", a_address)
+    assert taken.rc == EXIT_CONFLICT and 'is registered by node "consumer-a"' in taken.stderr, taken.describe()
+    # Once consumer-a is removed, the registry says node "ghost" listens where consumer-a still does:
+    # dialled there, consumer-a's certificate answers, which is not ghost's. B does not take what it
+    # says on the direct route, nor does the controller on its own: nothing comes from "ghost".
+    for _ in range(3):  # consumer-a's heartbeat (every 30 s) may put it back in between
+        nodes.site.alice.ok("node", "remove", "consumer-a")
+        if nodes.site.alice.run("--node-id", "ghost", "node", "register", "--address", a_address).rc == 0:
+            break
+    else:
+        raise AssertionError("ghost never got consumer-a's address after its removal")
     pushed = nodes.site.alice.run("snapshot", "push", "s1", "--from-node", "ghost", "--to-node", "consumer-b",
                                   "-o", "json", timeout=120)
-    assert pushed.rc == 0, pushed.describe()
-    assert pushed.json()["route"] == "through the controller's proxy", pushed.json()
+    assert pushed.rc == EXIT_UNAVAILABLE, pushed.describe()
     assert ('node certificate \\"consumer-a\\" answered at '
-            f'{nodes.a_host.address}:{NODE_PORT}, where node \\"ghost\\" was expected') in nodes.serve_b.output()
+            f'{a_address}, where node \\"ghost\\" was expected') in nodes.serve_b.output()
+    assert "where node certificate" in pushed.stderr and "ghost" in pushed.stderr, pushed.describe()
+    assert "FetchObjects" not in nodes.serve_a.output(), "expected consumer-a to be asked for nothing"
+    assert nodes.b.ok_json("snapshot", "list") == []
 
 
 def test_a_node_may_read_other_nodes_but_never_write_into_them(nodes):
@@ -301,7 +317,7 @@ def test_a_source_killed_mid_transfer_fails_unavailable_and_a_retry_resumes(node
     assert result["bytes_sent"] + result["bytes_skipped"] + result["bytes_resumed"] < total + 4096, result
     assert result["bytes_sent"] <= total - len(arrived) * size + 4096, result
     b.ok("snapshot", "restore", "big-1", "--name", "big-copy")
-    lines = differences(describe_tree(source), describe_tree(nodes.volume_dir(b, "big-copy")))
+    lines = differences_across_hosts(describe_tree(source), describe_tree(nodes.volume_dir(b, "big-copy")))
     assert not lines, "\n".join(lines)
 
 
@@ -412,7 +428,7 @@ def test_a_volume_made_on_b_from_a_snapshot_on_a_equals_it_and_a_change_sends_on
     copy_id = volume["volume_id"]
     assert volume["accessible_topology"] == [{"segments": {NODE_KEY: "consumer-b"}}], volume
     assert volume["content_source"] == {"snapshot": {"snapshot_id": s1}}, volume
-    lines = differences(expected, describe_tree(b_directory(nodes, copy_id)))
+    lines = differences_across_hosts(expected, describe_tree(b_directory(nodes, copy_id)))
     assert not lines, "expected the volume made on B to equal A's volume exactly:\n" + "\n".join(lines)
     (first,) = fetches(nodes.serve_b)
     assert first["snapshot"] == local_id(s1, "consumer-a"), first
@@ -446,16 +462,16 @@ def test_a_volume_made_on_b_from_a_snapshot_on_a_equals_it_and_a_change_sends_on
     assert second["snapshot"] == local_id(s2, "consumer-a"), second
     assert second["objects_sent"] == 3 and second["objects_skipped"] == 7, second
     assert second["bytes_sent"] < 8192, f"expected only the changed file, the tree and the commit to travel: {second}"
-    lines = differences(expected2, describe_tree(b_directory(nodes, copy2["id"])))
+    lines = differences_across_hosts(expected2, describe_tree(b_directory(nodes, copy2["id"])))
     assert not lines, "expected the second volume on B to equal A's changed volume:\n" + "\n".join(lines)
 
     # The snapshots go on A (and B's copy of s1 on B): B's volumes stay as they were.
     for snapshot_id in (s1, s2, s1_on_b):
         assert csi_call(site, csi, "DeleteSnapshot", {"snapshot_id": snapshot_id})["code"] == "OK"
     assert s1_on_b not in snapshot_ids(nodes, csi) and s1 not in snapshot_ids(nodes, csi)
-    lines = differences(expected, describe_tree(b_directory(nodes, copy_id)))
+    lines = differences_across_hosts(expected, describe_tree(b_directory(nodes, copy_id)))
     assert not lines, "expected B's volume intact after its source snapshot went:\n" + "\n".join(lines)
-    lines = differences(expected2, describe_tree(b_directory(nodes, copy2["id"])))
+    lines = differences_across_hosts(expected2, describe_tree(b_directory(nodes, copy2["id"])))
     assert not lines, "\n".join(lines)
 
 
@@ -485,7 +501,7 @@ def test_a_clone_on_b_of_a_volume_on_a_goes_by_a_snapshot_that_is_removed_once_m
     volume = made["response"]["volume"]
     assert volume["content_source"] == {"volume": {"volume_id": source_id}}, volume
     assert volume["accessible_topology"] == [{"segments": {NODE_KEY: "consumer-b"}}], volume
-    lines = differences(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
+    lines = differences_across_hosts(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
     assert not lines, "expected the clone on B to equal A's volume exactly:\n" + "\n".join(lines)
     (fetched,) = fetches(nodes.serve_b)
     assert fetched["objects_sent"] == 10, fetched
@@ -505,7 +521,7 @@ def test_a_clone_on_b_of_a_volume_on_a_goes_by_a_snapshot_that_is_removed_once_m
     (source / "small.txt").write_text("small, changed\n")
     clone2 = site.alice.ok_json("volume", "create", "clone2", "--node", "consumer-b", "--from-volume", source_id,
                                 timeout=120)
-    lines = differences(describe_tree(source), describe_tree(b_directory(nodes, clone2["id"])))
+    lines = differences_across_hosts(describe_tree(source), describe_tree(b_directory(nodes, clone2["id"])))
     assert not lines, "\n".join(lines)
     assert snapshot_ids(nodes, csi) == []
 
@@ -528,7 +544,7 @@ def test_a_second_clone_of_the_same_name_while_the_first_copies_is_turned_away_a
     assert second["code"] == "ABORTED" and "being cloned onto node" in second["details"], second
     out, err = first.communicate(timeout=120)
     assert first.returncode == 0, (out, err)
-    lines = differences(describe_tree(source), describe_tree(b_directory(nodes, json.loads(out)["id"])))
+    lines = differences_across_hosts(describe_tree(source), describe_tree(b_directory(nodes, json.loads(out)["id"])))
     assert not lines, "\n".join(lines)
     assert snapshot_ids(nodes, csi) == [], "expected the clone's snapshot gone from both nodes"
 
@@ -560,7 +576,7 @@ def test_a_create_on_b_whose_source_node_dies_fails_unavailable_and_a_retry_resu
     resumed = fetches(nodes.serve_b)[-1]
     assert resumed["objects_skipped"] >= len(arrived) + 1, resumed  # the blobs and the tree kept
     assert resumed["bytes_sent"] <= total - len(arrived) * size + 4096, resumed
-    lines = differences(describe_tree(source), describe_tree(b_directory(nodes, made["id"])))
+    lines = differences_across_hosts(describe_tree(source), describe_tree(b_directory(nodes, made["id"])))
     assert not lines, "\n".join(lines)
     # Again: the same volume, nothing fetched.
     assert site.alice.ok_json(*create[:-2], timeout=300)["id"] == made["id"]
@@ -584,7 +600,7 @@ def test_b_restores_from_its_own_copy_of_a_snapshot_of_a_without_asking_a(nodes,
     assert again["code"] == "OK", again
     volume = again["response"]["volume"]
     assert volume["content_source"] == {"snapshot": {"snapshot_id": s1}}, volume
-    lines = differences(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
+    lines = differences_across_hosts(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
     assert not lines, "expected the volume from B's copy to equal A's volume exactly:\n" + "\n".join(lines)
     assert len(fetches(nodes.serve_b)) == 1, "expected nothing fetched the second time"
     assert f'snapshot {local_id(s1, "consumer-a")} of node "consumer-a" is held whole on this node' in (
@@ -592,7 +608,7 @@ def test_b_restores_from_its_own_copy_of_a_snapshot_of_a_without_asking_a(nodes,
     # The CLI's form too.
     made3 = site.alice.ok_json("volume", "create", "copy-3", "--node", "consumer-b", "--from-snapshot", s1,
                                timeout=120)
-    lines = differences(expected, describe_tree(b_directory(nodes, made3["id"])))
+    lines = differences_across_hosts(expected, describe_tree(b_directory(nodes, made3["id"])))
     assert not lines, "\n".join(lines)
 
     # A snapshot of A that B does not hold still needs A: UNAVAILABLE naming A, nothing made on B.
@@ -624,7 +640,7 @@ def test_a_volume_made_on_b_from_a_snapshot_held_by_the_controller_host_fetches_
     assert copy["code"] == "OK", copy
     volume = copy["response"]["volume"]
     assert volume["content_source"] == {"snapshot": {"snapshot_id": snapshot}}, volume
-    lines = differences(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
+    lines = differences_across_hosts(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
     assert not lines, "expected the volume made on B to equal the controller's exactly:\n" + "\n".join(lines)
     assert f'snapshot {snapshot} fetched from node "controller" for a restore' in nodes.serve_b.output()
     # The same request again: the same volume, nothing fetched.
@@ -633,7 +649,7 @@ def test_a_volume_made_on_b_from_a_snapshot_held_by_the_controller_host_fetches_
     # The CLI's form, by the snapshot's name on the controller host: B holds it now, nothing travels.
     by_name = site.alice.ok_json("volume", "create", "copy-cli", "--node", "consumer-b", "--from-snapshot", "ctl-s1",
                                  timeout=120)
-    lines = differences(expected, describe_tree(b_directory(nodes, by_name["id"])))
+    lines = differences_across_hosts(expected, describe_tree(b_directory(nodes, by_name["id"])))
     assert not lines, "\n".join(lines)
     assert nodes.serve_b.output().count(f'snapshot {snapshot} fetched from node "controller"') == 1
 
@@ -648,7 +664,7 @@ def test_a_volume_made_on_b_from_a_snapshot_held_by_the_controller_host_fetches_
     assert clone["code"] == "OK", clone
     volume = clone["response"]["volume"]
     assert volume["content_source"] == {"volume": {"volume_id": source_id}}, volume
-    lines = differences(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
+    lines = differences_across_hosts(expected, describe_tree(b_directory(nodes, volume["volume_id"])))
     assert not lines, "expected the clone on B to equal the controller's volume exactly:\n" + "\n".join(lines)
     assert set(snapshot_ids(nodes, csi)) == before
 
@@ -668,7 +684,7 @@ def test_a_volume_placed_on_the_controller_host_from_a_snapshot_of_a_is_fetched_
     assert not volume["volume_id"].startswith("n"), volume  # the controller host's own
     assert volume["content_source"] == {"snapshot": {"snapshot_id": s1}}, volume
     copy = site.controller.state_dir / "volumes" / volume["volume_id"]
-    lines = differences(expected, describe_tree(copy))
+    lines = differences_across_hosts(expected, describe_tree(copy))
     assert not lines, "expected the volume on the controller host to equal A's exactly:\n" + "\n".join(lines)
     assert f'snapshot {local_id(s1, "consumer-a")} fetched from node "consumer-a" for a restore' in site.serve_log()
     fetched = fetch_lines(nodes.serve_a)
@@ -680,7 +696,7 @@ def test_a_volume_placed_on_the_controller_host_from_a_snapshot_of_a_is_fetched_
     assert clone["code"] == "OK", clone
     volume = clone["response"]["volume"]
     assert volume["content_source"] == {"volume": {"volume_id": source_id}}, volume
-    lines = differences(expected, describe_tree(site.controller.state_dir / "volumes" / volume["volume_id"]))
+    lines = differences_across_hosts(expected, describe_tree(site.controller.state_dir / "volumes" / volume["volume_id"]))
     assert not lines, "expected the clone on the controller host to equal A's volume:\n" + "\n".join(lines)
     assert set(snapshot_ids(nodes, csi)) == before
 

@@ -58,6 +58,7 @@ Expected<RestoreOutcome> restore_commit(const CommitStore& store, std::string_vi
   if (!commit) return commit.status();
   auto tree = store.read_tree(commit->tree);
   if (!tree) return tree.status();
+  if (options.from_another_host) strip_privileged_metadata(*tree);
   auto dest = open_directory(destination);
   if (!dest) return dest.status();
   BlobCopier copier;

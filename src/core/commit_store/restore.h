@@ -22,6 +22,8 @@ struct RestoreOptions {
   std::string title;  // progress phase title
   int workers = 1;
   ProgressSink* progress = nullptr;
+  // The commit came from another host: strip_privileged_metadata (tree.h) before restoring.
+  bool from_another_host = false;
 };
 
 // Fills the empty directory `destination` with commit `id`. The caller holds `lock` (shared).

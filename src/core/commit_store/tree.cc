@@ -6,6 +6,8 @@
 // Byte-string fields are percent-encoded (field_escape.h); the root's path is written ".".
 #include "core/commit_store/tree.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
 #include <limits>
@@ -217,6 +219,34 @@ TreeTotals tree_totals(const Tree& tree) {
     totals.bytes += entry.size;
   }
   return totals;
+}
+
+int64_t strip_privileged_metadata(Tree& tree) {
+  int64_t changed = 0;
+  std::vector<std::string> devices;  // paths left out, which hard links may name
+  std::erase_if(tree.entries, [&](const TreeEntry& entry) {
+    bool device = entry.type == EntryType::kCharDevice || entry.type == EntryType::kBlockDevice ||
+                  (entry.type == EntryType::kHardlink &&
+                   std::find(devices.begin(), devices.end(), entry.target) != devices.end());
+    if (device) {
+      devices.push_back(entry.path);
+      ++changed;
+    }
+    return device;
+  });
+  for (TreeEntry& entry : tree.entries) {
+    bool touched = false;
+    if (entry.type != EntryType::kDirectory && (entry.mode & (S_ISUID | S_ISGID)) != 0) {
+      entry.mode &= ~static_cast<uint32_t>(S_ISUID | S_ISGID);
+      touched = true;
+    }
+    auto privileged = [](const Xattr& xattr) {
+      return xattr.name.starts_with("security.") || xattr.name.starts_with("trusted.");
+    };
+    touched = std::erase_if(entry.xattrs, privileged) > 0 || touched;
+    changed += touched ? 1 : 0;
+  }
+  return changed;
 }
 
 }  // namespace rosetctl

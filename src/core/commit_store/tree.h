@@ -61,6 +61,12 @@ std::string serialize_tree(const Tree& tree);
 // DATA_LOSS naming the line when the text is not a well-formed tree.
 Expected<Tree> parse_tree(std::string_view text);
 TreeTotals tree_totals(const Tree& tree);
+
+// What a tree from another host must not bring into this one (docs/SECURITY.md): setuid and
+// setgid bits of anything but a directory, device nodes (and hard links to them), and the
+// `security.*` (file capabilities, SELinux labels) and `trusted.*` xattrs. Returns how many
+// entries it changed or left out.
+int64_t strip_privileged_metadata(Tree& tree);
 void sort_tree(Tree& tree);
 
 }  // namespace rosetctl

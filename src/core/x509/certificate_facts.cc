@@ -48,6 +48,17 @@ std::string name_text(const X509_NAME* name) {
   return out;
 }
 
+// How many entries of field `nid` `name` has.
+int name_field_count(const X509_NAME* name, int nid) {
+  const LibcryptoX509& api = libcrypto_x509();
+  int count = 0;
+  for (int i = 0; i < api.X509_NAME_entry_count(name); ++i) {
+    count +=
+        api.OBJ_obj2nid(api.X509_NAME_ENTRY_get_object(api.X509_NAME_get_entry(name, i))) == nid;
+  }
+  return count;
+}
+
 // The first value of field `nid` in `name`, or "".
 std::string name_field(const X509_NAME* name, int nid) {
   const LibcryptoX509& api = libcrypto_x509();
@@ -163,6 +174,23 @@ Expected<CertificateFacts> read_certificate_facts(std::string_view pem, std::str
   facts.is_ca = (*api)->X509_check_ca(cert) != 0;
   facts.extended_key_usage = extended_key_usage_of(cert);
   return facts;
+}
+
+Expected<CertificateIdentity> read_certificate_identity(std::string_view pem) {
+  auto api = load_libcrypto_x509();
+  if (!api) return api.status();
+  auto certificate = certificate_from_pem(pem, "the peer's certificate");
+  if (!certificate) return certificate.status();
+  const X509_NAME* subject = (*api)->X509_get_subject_name(certificate->get());
+  CertificateIdentity identity;
+  // One OU and one CN, or no identity: a subject with two OUs names two roles at once.
+  if (name_field_count(subject, NID_organizationalUnitName) != 1 ||
+      name_field_count(subject, NID_commonName) != 1) {
+    return identity;
+  }
+  identity.role = name_field(subject, NID_organizationalUnitName);
+  identity.common_name = name_field(subject, NID_commonName);
+  return identity;
 }
 
 }  // namespace rosetctl

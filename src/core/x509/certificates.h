@@ -87,4 +87,14 @@ struct CertificateFacts {
 // names the source in that message ("certificate file \"/etc/x.crt\"").
 Expected<CertificateFacts> read_certificate_facts(std::string_view pem, std::string_view what);
 
+// Who a peer's certificate says it is: its subject's OU (the role) and CN (the name), read
+// through libcrypto's X.509 API (never by splitting the printed subject, where a CN may hold
+// "\\,OU=admin"). Both are "" unless the subject has exactly one OU and one CN. Texts are made
+// printable as in CertificateFacts, so a hostile byte never matches a valid name.
+struct CertificateIdentity {
+  std::string role;
+  std::string common_name;
+};
+Expected<CertificateIdentity> read_certificate_identity(std::string_view pem);
+
 }  // namespace rosetctl

@@ -299,7 +299,7 @@ Status LocalProvider::populate_volume(std::string_view volume_id, const CreateVo
   auto partial = PartialVolume::create(
       fmt::format("{}/{}{}", layout_.volumes_dir(), kPartialPrefix, volume_id));
   if (!partial) return partial.status();
-  RestoreOptions options{"", default_worker_count(), spec.progress};
+  RestoreOptions options{"", default_worker_count(), spec.progress, source.from_another_host};
   if (source.kind == VolumeSource::Kind::kSnapshot) {
     auto store = commit_store();
     if (!store) return store.status();

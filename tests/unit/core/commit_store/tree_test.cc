@@ -82,3 +82,40 @@ TEST_CASE("malformed trees are DATA_LOSS", "[commit_store]") {
     if (!parsed) CHECK(parsed.status().code() == Code::kDataLoss);
   }
 }
+
+TEST_CASE("a tree from another host loses setuid bits, devices and privileged xattrs",
+          "[commit_store]") {
+  Tree tree = sample_tree();
+  TreeEntry capable{"ping", EntryType::kRegular, 02755, 0, 0, 12};
+  capable.xattrs = {
+      {"security.capability", "\x01\x02"}, {"trusted.overlay", "y"}, {"user.ok", "z"}};
+  TreeEntry block{"disk", EntryType::kBlockDevice, 0660, 0, 6, 13};
+  block.rdev = 2048;
+  TreeEntry link_to_block{"disk2", EntryType::kHardlink, 0660, 0, 6, 14};
+  link_to_block.target = "disk";
+  tree.entries.push_back(capable);
+  tree.entries.push_back(block);
+  tree.entries.push_back(link_to_block);
+  sort_tree(tree);
+
+  CHECK(strip_privileged_metadata(tree) == 5);  // file (suid), ping, null, disk, disk2
+  for (const TreeEntry& entry : tree.entries) {
+    CHECK(entry.type != EntryType::kCharDevice);
+    CHECK(entry.type != EntryType::kBlockDevice);
+    CHECK(entry.path != "disk2");
+    if (entry.type != EntryType::kDirectory) CHECK((entry.mode & 06000) == 0);
+    for (const Xattr& xattr : entry.xattrs)
+      CHECK(xattr.name.starts_with("user."));
+  }
+  // What is not privileged stays: the sticky directory, the fifo, the user xattr, the hard link.
+  auto find = [&](std::string_view path) {
+    return std::find_if(tree.entries.begin(), tree.entries.end(),
+                        [&](const TreeEntry& e) { return e.path == path; });
+  };
+  CHECK(find("a dir")->mode == 01777);
+  CHECK(find("pipe") != tree.entries.end());
+  CHECK(find("link2") != tree.entries.end());
+  CHECK(find("ping")->xattrs == std::vector<Xattr>{{"user.ok", "z"}});
+  CHECK(find("ping")->mode == 0755);
+  CHECK(strip_privileged_metadata(tree) == 0);  // nothing left to strip
+}

@@ -1,0 +1,266 @@
+// The decision of authorization.h and the interceptor that makes it for every call.
+#include "daemon/authorization.h"
+
+#include <google/protobuf/descriptor.h>
+
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include "core/validate.h"
+#include "daemon/authorization_table.h"
+#include "daemon/convert.h"
+#include "daemon/placed_fields.h"
+
+namespace rosetctl {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+
+bool has_role(Callers callers, PeerRole role) {
+  switch (role) {
+    case PeerRole::kAdmin:
+      return (callers & kAdmins) != 0;
+    case PeerRole::kController:
+      return (callers & kControllers) != 0;
+    case PeerRole::kNode:
+      return (callers & kNodes) != 0;
+    case PeerRole::kLocal:
+    case PeerRole::kUnknown:
+      break;
+  }
+  return false;
+}
+
+// topology.rosetctl.io/node segments of every csi.v1.Topology in `message`, at any depth.
+void add_topology_nodes(const Message& message, std::vector<std::string>* nodes) {
+  const auto* reflection = message.GetReflection();
+  if (message.GetDescriptor()->full_name() == "csi.v1.Topology") {
+    const FieldDescriptor* segments = message.GetDescriptor()->FindFieldByName("segments");
+    for (int i = 0; i < reflection->FieldSize(message, segments); ++i) {
+      const Message& entry = reflection->GetRepeatedMessage(message, segments, i);
+      const auto* entry_reflection = entry.GetReflection();
+      const auto* key = entry.GetDescriptor()->FindFieldByName("key");
+      const auto* value = entry.GetDescriptor()->FindFieldByName("value");
+      if (entry_reflection->GetString(entry, key) == kTopologyNodeKey) {
+        nodes->push_back(entry_reflection->GetString(entry, value));
+      }
+    }
+    return;
+  }
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE || field->is_map()) continue;
+    if (field->is_repeated()) {
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i)
+        add_topology_nodes(reflection->GetRepeatedMessage(message, field, i), nodes);
+    } else {
+      add_topology_nodes(reflection->GetMessage(message, field), nodes);
+    }
+  }
+}
+
+Status refused(const CallToDecide& call, std::string_view where, std::string_view why) {
+  return error(Code::kPermissionDenied, "{} may not call {} {}: {}", call.peer.describe(),
+               call.method, where, why);
+}
+
+std::string node_text(std::string_view node) {
+  return node.empty() ? std::string("every node") : "node " + display_quoted(node);
+}
+
+// A node certificate's binding (authorization_table.h NodeBinding) for a call answered by
+// `answering_node` ("" where a controller answers for its host).
+Status check_node_binding(const AnsweringServer& server, const CallToDecide& call,
+                          NodeBinding binding, std::string_view answering_node,
+                          std::string_view where) {
+  const std::string& self = call.peer.name;
+  switch (binding) {
+    case NodeBinding::kAnyNode:
+    case NodeBinding::kSnapshotReader:
+      return Status::ok();
+    case NodeBinding::kOwnNode:
+      if (answering_node != self) {
+        return refused(call, where, "a node acts only on itself");
+      }
+      break;
+    case NodeBinding::kOwnNodes:
+      break;
+  }
+  if (call.request == nullptr) return Status::ok();  // forwarded bytes: the node named decides
+  for (const std::string& node : nodes_named_by(*call.request)) {
+    // The controller host's own volumes are every consumer's to manage.
+    bool shared = binding == NodeBinding::kOwnNodes && server.controller &&
+                  node == server.node_id && !node.empty();
+    if (node != self && !shared) {
+      return refused(call, "for " + node_text(node), "a node acts only for itself");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::vector<std::string> nodes_named_by(const Message& request) {
+  std::vector<std::string> nodes;
+  const auto* node_id = request.GetDescriptor()->FindFieldByName("node_id");
+  if (node_id != nullptr && node_id->cpp_type() == FieldDescriptor::CPPTYPE_STRING &&
+      !node_id->is_repeated()) {
+    nodes.push_back(request.GetReflection()->GetString(request, node_id));
+  }
+  for (std::string& node : placed_nodes_of(request))
+    nodes.push_back(std::move(node));
+  add_topology_nodes(request, &nodes);
+  return nodes;
+}
+
+Status decide(const AnsweringServer& server, const CallToDecide& call) {
+  const MethodAccess* access = find_method_access(call.method);
+  if (access == nullptr) {
+    // Nothing runs either way; this host's callers (kubelet, the CSI sidecars probing optional
+    // services) get the answer gRPC gives for a method nobody serves.
+    if (call.peer.role == PeerRole::kLocal) {
+      return error(Code::kUnimplemented, "rosetctl serves no method {}",
+                   escape_text(call.method.substr(0, 200)));
+    }
+    return error(Code::kPermissionDenied,
+                 "{} is not in rosetctl's authorization table (docs/SECURITY.md): nobody may "
+                 "call it",
+                 escape_text(call.method.substr(0, 200)));
+  }
+  if (call.peer.role == PeerRole::kLocal) return Status::ok();
+  if (call.peer.role == PeerRole::kUnknown) {
+    return error(Code::kPermissionDenied,
+                 "{} may not call {}: its subject names no rosetctl role (exactly one OU=admin, "
+                 "controller or node, and one CN); issue certificates with rosetctl tls issue",
+                 call.peer.describe(), call.method);
+  }
+  // Who answers: a node the call is forwarded to, this server's own node side, or a controller.
+  // Only node-side calls are forwarded by their metadata (daemon/node_proxy.h, node_forward.h);
+  // on other calls it changes nothing.
+  bool forwarded = node_side_service(call.method) && call.forwarded_to.has_value() &&
+                   (*call.forwarded_to != server.node_id || !server.node);
+  bool node_side = forwarded || (node_side_service(call.method) && server.node) ||
+                   (!server.controller && server.node);
+  if (!forwarded && node_side_service(call.method) && !server.node) {
+    return Status::ok();  // not served here: the proxy answers UNIMPLEMENTED, nothing runs
+  }
+  std::string answering_node = forwarded   ? std::string(*call.forwarded_to)
+                               : node_side ? server.node_id
+                                           : std::string();
+  std::string where = node_side ? "on " + node_text(answering_node) : "on the controller";
+  if (!has_role(node_side ? access->on_node : access->on_controller, call.peer.role)) {
+    return refused(call, where,
+                   node_side ? "that role may not make it on a node"
+                             : "that role may not make it on a controller");
+  }
+  if (call.peer.role != PeerRole::kNode) return Status::ok();
+  // A node names no other node, even where the metadata would change nothing.
+  if (!forwarded && call.forwarded_to.has_value() && *call.forwarded_to != call.peer.name) {
+    return refused(call, "for " + node_text(*call.forwarded_to), "a node acts only for itself");
+  }
+  return check_node_binding(server, call, access->node_binding, answering_node, where);
+}
+
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+// Decisions of calls in flight, by their server context: made by the interceptor, read by the
+// call's entry point, removed when the call ends.
+class Decisions {
+ public:
+  void put(const grpc::ServerContextBase* call, Status decision) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    decisions_.insert_or_assign(call, std::move(decision));
+  }
+  void remove(const grpc::ServerContextBase* call) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    decisions_.erase(call);
+  }
+  Status get(const grpc::ServerContextBase* call) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = decisions_.find(call);
+    if (it != decisions_.end()) return it->second;
+    return error(Code::kPermissionDenied,
+                 "this call was not authorized: it did not pass rosetctl's authorization "
+                 "interceptor");
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<const grpc::ServerContextBase*, Status> decisions_;  // guarded by mutex_
+};
+
+Decisions& decisions() {
+  static auto* const kDecisions = new Decisions();
+  return *kDecisions;
+}
+
+class Authorize final : public grpc::experimental::Interceptor {
+ public:
+  Authorize(const AnsweringServer& server, grpc::experimental::ServerRpcInfo* info)
+      : server_(server), info_(info) {}
+  ~Authorize() override {
+    if (decided_) decisions().remove(info_->server_context());
+  }
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    // The generic proxy reads its bytes later; it is decided on its metadata alone. The
+    // generated services have their request parsed by now.
+    bool bytes_only = info_->type() == grpc::experimental::ServerRpcInfo::Type::BIDI_STREAMING;
+    if (!decided_ && ((bytes_only && methods->QueryInterceptionHookPoint(
+                                         InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) ||
+                      (!bytes_only && methods->QueryInterceptionHookPoint(
+                                          InterceptionHookPoints::POST_RECV_MESSAGE)))) {
+      // Only our generated (protobuf) services have typed requests here: a Message.
+      const auto* request =
+          bytes_only ? nullptr : static_cast<const Message*>(methods->GetRecvMessage());
+      decide_now(request);
+    }
+    methods->Proceed();
+  }
+
+ private:
+  void decide_now(const Message* request) {
+    grpc::ServerContextBase& call = *info_->server_context();
+    CallToDecide facts{peer_of(call), info_->method(), request, std::nullopt};
+    const auto& metadata = call.client_metadata();
+    auto named = metadata.find(kProxyNodeKey);
+    if (named != metadata.end())
+      facts.forwarded_to.emplace(named->second.data(), named->second.size());
+    decisions().put(&call, decide(server_, facts));
+    decided_ = true;
+  }
+
+  const AnsweringServer& server_;
+  grpc::experimental::ServerRpcInfo* info_;
+  bool decided_ = false;
+};
+
+class AuthorizeFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit AuthorizeFactory(AnsweringServer server) : server_(std::move(server)) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new Authorize(server_, info);
+  }
+
+ private:
+  AnsweringServer server_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> authorization_interceptor(
+    AnsweringServer server) {
+  return std::make_unique<AuthorizeFactory>(std::move(server));
+}
+
+Status authorization_of(const grpc::ServerContextBase& call) {
+  return decisions().get(&call);
+}
+
+}  // namespace rosetctl
