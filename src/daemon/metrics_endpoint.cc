@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <condition_variable>
 #include <functional>
@@ -93,6 +94,13 @@ Expected<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(ServiceContext
   std::unique_ptr<MetricsEndpoint> endpoint(new MetricsEndpoint());
   endpoint->server_ = std::make_unique<httplib::Server>();
   httplib::Server& server = *endpoint->server_;
+  // cpp-httplib binds with SO_REUSEPORT, which would let a second serve on the same address
+  // start and take half the scrapes. SO_REUSEADDR alone still binds past the connections a
+  // stopped serve left in TIME_WAIT.
+  server.set_socket_options([](socket_t socket) {
+    int on = 1;
+    ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  });
   server.new_task_queue = [] { return new NewestFirstQueue(kWorkers); };
   server.set_read_timeout(kIdleSeconds, 0);
   server.set_write_timeout(kIdleSeconds, 0);

@@ -14,7 +14,8 @@ import urllib.request
 import grpc
 import pytest
 
-from csi_server import CALL_TIMEOUT, expect_code, mount_capability
+from csi_server import CALL_TIMEOUT, READY_DEADLINE, Server, expect_code, mount_capability
+from rosetctl_cli import Rosetctl
 
 
 def metrics_port(server, timeout: float = 10.0) -> int:
@@ -100,6 +101,29 @@ def test_metrics_listen_is_off_by_default_and_checked(cli, workdir, start_serve)
     assert busy.rc != 0 and f"127.0.0.1:{port}" in busy.stderr, (
         f"expected a taken port to be refused, naming it: {busy.describe()}")
 
+
+def test_second_serve_on_a_taken_metrics_address_is_refused(csi, workdir, start_serve, processes, rosetctl_binary):
+    """cpp-httplib binds with SO_REUSEPORT by default, which let a second serve on the same
+    --metrics-listen start and answer half of the scrapes with its own numbers."""
+    first = start_serve(extra=("--metrics-listen", "127.0.0.1:0"))
+    port = metrics_port(first)
+    for _ in range(3):
+        first.node.NodeGetCapabilities(csi.pb2.NodeGetCapabilitiesRequest(), timeout=CALL_TIMEOUT)
+
+    other = Rosetctl(state_dir=workdir / "other-state", cwd=workdir, tracker=processes, binary=rosetctl_binary)
+    second = Server(csi, other, workdir / "other.sock", workdir / "serve-second.log",
+                    ("--metrics-listen", f"127.0.0.1:{port}"))
+    try:
+        rc = second.proc.wait(timeout=READY_DEADLINE)
+    except subprocess.TimeoutExpired:
+        rc = None
+    finally:
+        second.close()
+    assert rc is not None and rc != 0, f"expected a second serve on metrics port {port} to be refused: {second.log()}"
+    assert "--metrics-listen" in second.log() and f"127.0.0.1:{port}" in second.log(), (
+        f"expected the message to name the flag and the address: {second.log()}")
+    for _ in range(10):  # every scrape reaches the first
+        assert sample(scrape(port), "rosetctl_calls_total", method="NodeGetCapabilities", code="OK") == 3
 
 # ---------------------------------------------------------------- slow clients
 
