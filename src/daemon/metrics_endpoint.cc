@@ -3,11 +3,85 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <vector>
 
 #include "daemon/metrics.h"
 #include "daemon/server.h"
 
 namespace rosetctl {
+namespace {
+
+// Workers serving connections. cpp-httplib gives a connection to one worker for its whole life:
+// a client that connects and sends nothing, or half a request, holds it until a timeout below.
+// Eight that mostly wait instead of two: serve's resident memory grew by less than its spread
+// from run to run (bench/README.md, "Metrics").
+constexpr size_t kWorkers = 8;
+// Between two reads or writes of a connection, and while it idles between requests: a scraper
+// sends its request at once and reads the answer at once; a client that does not is dropped.
+constexpr time_t kIdleSeconds = 2;
+
+// cpp-httplib's own pool serves connections in the order they came. Behind a crowd of idle
+// connections, a scrape then waits for each of them to time out, a few at a time (200 of them
+// hold eight workers for 50 s). Newest first, it waits for one worker to come free: when more
+// come than the workers serve, the newest client is the one most likely still waiting, and the
+// older ones, whose clients gave up or never meant to ask, are dropped by their timeouts in turn.
+class NewestFirstQueue : public httplib::TaskQueue {
+ public:
+  explicit NewestFirstQueue(size_t workers) {
+    for (size_t i = 0; i < workers; ++i)
+      workers_.emplace_back([this] { work(); });
+  }
+  ~NewestFirstQueue() override { shutdown(); }
+
+  void enqueue(std::function<void()> connection) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending_.push_back(std::move(connection));
+    }
+    ready_.notify_one();
+  }
+
+  // Serves what is pending (each task closes its socket; the server has stopped, so at once),
+  // then joins the workers.
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    for (std::thread& worker : workers_)
+      worker.join();
+    workers_.clear();
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::function<void()> connection;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return !pending_.empty() || stopping_; });
+        if (pending_.empty()) return;
+        connection = std::move(pending_.back());
+        pending_.pop_back();
+      }
+      connection();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::vector<std::function<void()>> pending_;  // guarded by mutex_; the newest at the back
+  bool stopping_ = false;                       // guarded by mutex_
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace
 
 Expected<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(ServiceContext& context,
                                                                   const std::string& address) {
@@ -20,9 +94,20 @@ Expected<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(ServiceContext
   std::unique_ptr<MetricsEndpoint> endpoint(new MetricsEndpoint());
   endpoint->server_ = std::make_unique<httplib::Server>();
   httplib::Server& server = *endpoint->server_;
-  // Two threads: scrapes come every few seconds, not in crowds (the default is one per core
-  // and at least eight).
-  server.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // cpp-httplib binds with SO_REUSEPORT, which would let a second serve on the same address
+  // start and take half the scrapes. SO_REUSEADDR alone still binds past the connections a
+  // stopped serve left in TIME_WAIT.
+  server.set_socket_options([](socket_t socket) {
+    int on = 1;
+    ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  });
+  server.new_task_queue = [] { return new NewestFirstQueue(kWorkers); };
+  server.set_read_timeout(kIdleSeconds, 0);
+  server.set_write_timeout(kIdleSeconds, 0);
+  server.set_keep_alive_timeout(kIdleSeconds);
+  // A scraper's next scrape comes seconds later, past kIdleSeconds, on a new connection anyway;
+  // a client asking on and on holds its worker for five requests at most.
+  server.set_keep_alive_max_count(5);
   server.Get("/metrics", [&context](const httplib::Request&, httplib::Response& response) {
     response.set_content(metrics_text(context), "text/plain; version=0.0.4; charset=utf-8");
   });

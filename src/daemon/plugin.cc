@@ -16,6 +16,7 @@
 #include "daemon/grpc_logging.h"
 #include "daemon/placed_interceptor.h"
 #include "daemon/reconcile.h"
+#include "daemon/server.h"
 
 namespace rosetctl {
 namespace {
@@ -33,6 +34,12 @@ Status validate_driver_name(std::string_view name) {
                "driver name \"{}\" must be 2-63 characters of letters, digits, '-' and '.', "
                "starting and ending with a letter",
                name.substr(0, 80));
+}
+
+Status cannot_listen(const std::string& address) {
+  return error(Code::kUnavailable,
+               "cannot listen on {}: the address is not one of this host's, or the port is taken",
+               address);
 }
 
 }  // namespace
@@ -105,6 +112,14 @@ Status Plugin::start(const std::optional<std::string>& unix_socket,
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   route_grpc_logs(!context_->options.one_command);
   if (!tcp.empty()) ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--listen"));
+  // gRPC binds with SO_REUSEPORT, which reload_tls() needs, but which would also let this server
+  // share a port another live serve (or any root process with SO_REUSEPORT) listens on, the
+  // kernel splitting connections between the two. A bind without it finds such a listener. Only
+  // here, before the first start: on a reload the listeners there are our own. Two serves started
+  // within the same milliseconds may both pass; this is for one started beside a live one.
+  for (const std::string& address : tcp) {
+    if (tcp_address_taken(address)) return cannot_listen(address);
+  }
   tls_ = tls;
   node_controllers_->set_tls(tls);
   // A serving controller that can reach its nodes takes up what killed clones left there.
@@ -193,7 +208,7 @@ void Plugin::register_services(grpc::ServerBuilder& builder, NodeProxy& proxy) {
 Expected<Plugin::TcpServer> Plugin::start_tcp(const std::vector<std::string>& addresses,
                                               std::vector<int>* ports) {
   // A fresh provider reads the files now. gRPC sets SO_REUSEPORT, so a replacement binds the
-  // ports its predecessor still holds.
+  // ports its predecessor still holds (start() made sure nobody else held them first).
   auto credentials = server_credentials(tls_);
   grpc::ServerBuilder builder;
   ports->assign(addresses.size(), 0);
@@ -211,10 +226,7 @@ Expected<Plugin::TcpServer> Plugin::start_tcp(const std::vector<std::string>& ad
     if ((*ports)[i] == 0) {
       tcp.server->Shutdown(std::chrono::system_clock::now());
       tcp.server->Wait();
-      return error(Code::kUnavailable,
-                   "cannot listen on {}: the address is not one of this host's, or the port is "
-                   "taken",
-                   addresses[i]);
+      return cannot_listen(addresses[i]);
     }
   }
   return tcp;

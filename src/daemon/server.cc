@@ -1,8 +1,9 @@
-// Unix socket lifecycle and signal handling for `serve`.
+// Socket lifecycle (the unix socket, checks of TCP addresses) and signal handling for `serve`.
 #include "daemon/server.h"
 
 #include <fmt/ranges.h>
 #include <malloc.h>
+#include <netdb.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
@@ -12,8 +13,11 @@
 
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <memory>
 
+#include "core/unique_fd.h"
 #include "core/validate.h"
 #include "core/version.h"
 
@@ -96,6 +100,31 @@ Status check_tcp_address(std::string_view address, std::string_view flag, bool p
     return bad("the port is not a number from 1 to 65535");
   }
   return Status::ok();
+}
+
+bool tcp_address_taken(const std::string& address) {
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string host = address.substr(0, colon);
+  std::string port = address.substr(colon + 1);
+  int number = 0;
+  std::from_chars(port.data(), port.data() + port.size(), number);
+  if (number == 0) return false;
+  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  addrinfo hints = {};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) return false;
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, &::freeaddrinfo);
+  for (const addrinfo* each = found; each != nullptr; each = each->ai_next) {
+    UniqueFd fd(::socket(each->ai_family, each->ai_socktype | SOCK_CLOEXEC, each->ai_protocol));
+    if (!fd.valid()) continue;
+    int on = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    if (::bind(fd.get(), each->ai_addr, each->ai_addrlen) != 0 && errno == EADDRINUSE) return true;
+  }
+  return false;
 }
 
 Status prepare_socket_path(const std::string& path) {

@@ -18,6 +18,13 @@ Expected<std::string> parse_unix_endpoint(std::string_view endpoint);
 // 0-65535, 0 only when `port_zero_ok`: pick a free one). INVALID_ARGUMENT naming `flag`.
 Status check_tcp_address(std::string_view address, std::string_view flag, bool port_zero_ok);
 
+// Whether a socket already listens on `address` (as check_tcp_address takes it; a name is
+// resolved, every address of it checked): a bind without SO_REUSEPORT there fails with
+// EADDRINUSE. SO_REUSEADDR lets it pass connections in TIME_WAIT, left by a serve that just
+// stopped. False for port 0, and for an address that does not resolve or is not this host's
+// (the listener's own bind judges those).
+bool tcp_address_taken(const std::string& address);
+
 // Makes `path` free for a new listener: a stale socket (nobody accepting) is removed; a live
 // one or a non-socket file is an error, never deleted. Creates the parent directory.
 Status prepare_socket_path(const std::string& path);

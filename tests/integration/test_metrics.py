@@ -1,17 +1,21 @@
 """`rosetctl serve --metrics-listen`: Prometheus metrics over HTTP, checked with promtool."""
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import socket
 import subprocess
+import threading
 import time
+import urllib.error
 import urllib.request
 
 import grpc
 import pytest
 
-from csi_server import CALL_TIMEOUT, expect_code, mount_capability
+from csi_server import CALL_TIMEOUT, READY_DEADLINE, Server, expect_code, mount_capability
+from rosetctl_cli import Rosetctl
 
 
 def metrics_port(server, timeout: float = 10.0) -> int:
@@ -25,8 +29,8 @@ def metrics_port(server, timeout: float = 10.0) -> int:
     raise AssertionError(f"expected serve to log its metrics address: {server.log()}")
 
 
-def scrape(port: int) -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+def scrape(port: int, timeout: float = 10) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout) as response:
         assert response.status == 200, f"expected 200 from /metrics, got {response.status}"
         assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4"), (
             f"expected the text exposition format, got {response.headers['Content-Type']}")
@@ -96,3 +100,102 @@ def test_metrics_listen_is_off_by_default_and_checked(cli, workdir, start_serve)
                        "--metrics-listen", f"127.0.0.1:{port}")
     assert busy.rc != 0 and f"127.0.0.1:{port}" in busy.stderr, (
         f"expected a taken port to be refused, naming it: {busy.describe()}")
+
+
+def test_second_serve_on_a_taken_metrics_address_is_refused(csi, workdir, start_serve, processes, rosetctl_binary):
+    """cpp-httplib binds with SO_REUSEPORT by default, which let a second serve on the same
+    --metrics-listen start and answer half of the scrapes with its own numbers."""
+    first = start_serve(extra=("--metrics-listen", "127.0.0.1:0"))
+    port = metrics_port(first)
+    for _ in range(3):
+        first.node.NodeGetCapabilities(csi.pb2.NodeGetCapabilitiesRequest(), timeout=CALL_TIMEOUT)
+
+    other = Rosetctl(state_dir=workdir / "other-state", cwd=workdir, tracker=processes, binary=rosetctl_binary)
+    second = Server(csi, other, workdir / "other.sock", workdir / "serve-second.log",
+                    ("--metrics-listen", f"127.0.0.1:{port}"))
+    try:
+        rc = second.proc.wait(timeout=READY_DEADLINE)
+    except subprocess.TimeoutExpired:
+        rc = None
+    finally:
+        second.close()
+    assert rc is not None and rc != 0, f"expected a second serve on metrics port {port} to be refused: {second.log()}"
+    assert "--metrics-listen" in second.log() and f"127.0.0.1:{port}" in second.log(), (
+        f"expected the message to name the flag and the address: {second.log()}")
+    for _ in range(10):  # every scrape reaches the first
+        assert sample(scrape(port), "rosetctl_calls_total", method="NodeGetCapabilities", code="OK") == 3
+
+# ---------------------------------------------------------------- slow clients
+
+# How long a scrape may take past slow clients: generous for two loaded cores. serve drops a
+# client that sends nothing for 2 s; before that, 200 idle connections held a pool of two
+# threads for 5 s each, 500 s in all, and two that trickled a request held it for good.
+SCRAPE_WITHIN = 15.0
+
+HALF_A_REQUEST = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+
+
+def connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=30)
+
+
+def scrape_past_slow_clients(port: int) -> str:
+    started = time.monotonic()
+    try:
+        text = scrape(port, timeout=SCRAPE_WITHIN)
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as failure:
+        raise AssertionError(f"expected a scrape to be answered past slow clients within {SCRAPE_WITHIN} s; "
+                             f"after {time.monotonic() - started:.1f} s: {failure!r}") from failure
+    assert time.monotonic() - started < SCRAPE_WITHIN
+    assert "rosetctl_build_info" in text, text
+    return text
+
+
+def test_a_scrape_is_answered_past_200_connections_that_send_nothing_or_half_a_request(start_serve):
+    server = start_serve(extra=("--metrics-listen", "127.0.0.1:0"))
+    port = metrics_port(server)
+    with contextlib.ExitStack() as slow:
+        for number in range(200):
+            client = slow.enter_context(connect(port))
+            if number % 2:
+                client.sendall(HALF_A_REQUEST)
+        scrape_past_slow_clients(port)
+        scrape_past_slow_clients(port)
+
+
+def test_two_clients_trickling_a_request_do_not_hold_off_scrapes_and_an_idle_one_is_dropped(start_serve):
+    server = start_serve(extra=("--metrics-listen", "127.0.0.1:0"))
+    port = metrics_port(server)
+    stop = threading.Event()
+
+    def trickle(client: socket.socket):
+        # A byte every half second, well inside the read timeout: the request never ends.
+        request = HALF_A_REQUEST + b"X-Slow: " + b"a" * 8000
+        for byte in request:
+            if stop.wait(0.5):
+                return
+            try:
+                client.sendall(bytes([byte]))
+            except OSError:
+                return
+
+    with contextlib.ExitStack() as slow:
+        tricklers = [slow.enter_context(connect(port)) for _ in range(2)]
+        threads = [threading.Thread(target=trickle, args=(client,), daemon=True) for client in tricklers]
+        slow.callback(lambda: [thread.join(timeout=5) for thread in threads])
+        slow.callback(stop.set)
+        for thread in threads:
+            thread.start()
+        idle = slow.enter_context(connect(port))
+        time.sleep(1)  # the tricklers have their workers
+        scrape_past_slow_clients(port)
+
+        # The client that sends nothing is dropped (it reads end of file or a reset).
+        idle.settimeout(SCRAPE_WITHIN)
+        try:
+            dropped = idle.recv(1) == b""
+        except ConnectionResetError:
+            dropped = True
+        except TimeoutError:
+            dropped = False
+        assert dropped, f"expected serve to drop a connection that sent nothing within {SCRAPE_WITHIN} s"

@@ -6,12 +6,16 @@ import re
 import signal
 import socket
 import stat
+import subprocess
+import time
 
 import grpc
 import pytest
 
-from csi_server import CALL_TIMEOUT, READY_DEADLINE, expect_code, mount_capability
+from csi_server import CALL_TIMEOUT, READY_DEADLINE, Server, expect_code, mount_capability
+from rosetctl_cli import Rosetctl
 from rosetctl_mounts import is_mount_point
+from tgtd_lab import free_port
 
 SECRET = "s3cr3t-value"
 
@@ -236,6 +240,54 @@ def test_second_serve_on_a_live_socket_is_refused(csi, start_serve, server):
     probe = server.identity.Probe(csi.pb2.ProbeRequest(), timeout=CALL_TIMEOUT)
     assert not probe.HasField("ready") or probe.ready.value, "expected the first server to keep serving"
     assert server.socket_path.is_socket(), "expected the first server's socket to be left in place"
+
+
+def test_second_serve_on_a_taken_listen_address_is_refused(csi, cli, start_serve, workdir, processes,
+                                                           rosetctl_binary):
+    """gRPC listens with SO_REUSEPORT (a SIGHUP reload binds beside the old listener), which would
+    let a second serve on the same --listen start and take half of the first one's connections."""
+    tls = workdir / "tls"
+    cli.ok("tls", "init", "--dir", str(tls), "--ip", "127.0.0.1", with_state_dir=False)
+    cli.ok("tls", "issue", "alice", "--admin", "--dir", str(tls), with_state_dir=False)
+    address = f"127.0.0.1:{free_port()}"
+    listen = ["--role", "controller", "--listen", address, "--tls-cert", str(tls / "controller.crt"),
+              "--tls-key", str(tls / "controller.key"), "--tls-ca", str(tls / "ca.crt")]
+    admin = ["--controller", address, "--tls-cert", str(tls / "alice.crt"), "--tls-key", str(tls / "alice.key"),
+             "--tls-ca", str(tls / "ca.crt")]
+    first = start_serve(extra=listen)
+    cli.ok("volume", "create", "only-on-the-first", "--type", "dir")
+
+    def names_over_tls() -> list[str]:
+        deadline = time.monotonic() + READY_DEADLINE
+        while (listed := cli.run_json(*admin, "volume", "list")).rc != 0 and time.monotonic() < deadline:
+            time.sleep(0.2)  # the TLS listener comes up just after the socket
+        assert listed.rc == 0, f"expected the first serve to answer on {address}: {listed.describe()}"
+        return [volume["name"] for volume in listed.json()]
+
+    assert names_over_tls() == ["only-on-the-first"]
+
+    other = Rosetctl(state_dir=workdir / "other-state", cwd=workdir, tracker=processes, binary=rosetctl_binary)
+    second = Server(csi, other, workdir / "other.sock", workdir / "serve-second.log", listen)
+    try:
+        rc = second.proc.wait(timeout=READY_DEADLINE)
+    except subprocess.TimeoutExpired:
+        rc = None
+    finally:
+        second.close()
+    assert rc is not None and rc != 0, f"expected a second serve on {address} to be refused: {second.log()}"
+    assert f"cannot listen on {address}" in second.log() and "the port is taken" in second.log(), (
+        f"expected the message to name the address and say the port is taken: {second.log()}")
+    # Every connection still reaches the first (the second's state directory has no volume).
+    for _ in range(5):
+        assert names_over_tls() == ["only-on-the-first"]
+
+    # The first still reloads its TLS files: its new listener shares the port with its old one.
+    first.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + READY_DEADLINE
+    while "TLS files reloaded" not in first.log():
+        assert time.monotonic() < deadline and first.proc.poll() is None, f"expected a reload: {first.log()}"
+        time.sleep(0.1)
+    assert names_over_tls() == ["only-on-the-first"]
 
 
 def test_stale_socket_file_is_replaced(csi, start_serve, workdir):
