@@ -37,6 +37,11 @@ v1::ObjectRef object_ref(v1::ObjectKind kind, const std::string& id, int64_t off
   return ref;
 }
 
+ObjectReceiver::TextKind text_kind(v1::ObjectKind kind) {
+  return kind == v1::OBJECT_TREE ? ObjectReceiver::TextKind::kTree
+                                 : ObjectReceiver::TextKind::kCommit;
+}
+
 // The record this node keeps: the source's, as it was taken there.
 Status check_record_here(const ServiceContext& context, const SnapshotRecord& record,
                          bool* recorded) {
@@ -149,20 +154,23 @@ class Pull {
       wants.push_back(object_ref(v1::OBJECT_TREE, tree_id));
     }
     if (wants.empty()) return *commit;
-    std::map<std::string, std::string> texts;
-    ROSETCTL_RETURN_IF_ERROR(source_.fetch(0, wants, [&](const v1::ObjectChunk& chunk) {
-      std::string& text = texts[chunk.id()];
-      if (chunk.offset() != static_cast<int64_t>(text.size())) {
-        return error(Code::kDataLoss, "{} {} from node \"{}\": a chunk arrived out of order",
-                     chunk.kind() == v1::OBJECT_TREE ? "tree" : "commit", chunk.id(),
-                     source_.node());
+    for (const v1::ObjectRef& want : wants)
+      ROSETCTL_RETURN_IF_ERROR(receiver_->expect_text(text_kind(want.kind()), want.id()));
+    // Each text goes to disk as it arrives (received_text.h), within its bound: a source that
+    // never stops sending costs no memory here.
+    ROSETCTL_RETURN_IF_ERROR(source_.fetch(0, wants, [&](const v1::ObjectChunk& chunk) -> Status {
+      if (chunk.kind() != v1::OBJECT_TREE && chunk.kind() != v1::OBJECT_COMMIT) {
+        return error(Code::kDataLoss,
+                     "node \"{}\" sent a {} chunk where a tree or a commit was due; it was not "
+                     "stored",
+                     source_.node(), chunk.kind() == v1::OBJECT_BLOB ? "blob" : "malformed");
       }
-      text += chunk.data();
       result_.set_bytes_sent(result_.bytes_sent() + static_cast<int64_t>(chunk.data().size()));
-      return Status::ok();
+      return receiver_->text_chunk(text_kind(chunk.kind()), chunk.id(), chunk.offset(),
+                                   chunk.data(), chunk.size());
     }));
     if (!commit) {
-      auto arrived = receiver_->commit(commit_id, texts[commit_id]);
+      auto arrived = receiver_->commit(commit_id);
       if (!arrived) return arrived.status();
       if (arrived->tree != tree_id) {
         return error(Code::kDataLoss, "commit {} from node \"{}\" names tree {}, not {}", commit_id,
@@ -172,7 +180,7 @@ class Pull {
       result_.set_objects_sent(result_.objects_sent() + 1);
     }
     if (!held_tree) {
-      auto arrived = receiver_->tree(tree_id, texts[tree_id]);
+      auto arrived = receiver_->tree(tree_id);
       if (!arrived) return arrived.status();
       tree_ = std::move(*arrived);
       result_.set_objects_sent(result_.objects_sent() + 1);
@@ -188,7 +196,7 @@ class Pull {
   // Every blob the tree names that this store lacks, resumed where a part is staged, on the
   // source's lanes side by side.
   Status blobs() {
-    std::map<std::string, int64_t> sizes;
+    std::map<std::string, int64_t>& sizes = blob_sizes_;
     for (const TreeEntry& entry : tree_.entries) {
       if (entry.type == EntryType::kRegular && !entry.content.empty())
         sizes.emplace(entry.content, entry.size);
@@ -199,7 +207,10 @@ class Pull {
         skipped(size);
         continue;
       }
-      int64_t kept = std::min(receiver_->partial_size(id), size);
+      // A part longer than the blob is none of its (a source once sent more than it holds):
+      // the blob starts over, which overwrites it.
+      int64_t kept = receiver_->partial_size(id);
+      if (kept > size) kept = 0;
       wants.push_back({object_ref(v1::OBJECT_BLOB, id, kept), size - kept});
       result_.set_bytes_resumed(result_.bytes_resumed() + kept);
       result_.set_files_total(result_.files_total() + 1);
@@ -261,6 +272,9 @@ class Pull {
       std::vector<v1::ObjectRef> batch(
           wants.begin() + static_cast<std::ptrdiff_t>(first),
           wants.begin() + static_cast<std::ptrdiff_t>(std::min(wants.size(), first + kFetchBatch)));
+      // Only these blobs, each no bigger than the tree says, are taken from this call's stream.
+      for (const v1::ObjectRef& want : batch)
+        receiver->expect_blob(want.id(), blob_sizes_.at(want.id()));
       Status fetched = source_.fetch(lane, batch, [&](const v1::ObjectChunk& chunk) -> Status {
         if (stopped_.load(std::memory_order_relaxed)) {
           return error(Code::kAborted, "stopped: another of the pull's lanes failed");
@@ -303,7 +317,8 @@ class Pull {
   std::unique_ptr<CommitStore> store_;
   std::optional<ObjectReceiver> receiver_;
   Tree tree_;
-  std::atomic<bool> stopped_{false};  // a lane failed: the others stop
+  std::map<std::string, int64_t> blob_sizes_;  // every blob the tree names, with its size
+  std::atomic<bool> stopped_{false};           // a lane failed: the others stop
   std::mutex mutex_;
   Status failure_;                    // the first lane's failure; guarded by mutex_
   std::vector<std::string> arrived_;  // blobs stored; guarded by mutex_ while lanes run
