@@ -42,7 +42,16 @@ ObjectReceiver::TextKind text_kind(v1::ObjectKind kind) {
                                  : ObjectReceiver::TextKind::kCommit;
 }
 
-// The record this node keeps: the source's, as it was taken there.
+// Where a record here came from, for messages.
+std::string origin(const SnapshotRecord& record) {
+  if (record.pulled_from.empty()) return "taken on this node";
+  if (record.pulled_from == "?") return "pulled from a node not recorded";
+  return fmt::format("pulled from node \"{}\"", record.pulled_from);
+}
+
+// The record this node keeps: the source's, as it was taken there. One recorded already under
+// that id is the same snapshot when it names the same commit (its content, verified); one pulled
+// before the node was recorded (schema 9) is then known to be this node's.
 Status check_record_here(const ServiceContext& context, const SnapshotRecord& record,
                          bool* recorded) {
   auto by_id = context.store.find_snapshot(record.id);
@@ -50,8 +59,13 @@ Status check_record_here(const ServiceContext& context, const SnapshotRecord& re
   *recorded = by_id->has_value();
   if (*recorded && (*by_id)->commit_id != record.commit_id) {
     return error(Code::kAlreadyExists,
-                 "snapshot id {} names another commit on this node ({}, not {})", record.id,
-                 (*by_id)->commit_id, record.commit_id);
+                 "snapshot id {} names another commit on this node ({}, {}; node \"{}\" says "
+                 "{}); delete it here before pulling node \"{}\"'s",
+                 record.id, (*by_id)->commit_id, origin(**by_id), record.pulled_from,
+                 record.commit_id, record.pulled_from);
+  }
+  if (*recorded && (*by_id)->pulled_from == "?") {
+    ROSETCTL_RETURN_IF_ERROR(context.store.set_snapshot_pulled_from(record.id, record.pulled_from));
   }
   auto by_name = context.store.find_snapshot_by_name(record.name);
   if (!by_name) return by_name.status();
@@ -70,17 +84,18 @@ class Pull {
       : context_(context), source_(source), report_(report) {}
 
   // `found`: what the source answered for the snapshot asked for (SourceNode::reach).
-  Expected<v1::PullSnapshotProgress> run(const std::string& reference,
+  Expected<v1::PullSnapshotProgress> run(const std::string& reference, PullReference how,
                                          const v1::LookupSnapshotResponse& found) {
     SnapshotRecord record = snapshot_record_of(found.snapshot());
     const std::string& tree_id = found.tree_id();
     if (!record.ready || !is_digest_hex(record.commit_id) || !is_digest_hex(tree_id)) {
       return error(Code::kFailedPrecondition,
-                   "node \"{}\" answered snapshot \"{}\" without a "
-                   "ready commit",
-                   source_.node(), reference);
+                   "node \"{}\" answered snapshot {} without a ready commit", source_.node(),
+                   display_quoted(reference));
     }
-    ROSETCTL_RETURN_IF_ERROR(validate_id(record.id, "snapshot id"));
+    ROSETCTL_RETURN_IF_ERROR(check_answer_is_the_one_asked(record, reference, how, source_.node()));
+    ROSETCTL_RETURN_IF_ERROR(check_pulled_record(record, source_.node()));
+    record.pulled_from = source_.node();
     result_.set_snapshot_id(record.id);
     result_.set_snapshot_name(record.name);
     result_.set_commit_id(record.commit_id);
@@ -329,7 +344,7 @@ class Pull {
 
 Expected<v1::PullSnapshotProgress> pull_snapshot(const ServiceContext& context,
                                                  const std::string& from_node,
-                                                 const std::string& reference,
+                                                 const std::string& reference, PullReference how,
                                                  const PullReport& report) {
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(from_node, "from_node_id"));
   if (reference.empty()) return error(Code::kInvalidArgument, "no snapshot named to pull");
@@ -351,7 +366,7 @@ Expected<v1::PullSnapshotProgress> pull_snapshot(const ServiceContext& context,
   auto source = SourceNode::reach(context, from_node, reference, kLanes, &found);
   if (!source) return source.status();
   Pull pull(context, *source, report);
-  return pull.run(reference, found);
+  return pull.run(reference, how, found);
 }
 
 Expected<v1::PullSnapshotProgress> fetch_snapshot_from_node(const ServiceContext& context,
@@ -361,18 +376,19 @@ Expected<v1::PullSnapshotProgress> fetch_snapshot_from_node(const ServiceContext
   bool started = false;
   int64_t files = 0;
   int64_t bytes = 0;
-  auto pulled = pull_snapshot(
-      context, node_id, snapshot_id, [&](const v1::PullSnapshotProgress& now) -> Status {
-        if (!started && now.files_total() > 0) {
-          progress.start(fmt::format("fetching from {}", node_id), now.files_total(),
-                         now.bytes_total());
-          started = true;
-        }
-        progress.advance(now.files_done() - files, now.bytes_done() - bytes);
-        files = now.files_done();
-        bytes = now.bytes_done();
-        return Status::ok();
-      });
+  auto pulled =
+      pull_snapshot(context, node_id, snapshot_id, PullReference::kSnapshotId,
+                    [&](const v1::PullSnapshotProgress& now) -> Status {
+                      if (!started && now.files_total() > 0) {
+                        progress.start(fmt::format("fetching from {}", node_id), now.files_total(),
+                                       now.bytes_total());
+                        started = true;
+                      }
+                      progress.advance(now.files_done() - files, now.bytes_done() - bytes);
+                      files = now.files_done();
+                      bytes = now.bytes_done();
+                      return Status::ok();
+                    });
   if (started) progress.finish();
   return pulled;
 }
