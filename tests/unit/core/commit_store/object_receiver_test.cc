@@ -444,3 +444,28 @@ TEST_CASE("a whole text over its bound is refused before it is hashed", "[commit
   CHECK(refused.status().code() == Code::kDataLoss);
   CHECK_THAT(refused.status().message(), Catch::Contains("over the limit of 262144"));
 }
+
+TEST_CASE("a tree of a million files under long paths fits the tree bound with room",
+          "[commit_store]") {
+  // A thousand entries as our own commit writes them (a 100-byte path, a regular file with its
+  // size, time and hash, one xattr), scaled to a million: what kMaxTreeBytes must hold.
+  Tree tree;
+  TreeEntry root;
+  root.type = EntryType::kDirectory;
+  root.mode = 0755;
+  tree.entries.push_back(root);
+  for (int i = 0; i < 1000; ++i) {
+    TreeEntry file;
+    file.path = fmt::format("{}/{:06}", std::string(92, 'p'), i);
+    file.mode = 0644;
+    file.uid = 1000;
+    file.gid = 1000;
+    file.mtime_ns = 1'700'000'000'123'456'789;
+    file.size = 123456789;
+    file.content = sha256_hex(file.path);
+    file.xattrs = {{"user.origin", "node-a"}};
+    tree.entries.push_back(file);
+  }
+  auto million = static_cast<int64_t>(serialize_tree(tree).size()) * 1000;
+  CHECK(million < ObjectReceiver::kMaxTreeBytes / 4);
+}
