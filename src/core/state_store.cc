@@ -129,6 +129,15 @@ CREATE TABLE nodes (
   last_seen_ns INTEGER NOT NULL
 ) STRICT;
 )sql"},
+    // The node a snapshot was pulled from ("" when taken here), so that a record is taken for
+    // that node's snapshot only when it came from that node (daemon/content_source.cc,
+    // held_here). Rows from before cannot say where they came from: a row whose source volume
+    // names another node (a pulled one, snapshot_pull.cc names it so) gets "?", which is no
+    // node, so it is trusted again only once its node confirms it (daemon/snapshot_pull.cc).
+    {9, R"sql(
+ALTER TABLE snapshots ADD COLUMN pulled_from TEXT NOT NULL DEFAULT '';
+UPDATE snapshots SET pulled_from = '?' WHERE source_volume_id GLOB 'n[0-9]*.*';
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");
@@ -145,7 +154,7 @@ constexpr const char* kNodePublicationColumns =
 constexpr const char* kSnapshotColumns =
     "id, name, provider, source_volume_id, source_volume_name, parent_id, message, parameters, "
     "size_bytes, file_count, new_bytes, created_at_ns, commit_id, ready, failure_code, failure, "
-    "context, source_capacity_bytes";
+    "context, source_capacity_bytes, pulled_from";
 constexpr const char* kNodeColumns =
     "node_id, address, iscsi_initiator, topology, version, registered_at_ns, last_seen_ns";
 
@@ -382,6 +391,7 @@ Expected<SnapshotRecord> read_snapshot(const sqlite::Statement& row) {
   if (!context) return context.status();
   snapshot.context = std::move(*context);
   snapshot.source_capacity_bytes = row.column_int64(17);
+  snapshot.pulled_from = row.column_text(18);
   return snapshot;
 }
 
@@ -874,14 +884,26 @@ Status StateStore::insert_snapshot(const SnapshotRecord& snapshot) {
     }
     return run(prepare(connection,
                        fmt::format("INSERT INTO snapshots ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                                   "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                                   "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
                                    kSnapshotColumns),
                        snapshot.id, snapshot.name, snapshot.provider, snapshot.source_volume_id,
                        snapshot.source_volume_name, snapshot.parent_id, snapshot.message,
                        to_json(snapshot.parameters), snapshot.size_bytes, snapshot.file_count,
                        snapshot.new_bytes, snapshot.created_at_ns, snapshot.commit_id,
                        snapshot.ready, snapshot.failure_code, snapshot.failure,
-                       to_json(snapshot.context), snapshot.source_capacity_bytes));
+                       to_json(snapshot.context), snapshot.source_capacity_bytes,
+                       snapshot.pulled_from));
+  });
+}
+
+Status StateStore::set_snapshot_pulled_from(std::string_view id, std::string_view node) {
+  return write([&](sqlite::Connection& connection) -> Status {
+    ROSETCTL_RETURN_IF_ERROR(
+        run(prepare(connection, "UPDATE snapshots SET pulled_from = ?2 WHERE id = ?1", id, node)));
+    if (connection.changes() == 0) {
+      return error(Code::kNotFound, "snapshot {} is no longer recorded", id);
+    }
+    return Status::ok();
   });
 }
 

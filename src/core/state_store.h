@@ -97,6 +97,9 @@ struct SnapshotRecord {
   // context: local directory commits {type: dir}; local image commits {type: image, access:
   // mount|block, fs: ext4|xfs}. Empty for snapshots recorded before schema 4, and for roset.
   std::map<std::string, std::string> context;
+  // The node it was pulled from (daemon/snapshot_pull.h); "" when it was taken here, "?" when
+  // it was pulled before the node was recorded (schema 9).
+  std::string pulled_from;
 
   bool operator==(const SnapshotRecord&) const = default;
 };
@@ -128,7 +131,7 @@ struct NodeRemoval {
 class StateStore {
  public:
   // The schema version this binary creates and understands (the last migration's number).
-  static constexpr int kSchemaVersion = 8;
+  static constexpr int kSchemaVersion = 9;
 
   // Who opens the store. The first connection of a process reads SQLite's whole WAL to
   // rebuild its index (2.3 ms of CPU at 2.9 MB here). `serve` pays that once and keeps
@@ -212,6 +215,8 @@ class StateStore {
   // Records the outcome of a pending snapshot (ready, commit id and sizes, or failure);
   // NOT_FOUND when the record is gone.
   Status update_snapshot(const SnapshotRecord& snapshot);
+  // Records that snapshot `id` is node `node`'s (it confirmed it); NOT_FOUND when gone.
+  Status set_snapshot_pulled_from(std::string_view id, std::string_view node);
   // Keyset paging by id like list_volumes; `source_volume_id` "" means every volume.
   Expected<std::vector<SnapshotRecord>> list_snapshots(std::string_view after_id, int limit,
                                                        std::string_view source_volume_id = "");

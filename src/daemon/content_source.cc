@@ -31,19 +31,32 @@ Status check_capacity(std::string_view what, int64_t needed, int64_t required, i
   return Status::ok();
 }
 
-// Whether this node holds snapshot `id` whole: a ready record, its commit in this node's store.
+// Whether this node holds node `node`'s snapshot `id` whole: a ready record of that id that was
+// taken here or pulled from `node` (SnapshotRecord::pulled_from), its commit in this node's store.
 //
 // Such a record IS the snapshot another node's placed id names by that local id, so it restores
 // without asking that node: a snapshot id is made once, by the node that takes the snapshot (its
 // creation time to the nanosecond and 32 random bits, or a commit id, which names the content
-// itself), and a pull copies it unchanged with its name and commit (snapshot_pull.h), the record
-// written only once every object is stored. No other way makes a record of another node's id.
-// The name is not compared: only the source node could say it, and asking is what this avoids.
-// The commit's content is verified as it is restored, as for any local snapshot.
-Expected<bool> held_here(const ServiceContext& context, const std::string& id) {
+// itself), and a pull from that node copies it unchanged with its name and commit
+// (snapshot_pull.h), only when that node answered with that very id (pulled_snapshot.h), the
+// record written only once every object is stored. A record pulled from another node proves
+// nothing about `node`'s snapshot of the same id: that other node could have answered with any
+// id and its own content. So `node` is asked then (a pull of what is here already fetches
+// nothing, and ALREADY_EXISTS when the commits differ). The name is not compared: only the
+// source node could say it, and asking is what this avoids. The commit's content is verified as
+// it is restored, as for any local snapshot.
+Expected<bool> held_here(const ServiceContext& context, const std::string& node,
+                         const std::string& id) {
   auto snapshot = context.store.find_snapshot(id);
   if (!snapshot) return snapshot.status();
   if (!snapshot->has_value() || !(*snapshot)->ready) return false;
+  const std::string& from = (*snapshot)->pulled_from;
+  if (!from.empty() && from != node) {
+    spdlog::info("snapshot {} here was {} (\"{}\"), not from node \"{}\": asking node \"{}\"", id,
+                 from == "?" ? "pulled from a node not recorded" : "pulled from another node", from,
+                 node, node);
+    return false;
+  }
   auto store = CommitStore::open(context.layout.commit_store_dir());
   if (!store) return store.status();
   return (*store)->has_commit((*snapshot)->commit_id);
@@ -61,7 +74,7 @@ Expected<std::string> fetch_if_elsewhere(const ServiceContext& context, const st
   auto placed = decode_placed_id(id);
   if (!placed) return id;
   if (placed->node == context.options.node_id) return placed->local_id;
-  auto held = held_here(context, placed->local_id);
+  auto held = held_here(context, placed->node, placed->local_id);
   if (!held) return held.status();
   if (*held) {
     spdlog::info(
@@ -130,9 +143,9 @@ Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context,
   // A restore without a size gets its source's; a source that had none (0: unknown) passes
   // that on, as it would to a clone.
   int64_t capacity = (*snapshot)->source_capacity_bytes > 0 ? needed : 0;
-  // A snapshot pulled from another node names its volume there (snapshot_pull.cc).
-  auto taken_of = decode_placed_id((*snapshot)->source_volume_id);
-  bool from_another_host = taken_of && taken_of->node != context.options.node_id;
+  // A snapshot pulled from another node says which (snapshot_pull.cc); "?" for one pulled before
+  // records said so, which is no more this host's own.
+  bool from_another_host = !(*snapshot)->pulled_from.empty();
   return ResolvedSource{{VolumeSource::Kind::kSnapshot, (*snapshot)->commit_id, from_another_host},
                         capacity,
                         std::move(*lock)};

@@ -185,7 +185,8 @@ grpc::ServerWriteReactor<v1::PullSnapshotProgress>* ObjectStoreService::PullSnap
           last = at;
           return write(now);
         };
-        return pull_snapshot(context_, request->from_node_id(), request->reference(), report)
+        return pull_snapshot(context_, request->from_node_id(), request->reference(),
+                             PullReference::kAny, report)
             .status();
       });
 }

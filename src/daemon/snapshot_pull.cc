@@ -37,7 +37,21 @@ v1::ObjectRef object_ref(v1::ObjectKind kind, const std::string& id, int64_t off
   return ref;
 }
 
-// The record this node keeps: the source's, as it was taken there.
+ObjectReceiver::TextKind text_kind(v1::ObjectKind kind) {
+  return kind == v1::OBJECT_TREE ? ObjectReceiver::TextKind::kTree
+                                 : ObjectReceiver::TextKind::kCommit;
+}
+
+// Where a record here came from, for messages.
+std::string origin(const SnapshotRecord& record) {
+  if (record.pulled_from.empty()) return "taken on this node";
+  if (record.pulled_from == "?") return "pulled from a node not recorded";
+  return fmt::format("pulled from node \"{}\"", record.pulled_from);
+}
+
+// The record this node keeps: the source's, as it was taken there. One recorded already under
+// that id is the same snapshot when it names the same commit (its content, verified); one pulled
+// before the node was recorded (schema 9) is then known to be this node's.
 Status check_record_here(const ServiceContext& context, const SnapshotRecord& record,
                          bool* recorded) {
   auto by_id = context.store.find_snapshot(record.id);
@@ -45,8 +59,13 @@ Status check_record_here(const ServiceContext& context, const SnapshotRecord& re
   *recorded = by_id->has_value();
   if (*recorded && (*by_id)->commit_id != record.commit_id) {
     return error(Code::kAlreadyExists,
-                 "snapshot id {} names another commit on this node ({}, not {})", record.id,
-                 (*by_id)->commit_id, record.commit_id);
+                 "snapshot id {} names another commit on this node ({}, {}; node \"{}\" says "
+                 "{}); delete it here before pulling node \"{}\"'s",
+                 record.id, (*by_id)->commit_id, origin(**by_id), record.pulled_from,
+                 record.commit_id, record.pulled_from);
+  }
+  if (*recorded && (*by_id)->pulled_from == "?") {
+    ROSETCTL_RETURN_IF_ERROR(context.store.set_snapshot_pulled_from(record.id, record.pulled_from));
   }
   auto by_name = context.store.find_snapshot_by_name(record.name);
   if (!by_name) return by_name.status();
@@ -65,17 +84,18 @@ class Pull {
       : context_(context), source_(source), report_(report) {}
 
   // `found`: what the source answered for the snapshot asked for (SourceNode::reach).
-  Expected<v1::PullSnapshotProgress> run(const std::string& reference,
+  Expected<v1::PullSnapshotProgress> run(const std::string& reference, PullReference how,
                                          const v1::LookupSnapshotResponse& found) {
     SnapshotRecord record = snapshot_record_of(found.snapshot());
     const std::string& tree_id = found.tree_id();
     if (!record.ready || !is_digest_hex(record.commit_id) || !is_digest_hex(tree_id)) {
       return error(Code::kFailedPrecondition,
-                   "node \"{}\" answered snapshot \"{}\" without a "
-                   "ready commit",
-                   source_.node(), reference);
+                   "node \"{}\" answered snapshot {} without a ready commit", source_.node(),
+                   display_quoted(reference));
     }
-    ROSETCTL_RETURN_IF_ERROR(validate_id(record.id, "snapshot id"));
+    ROSETCTL_RETURN_IF_ERROR(check_answer_is_the_one_asked(record, reference, how, source_.node()));
+    ROSETCTL_RETURN_IF_ERROR(check_pulled_record(record, source_.node()));
+    record.pulled_from = source_.node();
     result_.set_snapshot_id(record.id);
     result_.set_snapshot_name(record.name);
     result_.set_commit_id(record.commit_id);
@@ -149,20 +169,23 @@ class Pull {
       wants.push_back(object_ref(v1::OBJECT_TREE, tree_id));
     }
     if (wants.empty()) return *commit;
-    std::map<std::string, std::string> texts;
-    ROSETCTL_RETURN_IF_ERROR(source_.fetch(0, wants, [&](const v1::ObjectChunk& chunk) {
-      std::string& text = texts[chunk.id()];
-      if (chunk.offset() != static_cast<int64_t>(text.size())) {
-        return error(Code::kDataLoss, "{} {} from node \"{}\": a chunk arrived out of order",
-                     chunk.kind() == v1::OBJECT_TREE ? "tree" : "commit", chunk.id(),
-                     source_.node());
+    for (const v1::ObjectRef& want : wants)
+      ROSETCTL_RETURN_IF_ERROR(receiver_->expect_text(text_kind(want.kind()), want.id()));
+    // Each text goes to disk as it arrives (received_text.h), within its bound: a source that
+    // never stops sending costs no memory here.
+    ROSETCTL_RETURN_IF_ERROR(source_.fetch(0, wants, [&](const v1::ObjectChunk& chunk) -> Status {
+      if (chunk.kind() != v1::OBJECT_TREE && chunk.kind() != v1::OBJECT_COMMIT) {
+        return error(Code::kDataLoss,
+                     "node \"{}\" sent a {} chunk where a tree or a commit was due; it was not "
+                     "stored",
+                     source_.node(), chunk.kind() == v1::OBJECT_BLOB ? "blob" : "malformed");
       }
-      text += chunk.data();
       result_.set_bytes_sent(result_.bytes_sent() + static_cast<int64_t>(chunk.data().size()));
-      return Status::ok();
+      return receiver_->text_chunk(text_kind(chunk.kind()), chunk.id(), chunk.offset(),
+                                   chunk.data(), chunk.size());
     }));
     if (!commit) {
-      auto arrived = receiver_->commit(commit_id, texts[commit_id]);
+      auto arrived = receiver_->commit(commit_id);
       if (!arrived) return arrived.status();
       if (arrived->tree != tree_id) {
         return error(Code::kDataLoss, "commit {} from node \"{}\" names tree {}, not {}", commit_id,
@@ -172,7 +195,7 @@ class Pull {
       result_.set_objects_sent(result_.objects_sent() + 1);
     }
     if (!held_tree) {
-      auto arrived = receiver_->tree(tree_id, texts[tree_id]);
+      auto arrived = receiver_->tree(tree_id);
       if (!arrived) return arrived.status();
       tree_ = std::move(*arrived);
       result_.set_objects_sent(result_.objects_sent() + 1);
@@ -188,7 +211,7 @@ class Pull {
   // Every blob the tree names that this store lacks, resumed where a part is staged, on the
   // source's lanes side by side.
   Status blobs() {
-    std::map<std::string, int64_t> sizes;
+    std::map<std::string, int64_t>& sizes = blob_sizes_;
     for (const TreeEntry& entry : tree_.entries) {
       if (entry.type == EntryType::kRegular && !entry.content.empty())
         sizes.emplace(entry.content, entry.size);
@@ -199,7 +222,10 @@ class Pull {
         skipped(size);
         continue;
       }
-      int64_t kept = std::min(receiver_->partial_size(id), size);
+      // A part longer than the blob is none of its (a source once sent more than it holds):
+      // the blob starts over, which overwrites it.
+      int64_t kept = receiver_->partial_size(id);
+      if (kept > size) kept = 0;
       wants.push_back({object_ref(v1::OBJECT_BLOB, id, kept), size - kept});
       result_.set_bytes_resumed(result_.bytes_resumed() + kept);
       result_.set_files_total(result_.files_total() + 1);
@@ -261,6 +287,9 @@ class Pull {
       std::vector<v1::ObjectRef> batch(
           wants.begin() + static_cast<std::ptrdiff_t>(first),
           wants.begin() + static_cast<std::ptrdiff_t>(std::min(wants.size(), first + kFetchBatch)));
+      // Only these blobs, each no bigger than the tree says, are taken from this call's stream.
+      for (const v1::ObjectRef& want : batch)
+        receiver->expect_blob(want.id(), blob_sizes_.at(want.id()));
       Status fetched = source_.fetch(lane, batch, [&](const v1::ObjectChunk& chunk) -> Status {
         if (stopped_.load(std::memory_order_relaxed)) {
           return error(Code::kAborted, "stopped: another of the pull's lanes failed");
@@ -303,7 +332,8 @@ class Pull {
   std::unique_ptr<CommitStore> store_;
   std::optional<ObjectReceiver> receiver_;
   Tree tree_;
-  std::atomic<bool> stopped_{false};  // a lane failed: the others stop
+  std::map<std::string, int64_t> blob_sizes_;  // every blob the tree names, with its size
+  std::atomic<bool> stopped_{false};           // a lane failed: the others stop
   std::mutex mutex_;
   Status failure_;                    // the first lane's failure; guarded by mutex_
   std::vector<std::string> arrived_;  // blobs stored; guarded by mutex_ while lanes run
@@ -314,7 +344,7 @@ class Pull {
 
 Expected<v1::PullSnapshotProgress> pull_snapshot(const ServiceContext& context,
                                                  const std::string& from_node,
-                                                 const std::string& reference,
+                                                 const std::string& reference, PullReference how,
                                                  const PullReport& report) {
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(from_node, "from_node_id"));
   if (reference.empty()) return error(Code::kInvalidArgument, "no snapshot named to pull");
@@ -336,7 +366,7 @@ Expected<v1::PullSnapshotProgress> pull_snapshot(const ServiceContext& context,
   auto source = SourceNode::reach(context, from_node, reference, kLanes, &found);
   if (!source) return source.status();
   Pull pull(context, *source, report);
-  return pull.run(reference, found);
+  return pull.run(reference, how, found);
 }
 
 Expected<v1::PullSnapshotProgress> fetch_snapshot_from_node(const ServiceContext& context,
@@ -346,18 +376,19 @@ Expected<v1::PullSnapshotProgress> fetch_snapshot_from_node(const ServiceContext
   bool started = false;
   int64_t files = 0;
   int64_t bytes = 0;
-  auto pulled = pull_snapshot(
-      context, node_id, snapshot_id, [&](const v1::PullSnapshotProgress& now) -> Status {
-        if (!started && now.files_total() > 0) {
-          progress.start(fmt::format("fetching from {}", node_id), now.files_total(),
-                         now.bytes_total());
-          started = true;
-        }
-        progress.advance(now.files_done() - files, now.bytes_done() - bytes);
-        files = now.files_done();
-        bytes = now.bytes_done();
-        return Status::ok();
-      });
+  auto pulled =
+      pull_snapshot(context, node_id, snapshot_id, PullReference::kSnapshotId,
+                    [&](const v1::PullSnapshotProgress& now) -> Status {
+                      if (!started && now.files_total() > 0) {
+                        progress.start(fmt::format("fetching from {}", node_id), now.files_total(),
+                                       now.bytes_total());
+                        started = true;
+                      }
+                      progress.advance(now.files_done() - files, now.bytes_done() - bytes);
+                      files = now.files_done();
+                      bytes = now.bytes_done();
+                      return Status::ok();
+                    });
   if (started) progress.finish();
   return pulled;
 }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 
+#include "daemon/pulled_snapshot.h"
 #include "daemon/service_context.h"
 #include "rosetctl.pb.h"
 
@@ -23,14 +24,17 @@ namespace rosetctl {
 // Sees how the pull goes (the last report has `done` set); an error stops the pull.
 using PullReport = std::function<Status(const v1::PullSnapshotProgress&)>;
 
-// Makes snapshot `reference` (commit id, prefix, snapshot id or name on that node) of node
-// `from_node` present here, under the same snapshot id, name and commit id. Returns the final
+// Makes snapshot `reference` (commit id, prefix, snapshot id or name on that node, as `how`
+// says) of node `from_node` present here, under the same snapshot id, name and commit id, its
+// record saying it came from `from_node` (SnapshotRecord::pulled_from). Returns the final
 // counts. UNAVAILABLE when the source cannot be reached or goes away (a retry resumes);
-// DATA_LOSS naming an object that arrived corrupt (it is not stored); ALREADY_EXISTS when this
-// node records another snapshot under that id or name.
+// DATA_LOSS naming the source and what was wrong when it answers with a snapshot that is not
+// the one asked for or a record a local CreateSnapshot would refuse (pulled_snapshot.h), or
+// sends an object that is corrupt, was not asked for, or is bigger than said (nothing of it is
+// stored); ALREADY_EXISTS when this node records another snapshot under that id or name.
 Expected<v1::PullSnapshotProgress> pull_snapshot(const ServiceContext& context,
                                                  const std::string& from_node,
-                                                 const std::string& reference,
+                                                 const std::string& reference, PullReference how,
                                                  const PullReport& report);
 
 // For a restore or clone whose source snapshot `snapshot_id` is held by node `node_id`: makes

@@ -137,6 +137,21 @@ void read_everything(const CommitStore& store, const std::string& commit_id,
     FUZZ_CHECK(receiver.has_value(), "the scratch store takes a staging directory");
     (void)receiver->commit(commit_id, commit_text);
     (void)receiver->tree(tree_id, tree_text);
+    // And in chunks, as a stream brings them: the tree's text through its bounded staging file.
+    if (receiver->expect_text(ObjectReceiver::TextKind::kTree, tree_id).is_ok()) {
+      auto size = static_cast<int64_t>(tree_text.size());
+      std::size_t half = tree_text.size() / 2;
+      if (receiver
+              ->text_chunk(ObjectReceiver::TextKind::kTree, tree_id, 0,
+                           std::string_view(tree_text).substr(0, half), size)
+              .is_ok()) {
+        (void)receiver->text_chunk(ObjectReceiver::TextKind::kTree, tree_id,
+                                   static_cast<int64_t>(half),
+                                   std::string_view(tree_text).substr(half), size);
+      }
+      (void)receiver->tree(tree_id);
+    }
+    receiver->expect_blob(blob_id, static_cast<int64_t>(blob.size()));
     (void)receiver->blob_chunk(blob_id, 0, blob, static_cast<int64_t>(blob.size()));
     (void)receiver->flush();
   }

@@ -147,27 +147,57 @@ Status ObjectReceiver::start_blob(std::string_view id, int64_t offset) {
   return Status::ok();
 }
 
+void ObjectReceiver::expect_blob(std::string_view id, int64_t size) {
+  wanted_blobs_.insert_or_assign(std::string(id), size);
+}
+
+Status ObjectReceiver::refuse_blob(std::string_view id, std::string_view why) {
+  // Only a part this receiver holds (and so has locked) is removed: a part of the same name that
+  // another transfer is writing is not this one's to take.
+  if (partial_ && partial_->id == id) {
+    (void)::unlinkat(incoming_.get(), partial_name(id).c_str(), 0);
+    partial_.reset();
+  }
+  if (auto wanted = wanted_blobs_.find(id); wanted != wanted_blobs_.end()) {
+    wanted_blobs_.erase(wanted);
+  }
+  return error(Code::kDataLoss, "blob {} from {}: {}; it was refused and not stored", id, source_,
+               why);
+}
+
 Expected<bool> ObjectReceiver::blob_chunk(std::string_view id, int64_t offset,
                                           std::string_view data, int64_t size) {
-  if (!is_digest_hex(id)) return error(Code::kInvalidArgument, "\"{}\" is not a blob id", id);
-  if (!partial_ || partial_->id != id || offset == 0) {
-    ROSETCTL_RETURN_IF_ERROR(start_blob(id, offset));
-  }
-  if (offset != partial_->received) {
+  auto wanted = wanted_blobs_.find(id);
+  if (wanted == wanted_blobs_.end()) {
     return error(Code::kDataLoss,
-                 "blob {} from {}: a chunk at byte {} arrived where byte {} was due", id, source_,
-                 offset, partial_->received);
+                 "{} sent blob {}, which was not asked for (or had arrived whole already); it "
+                 "was refused and not stored",
+                 source_, is_digest_hex(id) ? std::string(id) : display_quoted(id));
   }
-  if (size < 0 || offset + static_cast<int64_t>(data.size()) > size) {
-    partial_.reset();
-    return error(Code::kDataLoss, "blob {} from {}: more bytes arrived than its size ({})", id,
-                 source_, size);
+  const int64_t expected = wanted->second;
+  if (partial_ && partial_->id != id) {
+    return refuse_blob(partial_->id, fmt::format("blob {} began before it was whole", id));
+  }
+  if (size != expected) {
+    return refuse_blob(
+        id, fmt::format("it was said to hold {} bytes, where its tree says {}", size, expected));
+  }
+  if (offset < 0 || offset > expected || static_cast<int64_t>(data.size()) > expected - offset) {
+    return refuse_blob(id, fmt::format("a chunk of {} bytes at byte {} reaches past the {} bytes "
+                                       "its tree says it holds",
+                                       data.size(), offset, expected));
+  }
+  if (!partial_) ROSETCTL_RETURN_IF_ERROR(start_blob(id, offset));
+  if (offset != partial_->received) {
+    return refuse_blob(id, fmt::format("a chunk at byte {} arrived where byte {} was due", offset,
+                                       partial_->received));
   }
   ROSETCTL_RETURN_IF_ERROR(write_all_at(partial_->fd.get(), data, offset,
                                         fmt::format("the staged part of blob {}", id)));
   partial_->hash.update(data);
   partial_->received += static_cast<int64_t>(data.size());
   if (partial_->received < size) return false;
+  wanted_blobs_.erase(wanted);
   return finish_blob(size);
 }
 
@@ -207,13 +237,81 @@ Status ObjectReceiver::flush() {
   });
 }
 
+Status ObjectReceiver::expect_text(TextKind kind, std::string_view id) {
+  if (!is_digest_hex(id)) {
+    return error(Code::kInvalidArgument, "{} is not an object id", display_quoted(id));
+  }
+  wanted_texts_.insert_or_assign(std::string(id), WantedText{kind, std::nullopt});
+  return Status::ok();
+}
+
+namespace {
+
+const char* kind_name(ObjectReceiver::TextKind kind) {
+  return kind == ObjectReceiver::TextKind::kTree ? "tree" : "commit";
+}
+
+}  // namespace
+
+Status ObjectReceiver::text_chunk(TextKind kind, std::string_view id, int64_t offset,
+                                  std::string_view data, int64_t size) {
+  auto wanted = wanted_texts_.find(id);
+  if (wanted == wanted_texts_.end() || wanted->second.kind != kind) {
+    return error(Code::kDataLoss, "{} sent {} {}, which was not asked for; it was not stored",
+                 source_, kind_name(kind),
+                 is_digest_hex(id) ? std::string(id) : display_quoted(id));
+  }
+  std::optional<ReceivedText>& text = wanted->second.text;
+  if (!text) {
+    auto opened = ReceivedText::open(incoming_.get(),
+                                     fmt::format("{} {} from {}", kind_name(kind), id, source_),
+                                     kind == TextKind::kTree ? kMaxTreeBytes : kMaxCommitBytes);
+    if (!opened) return opened.status();
+    text.emplace(std::move(*opened));
+  }
+  Status appended = text->append(offset, data, size);
+  if (!appended) wanted_texts_.erase(wanted);  // what arrived of it goes (its file has no name)
+  return appended;
+}
+
+Expected<std::string> ObjectReceiver::whole_text(TextKind kind, std::string_view id) {
+  auto wanted = wanted_texts_.find(id);
+  if (wanted == wanted_texts_.end() || wanted->second.kind != kind || !wanted->second.text) {
+    return error(Code::kUnavailable, "{} ended the transfer before {} {} arrived; retry", source_,
+                 kind_name(kind), id);
+  }
+  auto text = wanted->second.text->finish(id);
+  wanted_texts_.erase(wanted);
+  return text;
+}
+
+Expected<Tree> ObjectReceiver::tree(std::string_view id) {
+  auto text = whole_text(TextKind::kTree, id);
+  if (!text) return text.status();
+  return store_tree(id, *text);
+}
+
+Expected<CommitObject> ObjectReceiver::commit(std::string_view id) {
+  auto text = whole_text(TextKind::kCommit, id);
+  if (!text) return text.status();
+  return parse_commit_text(id, *text);
+}
+
 Expected<Tree> ObjectReceiver::tree(std::string_view id, std::string_view text) const {
   if (!is_digest_hex(id)) return error(Code::kInvalidArgument, "\"{}\" is not a tree id", id);
+  if (static_cast<int64_t>(text.size()) > kMaxTreeBytes) {
+    return error(Code::kDataLoss, "tree {} from {} holds {} bytes, over the limit of {}", id,
+                 source_, text.size(), kMaxTreeBytes);
+  }
   if (std::string actual = sha256_hex(text); actual != id) {
     return error(Code::kDataLoss,
                  "tree {} from {} is corrupt: its content hashes to {}; it was not stored", id,
                  source_, actual);
   }
+  return store_tree(id, text);
+}
+
+Expected<Tree> ObjectReceiver::store_tree(std::string_view id, std::string_view text) const {
   auto parsed = parse_tree(text);
   if (!parsed) return parsed.status().with_context(fmt::format("tree {} from {}", id, source_));
   auto stored = store_->put_tree(*parsed);
@@ -227,11 +325,20 @@ Expected<Tree> ObjectReceiver::tree(std::string_view id, std::string_view text) 
 
 Expected<CommitObject> ObjectReceiver::commit(std::string_view id, std::string_view text) const {
   if (!is_digest_hex(id)) return error(Code::kInvalidArgument, "\"{}\" is not a commit id", id);
+  if (static_cast<int64_t>(text.size()) > kMaxCommitBytes) {
+    return error(Code::kDataLoss, "commit {} from {} holds {} bytes, over the limit of {}", id,
+                 source_, text.size(), kMaxCommitBytes);
+  }
   if (std::string actual = sha256_hex(text); actual != id) {
     return error(Code::kDataLoss,
                  "commit {} from {} is corrupt: its content hashes to {}; it was not stored", id,
                  source_, actual);
   }
+  return parse_commit_text(id, text);
+}
+
+Expected<CommitObject> ObjectReceiver::parse_commit_text(std::string_view id,
+                                                         std::string_view text) const {
   auto parsed = parse_commit(text);
   if (!parsed) return parsed.status().with_context(fmt::format("commit {} from {}", id, source_));
   if (serialize_commit(*parsed) != text) {

@@ -2,6 +2,13 @@
 // checked against its name before it is stored, so a damaged one is refused (DATA_LOSS naming
 // it) and never lands under a real name.
 //
+// The source is not trusted to send only what it was asked for, nor to stop: a receiver takes
+// only the objects it was told to expect (expect_blob, expect_text), a blob never past the size
+// the tree gives it, a tree or commit never past its bound (kMaxTreeBytes, kMaxCommitBytes) nor
+// past the size its first chunk declared. Anything else is DATA_LOSS naming the source and the
+// object, and what this receiver staged of that object is removed, so nothing is left that a
+// later honest transfer would trip over.
+//
 // Trees and blobs become objects of the store as each is verified. That makes nothing visible:
 // only a commit names them, and the caller stores the commit (and records the snapshot) last,
 // once everything it names is here; until then garbage collection is held off by the caller's
@@ -19,12 +26,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/commit_store/commit_store.h"
+#include "core/commit_store/received_text.h"
 #include "core/commit_store/sha256.h"
 #include "core/unique_fd.h"
 
@@ -36,23 +46,59 @@ class ObjectReceiver {
   // interrupted one (a CO's, an operator's) comes within minutes.
   static constexpr std::chrono::hours kStalePartAge{24};
 
+  // The most bytes a commit's text may have. A commit is a few short lines and its message
+  // (commit_object.h); the message comes from CreateSnapshot's parameters, which a request may
+  // fill with at most 64 KiB (daemon/request_limits.h), and escaping makes one byte at most
+  // three (field_escape.h): 192 KiB, and the rest (ids, a volume's name and id) under 1 KiB.
+  static constexpr int64_t kMaxCommitBytes = 256 << 10;
+  // The most bytes a tree's text may have. A tree is one line per file, directory and link
+  // (tree.cc): about 110 bytes plus the path, escaped, and the xattrs; our own commit of a
+  // million files under 100-byte paths writes about 220 MB. The format has no limit of its own,
+  // so this is one: 1 GiB is a million entries of 1 KiB each. A bigger tree is refused
+  // (DATA_LOSS naming this limit); the source builds the whole text in memory to send it
+  // (object_store_service.cc), so it is no tree a node could serve well anyway. It is received
+  // on disk (received_text.h), so what a source sends before the bound costs no memory here.
+  static constexpr int64_t kMaxTreeBytes = int64_t{1} << 30;
+
+  enum class TextKind { kTree, kCommit };
+
   // `source` names where objects come from, for messages ("node \"a\"").
   static Expected<ObjectReceiver> open(const CommitStore& store, std::string source);
+
+  // Asks for blob `id`, which holds `size` bytes (the tree says so): blob_chunk takes chunks of
+  // the blobs asked for, and of each no more than its size, until it is complete.
+  void expect_blob(std::string_view id, int64_t size);
+  // Asks for the text of tree or commit `id`: text_chunk takes its chunks, tree() or commit()
+  // the whole. INVALID_ARGUMENT when `id` is not an object id.
+  Status expect_text(TextKind kind, std::string_view id);
 
   // Bytes of blob `id` kept from an interrupted transfer (0: none): fetch it from there.
   int64_t partial_size(std::string_view id) const;
 
-  // The next chunk of blob `id` (`size` bytes in all): chunks of one blob come in order, from
-  // the offset partial_size() gave or 0 (which starts it over). True when the blob is complete
-  // and verified: its writeback starts, and it is stored (named) at the next flush(), which
-  // happens by itself every kFlushBatch blobs. DATA_LOSS naming it when its bytes do not hash
-  // to its name (the staged copy is then removed, so a retry fetches it whole).
+  // The next chunk of blob `id` (`size` bytes in all, as the source says): chunks of one blob
+  // come in order, from the offset partial_size() gave or 0 (which starts it over), and one blob
+  // is complete before the next begins. True when the blob is complete and verified: its
+  // writeback starts, and it is stored (named) at the next flush(), which happens by itself
+  // every kFlushBatch blobs. DATA_LOSS naming it and the source when it was not asked for (then
+  // nothing is written), when `size` is not the size asked for, a chunk reaches past it, arrives
+  // out of order, or its bytes do not hash to its name (the staged copy is then removed, so a
+  // retry fetches it whole).
   Expected<bool> blob_chunk(std::string_view id, int64_t offset, std::string_view data,
                             int64_t size);
   // Stores every verified blob not stored yet, waiting for their content to be on disk (on a
   // few threads: one fsync after another would make a transfer of many files wait on the disk
   // once per file). Call it before relying on has_blob() for what arrived.
   Status flush();
+
+  // The next chunk of the text of tree or commit `id`, asked for with expect_text (`size`: the
+  // whole text's, as the source says). DATA_LOSS naming it and the source when it was not asked
+  // for, or reaches past its size or bound; what arrived of it is then dropped.
+  Status text_chunk(TextKind kind, std::string_view id, int64_t offset, std::string_view data,
+                    int64_t size);
+  // The tree and commit asked for, once their chunks have arrived: as the overloads below.
+  // UNAVAILABLE when the transfer ended before the text was whole.
+  Expected<Tree> tree(std::string_view id);
+  Expected<CommitObject> commit(std::string_view id);
 
   // A whole tree's text: verified, parsed and stored.
   Expected<Tree> tree(std::string_view id, std::string_view text) const;
@@ -73,6 +119,12 @@ class ObjectReceiver {
       : store_(&store), source_(std::move(source)), incoming_(std::move(incoming)) {}
   Status start_blob(std::string_view id, int64_t offset);
   Expected<bool> finish_blob(int64_t size);
+  // Refuses blob `id` (DATA_LOSS: `why`), removing what this receiver staged of it.
+  Status refuse_blob(std::string_view id, std::string_view why);
+  Expected<std::string> whole_text(TextKind kind, std::string_view id);
+  // Parsed and stored; the text hashes to `id` already.
+  Expected<Tree> store_tree(std::string_view id, std::string_view text) const;
+  Expected<CommitObject> parse_commit_text(std::string_view id, std::string_view text) const;
 
   const CommitStore* store_;
   std::string source_;
@@ -83,6 +135,13 @@ class ObjectReceiver {
     UniqueFd fd;  // its staged file, still under incoming/
   };
   std::vector<Verified> verified_;  // complete and verified, not stored yet
+  // Blobs asked for and not complete yet, with their sizes.
+  std::map<std::string, int64_t, std::less<>> wanted_blobs_;
+  struct WantedText {
+    TextKind kind;
+    std::optional<ReceivedText> text;  // from its first chunk
+  };
+  std::map<std::string, WantedText, std::less<>> wanted_texts_;  // asked for, not taken yet
 };
 
 }  // namespace rosetctl

@@ -207,6 +207,7 @@ TEST_CASE("snapshots: a version 3 database migrates; old snapshots' source size 
     REQUIRE(
         connection
             ->exec("ALTER TABLE volumes DROP COLUMN mutable_parameters; ALTER TABLE snapshots "
+                   "DROP COLUMN pulled_from; ALTER TABLE snapshots "
                    "DROP COLUMN source_capacity_bytes; ALTER TABLE snapshots DROP COLUMN context; "
                    "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications DROP "
                    "COLUMN "
@@ -220,4 +221,40 @@ TEST_CASE("snapshots: a version 3 database migrates; old snapshots' source size 
   // Not the volume's size now (it may have grown since the snapshot): unknown.
   CHECK(store->find_snapshot("snap-1")->value().source_capacity_bytes == 0);
   CHECK(store->find_snapshot("snap-2")->value().source_capacity_bytes == 0);
+}
+
+TEST_CASE("snapshots: a version 8 database migrates; rows pulled before say \"?\", not a node",
+          "[state_store]") {
+  StoreDir dir;
+  {
+    auto store = open_store(dir.path);
+    REQUIRE(store->insert_snapshot(make_snapshot("snap-1", "taken", "local-1", 1)).is_ok());
+    // Pulled: its source volume is named by its placed id on the node it came from.
+    REQUIRE(
+        store->insert_snapshot(make_snapshot("snap-2", "pulled", "n6.node-a.local-9", 2)).is_ok());
+  }
+  {
+    // Turn it back into what rosetctl with schema 8 wrote.
+    auto connection = sqlite::Connection::open(dir.path + "/state.db");
+    REQUIRE(connection.has_value());
+    REQUIRE(
+        connection->exec("ALTER TABLE snapshots DROP COLUMN pulled_from; PRAGMA user_version = 8")
+            .is_ok());
+  }
+  auto store = open_store(dir.path);
+  CHECK(store->find_snapshot("snap-1")->value().pulled_from.empty());
+  // Where it came from is unknown: it is trusted as node-a's only once node-a confirms it.
+  CHECK(store->find_snapshot("snap-2")->value().pulled_from == "?");
+  REQUIRE(store->set_snapshot_pulled_from("snap-2", "node-a").is_ok());
+  CHECK(store->find_snapshot("snap-2")->value().pulled_from == "node-a");
+  CHECK(store->set_snapshot_pulled_from("snap-9", "node-a").code() == Code::kNotFound);
+}
+
+TEST_CASE("snapshots: the node a snapshot was pulled from is kept", "[state_store]") {
+  StoreDir dir;
+  auto store = open_store(dir.path);
+  SnapshotRecord pulled = make_snapshot("snap-1", "pulled", "n6.node-a.local-9", 1);
+  pulled.pulled_from = "node-a";
+  REQUIRE(store->insert_snapshot(pulled).is_ok());
+  CHECK(store->find_snapshot("snap-1")->value() == pulled);
 }
