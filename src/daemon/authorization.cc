@@ -2,6 +2,8 @@
 #include "daemon/authorization.h"
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <mutex>
 #include <unordered_map>
@@ -11,6 +13,7 @@
 #include "daemon/authorization_table.h"
 #include "daemon/convert.h"
 #include "daemon/placed_fields.h"
+#include "daemon/placed_id.h"
 
 namespace rosetctl {
 namespace {
@@ -89,7 +92,12 @@ Status check_node_binding(const AnsweringServer& server, const CallToDecide& cal
     case NodeBinding::kOwnNodes:
       break;
   }
-  if (call.request == nullptr) return Status::ok();  // forwarded bytes: the node named decides
+  if (call.request == nullptr) return Status::ok();  // forwarded bytes: decided again on them
+  // The node a request acts for (a registration, a publication) is the caller, strictly: the
+  // controller host's node is not a consumer's to register, remove or publish to.
+  if (auto acting_for = node_id_of(*call.request); acting_for && *acting_for != self) {
+    return refused(call, "for " + node_text(*acting_for), "a node acts only for itself");
+  }
   for (const std::string& node : nodes_named_by(*call.request)) {
     // The controller host's own volumes are every consumer's to manage.
     bool shared = binding == NodeBinding::kOwnNodes && server.controller &&
@@ -103,16 +111,24 @@ Status check_node_binding(const AnsweringServer& server, const CallToDecide& cal
 
 }  // namespace
 
-std::vector<std::string> nodes_named_by(const Message& request) {
-  std::vector<std::string> nodes;
+std::optional<std::string> node_id_of(const Message& request) {
   const auto* node_id = request.GetDescriptor()->FindFieldByName("node_id");
-  if (node_id != nullptr && node_id->cpp_type() == FieldDescriptor::CPPTYPE_STRING &&
-      !node_id->is_repeated()) {
-    nodes.push_back(request.GetReflection()->GetString(request, node_id));
+  if (node_id == nullptr || node_id->cpp_type() != FieldDescriptor::CPPTYPE_STRING ||
+      node_id->is_repeated()) {
+    return std::nullopt;
   }
-  for (std::string& node : placed_nodes_of(request))
-    nodes.push_back(std::move(node));
+  return request.GetReflection()->GetString(request, node_id);
+}
+
+std::vector<std::string> nodes_named_by(const Message& request) {
+  std::vector<std::string> nodes = placed_nodes_of(request);
   add_topology_nodes(request, &nodes);
+  // A combined list's token names the node it goes on at (daemon/placed_id.h).
+  const auto* token = request.GetDescriptor()->FindFieldByName("starting_token");
+  if (token != nullptr && token->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
+    if (auto position = decode_list_token(request.GetReflection()->GetString(request, token)))
+      nodes.push_back(std::move(position->node));
+  }
   return nodes;
 }
 
@@ -162,6 +178,29 @@ Status decide(const AnsweringServer& server, const CallToDecide& call) {
     return refused(call, "for " + node_text(*call.forwarded_to), "a node acts only for itself");
   }
   return check_node_binding(server, call, access->node_binding, answering_node, where);
+}
+
+Status decide_forwarded_bytes(const AnsweringServer& server, const grpc::ServerContextBase& call,
+                              std::string_view method, std::string_view forwarded_to,
+                              const grpc::ByteBuffer& bytes) {
+  Peer peer = peer_of(call);
+  if (peer.role != PeerRole::kNode) return Status::ok();  // only a node's binding reads it
+  size_t slash = method.rfind('/');
+  const auto* descriptor =
+      slash == std::string_view::npos || slash == 0
+          ? nullptr
+          : google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(
+                fmt::format("{}.{}", method.substr(1, slash - 1), method.substr(slash + 1)));
+  if (descriptor == nullptr) return Status::ok();  // not in the table: refused already
+  std::unique_ptr<Message> request(google::protobuf::MessageFactory::generated_factory()
+                                       ->GetPrototype(descriptor->input_type())
+                                       ->New());
+  grpc::ByteBuffer copy(bytes);  // Deserialize consumes its buffer
+  if (!grpc::SerializationTraits<Message>::Deserialize(&copy, request.get()).ok()) {
+    return error(Code::kInvalidArgument, "{}: the request is not a {}", escape_text(method),
+                 descriptor->input_type()->full_name());
+  }
+  return decide(server, CallToDecide{peer, method, request.get(), forwarded_to});
 }
 
 namespace {

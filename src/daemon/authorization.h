@@ -8,6 +8,7 @@
 
 #include <google/protobuf/message.h>
 #include <grpcpp/server_context.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_interceptor.h>
 
 #include <memory>
@@ -40,9 +41,21 @@ struct CallToDecide {
 // and what it may not touch otherwise. Pure: the table, the server and the call decide.
 Status decide(const AnsweringServer& server, const CallToDecide& call);
 
-// Every node a request names: its `node_id` ("" when the field is there but empty), the node
-// of every placed id, every topology.rosetctl.io/node segment. In the order met.
+// The node a request acts for: its `node_id` ("" when the field is there but empty: every node);
+// nullopt when it has no such field.
+std::optional<std::string> node_id_of(const google::protobuf::Message& request);
+
+// Every other node a request names: the node of every placed id (and of an id wrapped in one),
+// every topology.rosetctl.io/node segment, the node a combined list's starting_token goes on
+// at. In the order met.
 std::vector<std::string> nodes_named_by(const google::protobuf::Message& request);
+
+// decide() again once the request a generic service received as bytes (the proxy, decided on
+// its metadata alone) is parsed by the method's request type: so the request names no other
+// node on this route either. INVALID_ARGUMENT when the bytes are no such request.
+Status decide_forwarded_bytes(const AnsweringServer& server, const grpc::ServerContextBase& call,
+                              std::string_view method, std::string_view forwarded_to,
+                              const grpc::ByteBuffer& bytes);
 
 // The interceptor to put first on every server of the plugin.
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> authorization_interceptor(

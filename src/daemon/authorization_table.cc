@@ -69,7 +69,8 @@ const std::vector<MethodAccess> kTable = {
     {"/rosetctl.v1.Catalog/FindSnapshot", kEveryRole, kNobody, kOwnNodes, "a snapshot by name"},
     {"/rosetctl.v1.Catalog/ListSnapshotDetails", kEveryRole, kNobody, kOwnNodes, "by volume id"},
     {"/rosetctl.v1.Catalog/DiffSnapshots", kEveryRole, kNobody, kOwnNodes, "by snapshot id"},
-    {"/rosetctl.v1.Catalog/VerifySnapshots", kEveryRole, kNobody, kOwnNodes, "by snapshot id"},
+    {"/rosetctl.v1.Catalog/VerifySnapshots", kAdminsAndControllers, kNobody, kOwnNodes,
+     "re-reads the controller host's store: an operator's"},
     {"/rosetctl.v1.Catalog/CollectGarbage", kAdminsAndControllers, kNobody, kOwnNodes,
      "the controller host's store: an operator's"},
 

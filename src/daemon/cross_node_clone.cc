@@ -145,7 +145,7 @@ Status ControllerService::clone_on_node(const std::string& node, const PlacedId&
   auto snapshot_id = snapshot_for_clone(source, node, request);
   if (!snapshot_id) return snapshot_id.status();
   auto snapshot = decode_placed_id(*snapshot_id);
-  if (!snapshot) {
+  if (!snapshot || snapshot->node != source.node) {
     return error(Code::kInternal, "node \"{}\" answered CreateSnapshot with id {}", source.node,
                  *snapshot_id);
   }

@@ -53,6 +53,9 @@ class NodeControllers {
       call.AddMetadata(key, value);
     grpc::Status status = ((**stub).*rpc)(&call, request, response);
     if (!status.ok()) return failure(node, status, was_answered(call));
+    // What a node calls its own volume or snapshot must be its own (a placed id there would
+    // have the controller act on another node with its own certificate later).
+    ROSETCTL_RETURN_IF_ERROR(check_answer_names_its_own(*response, node));
     return place_ids(*response, node);
   }
 

@@ -31,6 +31,8 @@ class NodeProxy final : public grpc::CallbackGenericService {
 
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* call) override;
 
+  const ServiceContext& context() const { return context_; }
+
   // The channel to a node's address (one per address, kept); UNAVAILABLE saying why there is
   // none. Also the authorization of the caller for `node_id`.
   Expected<std::shared_ptr<grpc::Channel>> route(const grpc::ServerContextBase& call,

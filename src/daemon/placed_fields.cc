@@ -63,10 +63,43 @@ std::vector<std::string> placed_nodes_of(const Message& message) {
   copy->CopyFrom(message);
   std::vector<std::string> nodes;
   (void)rewrite_ids(*copy, [&nodes](std::string& id) {
-    if (auto placed = decode_placed_id(id)) nodes.push_back(std::move(placed->node));
+    for (auto placed = decode_placed_id(id); placed; placed = decode_placed_id(placed->local_id))
+      nodes.push_back(placed->node);
     return Status::ok();
   });
   return nodes;
+}
+
+Status check_answer_names_its_own(const Message& message, std::string_view node) {
+  const auto* reflection = message.GetReflection();
+  const std::string& type = message.GetDescriptor()->full_name();
+  const char* own_id = type == "csi.v1.Volume"     ? "volume_id"
+                       : type == "csi.v1.Snapshot" ? "snapshot_id"
+                                                   : nullptr;
+  if (own_id != nullptr) {
+    const FieldDescriptor* field = message.GetDescriptor()->FindFieldByName(own_id);
+    const std::string& id = reflection->GetString(message, field);
+    if (decode_placed_id(id)) {
+      return error(Code::kDataLoss,
+                   "node \"{}\" answered with {} \"{}\", which names a node: a node's volumes and "
+                   "snapshots have ids of its own; nothing was done with it",
+                   node, own_id, id.substr(0, 128));
+    }
+  }
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE || field->is_map()) continue;
+    if (field->is_repeated()) {
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i)
+        ROSETCTL_RETURN_IF_ERROR(
+            check_answer_names_its_own(reflection->GetRepeatedMessage(message, field, i), node));
+    } else {
+      ROSETCTL_RETURN_IF_ERROR(
+          check_answer_names_its_own(reflection->GetMessage(message, field), node));
+    }
+  }
+  return Status::ok();
 }
 
 void localize_ids(Message& message, std::string_view node) {

@@ -24,7 +24,13 @@ void localize_ids(google::protobuf::Message& message, std::string_view node);
 // Every non-empty id field that is not yet a placed id becomes `node`'s placed id of it.
 Status place_ids(google::protobuf::Message& message, std::string_view node);
 
-// The node of every placed id in `message`, in the order met (daemon/authorization.cc).
+// DATA_LOSS naming `node` unless every Volume's volume_id and Snapshot's snapshot_id in
+// `message`, a node's answer, is a local id (content sources and source volumes may name other
+// nodes: a pulled snapshot's, a restore's source).
+Status check_answer_names_its_own(const google::protobuf::Message& message, std::string_view node);
+
+// The node of every placed id in `message`, in the order met (daemon/authorization.cc); an id
+// wrapped in another ("n3.ctl.n6.node-b.x") names both.
 std::vector<std::string> placed_nodes_of(const google::protobuf::Message& message);
 
 }  // namespace rosetctl

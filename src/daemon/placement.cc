@@ -9,6 +9,7 @@
 #include "core/validate.h"
 #include "daemon/controller_service.h"
 #include "daemon/convert.h"
+#include "daemon/peer_authority.h"
 #include "daemon/placed_id.h"
 
 namespace rosetctl {
@@ -128,6 +129,11 @@ Status ControllerService::list_everywhere(grpc::CallbackServerContext& call, con
   const std::string& own = context_.options.node_id;
   auto others = nodes_.other_nodes();
   if (!others) return others.status();
+  // A node's certificate lists the controller host's and its own, never another node's
+  // (docs/SECURITY.md; a starting token naming another node was refused before we ran).
+  if (Peer peer = peer_of(call); peer.role == PeerRole::kNode) {
+    std::erase_if(*others, [&peer](const std::string& node) { return node != peer.name; });
+  }
   // This host first, then the registered nodes by id.
   std::vector<std::string> order{own};
   order.insert(order.end(), others->begin(), others->end());

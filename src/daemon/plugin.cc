@@ -183,7 +183,9 @@ void Plugin::register_services(grpc::ServerBuilder& builder, NodeProxy& proxy) {
   // A node serves the Controller service too: its controller places `local` volumes on it
   // (daemon/node_controllers.h), and only the controller's certificate may call it there.
   builder.RegisterService(controller_.get());
-  // First the authorization of every call (daemon/authorization.h), then the placed ids.
+  // The authorization of every call (daemon/authorization.h) and the placed ids. gRPC runs a
+  // server's interceptors on what it receives last first, so the decision sees ids already
+  // localized; it reads wrapped ids whole either way (placed_fields.h placed_nodes_of).
   auto interceptors = placed_id_interceptors(context_->options.node_id,
                                              context_->options.role != PluginRole::kController);
   interceptors.insert(

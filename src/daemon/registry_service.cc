@@ -1,8 +1,13 @@
 // Registry RPCs: validation of what a node says about itself, and its record in the store.
 #include "daemon/registry_service.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
 #include "core/clock.h"
 #include "core/validate.h"
+#include "core/x509/certificates.h"
 #include "daemon/call_log.h"
 #include "daemon/convert.h"
 #include "daemon/node_registration.h"
@@ -60,6 +65,30 @@ grpc::ServerUnaryReactor* RegistryService::RemoveNode(Request* call,
                 [=, this] { return remove_node(*request, response); });
 }
 
+namespace {
+
+// An address as compared for uniqueness: the port as a number, an IP literal in its canonical
+// form (an IPv4-mapped IPv6 address as the IPv4 one), a host name in lower case. A host name and
+// an address of the same host still compare unequal; the dialled certificate is checked anyway.
+std::string canonical_address(const std::string& address) {
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return address;
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (auto ip = canonical_ip_address(host)) {
+    host = *ip;
+    if (host.starts_with("::ffff:") && host.find('.') != std::string::npos) host = host.substr(7);
+  } else {
+    std::transform(host.begin(), host.end(), host.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  }
+  unsigned long port = std::strtoul(address.c_str() + colon + 1, nullptr, 10);
+  return fmt::format("{}#{}", host, port);
+}
+
+}  // namespace
+
 // One address, one node: a node registering another's address would have the controller dial
 // that node when it means this one (the dialled certificate is checked too: tls_files.h).
 Status RegistryService::check_address_free(const std::string& node_id,
@@ -67,8 +96,9 @@ Status RegistryService::check_address_free(const std::string& node_id,
   if (address.empty()) return Status::ok();
   auto nodes = context_.store.list_nodes();
   if (!nodes) return nodes.status();
+  const std::string wanted = canonical_address(address);
   for (const NodeRecord& other : *nodes) {
-    if (other.node_id != node_id && other.address == address) {
+    if (other.node_id != node_id && canonical_address(other.address) == wanted) {
       return error(Code::kAlreadyExists,
                    "address {} is registered by node {}: every node registers an address of its "
                    "own (rosetctl node remove {} if that node is gone)",

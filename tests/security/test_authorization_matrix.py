@@ -25,11 +25,10 @@ from pathlib import Path
 import pytest
 
 from controller_site import Site, build_site, signed_certificate, tls_ok
-from host_lab import HostProcess
-from rosetctl_cli import binary_path
+from test_placement import start_node
 
 NODE_KEY = "topology.rosetctl.io/node"
-NODE_PORT = 9444
+NODE_PORT = 9444  # test_placement.start_node's
 A = "consumer-a"
 PLACED_VOLUME = f"n{len(A)}.{A}.local-authzprobe"
 PLACED_SNAPSHOT = f"n{len(A)}.{A}.snap-authzprobe"
@@ -159,20 +158,6 @@ def site(host_lab, rosetctl_binary) -> Site:
     built = build_site(host_lab)
     yield built
     built.assert_no_secrets_printed()
-
-
-def start_node(site: Site, host, cli) -> HostProcess:
-    serve = host.start([binary_path(), "serve", "--role", "node", "--listen", f"{host.address}:{NODE_PORT}",
-                        "--endpoint", f"unix://{host.dir}/csi.sock", "--state-dir", host.state_dir,
-                        "--grace-period", "2"], env=cli.env)
-    import time
-    deadline = time.monotonic() + 20
-    while True:
-        nodes = {n["node_id"]: n for n in site.ctl.ok_json("node", "list")}
-        if nodes.get(host.name, {}).get("address") == f"{host.address}:{NODE_PORT}":
-            return serve
-        assert time.monotonic() < deadline and serve.poll() is None, (nodes, serve.output())
-        time.sleep(0.2)
 
 
 def callers(site: Site, workdir: Path) -> dict[str, tuple[str | None, str | None, str]]:

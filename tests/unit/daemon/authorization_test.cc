@@ -13,6 +13,7 @@
 #include "csi.pb.h"
 #include "daemon/authorization_table.h"
 #include "daemon/peer_authority.h"
+#include "daemon/placed_fields.h"
 #include "rosetctl.pb.h"
 
 namespace {
@@ -184,6 +185,51 @@ TEST_CASE("authorization: a node manages the controller host's volumes and its o
   publish.set_node_id("node-a");
   CHECK(code_of(kController, kNodeAPeer, "/csi.v1.Controller/ControllerPublishVolume", &publish) ==
         Code::kOk);
+}
+
+TEST_CASE("authorization: a node acts for itself, not for the controller host", "[authz]") {
+  // The controller host's volumes are every consumer's, its node entry and publications not.
+  rosetctl::v1::RegisterNodeRequest registration;
+  registration.set_node_id("ctl");
+  CHECK(code_of(kController, kNodeAPeer, "/rosetctl.v1.Registry/RegisterNode", &registration) ==
+        Code::kPermissionDenied);
+  csi::v1::ControllerPublishVolumeRequest publish;
+  publish.set_volume_id("local-v1");
+  publish.set_node_id("ctl");
+  CHECK(code_of(kController, kNodeAPeer, "/csi.v1.Controller/ControllerPublishVolume", &publish) ==
+        Code::kPermissionDenied);
+  // An id wrapped in the controller host's names the node inside too.
+  csi::v1::DeleteVolumeRequest remove;
+  remove.set_volume_id("n3.ctl.n6.node-b.local-v1");
+  CHECK(code_of(kController, kNodeAPeer, "/csi.v1.Controller/DeleteVolume", &remove) ==
+        Code::kPermissionDenied);
+  // A combined list's token goes on at the node it names.
+  csi::v1::ListVolumesRequest list;
+  list.set_starting_token("6.node-b.");
+  CHECK(code_of(kController, kNodeAPeer, "/csi.v1.Controller/ListVolumes", &list) ==
+        Code::kPermissionDenied);
+  list.set_starting_token("6.node-a.");
+  CHECK(code_of(kController, kNodeAPeer, "/csi.v1.Controller/ListVolumes", &list) == Code::kOk);
+  // Re-reading the controller host's whole store is an operator's call.
+  rosetctl::v1::VerifySnapshotsRequest verify;
+  CHECK(code_of(kController, kNodeAPeer, "/rosetctl.v1.Catalog/VerifySnapshots", &verify) ==
+        Code::kPermissionDenied);
+}
+
+TEST_CASE("authorization: a node's answer names only its own volumes and snapshots", "[authz]") {
+  csi::v1::CreateSnapshotResponse snapshot;
+  snapshot.mutable_snapshot()->set_snapshot_id("snap-1");
+  snapshot.mutable_snapshot()->set_source_volume_id("n6.node-a.local-v1");  // may name a node
+  CHECK(rosetctl::check_answer_names_its_own(snapshot, "evil").is_ok());
+  snapshot.mutable_snapshot()->set_snapshot_id("n6.node-b.snap-1");
+  rosetctl::Status lie = rosetctl::check_answer_names_its_own(snapshot, "evil");
+  CHECK(lie.code() == Code::kDataLoss);
+  CHECK_THAT(lie.message(), Catch::Contains("node \"evil\" answered with snapshot_id"));
+  csi::v1::ListVolumesResponse list;
+  list.add_entries()->mutable_volume()->set_volume_id("local-1");
+  CHECK(rosetctl::check_answer_names_its_own(list, "evil").is_ok());
+  list.add_entries()->mutable_volume()->set_volume_id("n6.node-b.local-2");
+  CHECK(rosetctl::check_answer_names_its_own(list, "evil").code() == Code::kDataLoss);
 }
 
 TEST_CASE("authorization: a node's Controller service answers its controller alone", "[authz]") {

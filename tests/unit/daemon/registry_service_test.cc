@@ -192,3 +192,29 @@ TEST_CASE("registry: RemoveNode refuses a node with publications unless forced",
   REQUIRE(f.remove_node("node-b", false, &removed).ok());
   CHECK_FALSE(removed.removed());
 }
+
+TEST_CASE("registry: an address is one node's, however it is written", "[registry]") {
+  Fixture f;
+  v1::RegisterNodeRequest a;
+  a.set_node_id("node-a");
+  a.set_address("192.0.2.3:9444");
+  REQUIRE(f.register_node(a).ok());
+  for (const char* same : {"192.0.2.3:9444", "192.0.2.3:09444", "[::ffff:192.0.2.3]:9444"}) {
+    v1::RegisterNodeRequest b;
+    b.set_node_id("node-b");
+    b.set_address(same);
+    grpc::Status taken = f.register_node(b);
+    INFO(same);
+    CHECK(taken.error_code() == grpc::StatusCode::ALREADY_EXISTS);
+    CHECK_THAT(taken.error_message(), Catch::Contains("registered by node \"node-a\""));
+  }
+  v1::RegisterNodeRequest c;
+  c.set_node_id("node-c");
+  c.set_address("Node-C.example.com:9444");
+  REQUIRE(f.register_node(c).ok());
+  c.set_node_id("node-d");
+  c.set_address("node-c.EXAMPLE.com:9444");
+  CHECK(f.register_node(c).error_code() == grpc::StatusCode::ALREADY_EXISTS);
+  // The node itself may register its address again.
+  CHECK(f.register_node(a).ok());
+}
