@@ -1,6 +1,7 @@
 // Targets and ACLs made from the state database.
 #include "providers/iscsi/iscsi_exports.h"
 
+#include "core/iscsi_name.h"
 #include "core/log.h"
 #include "core/validate.h"
 #include "providers/iscsi/iscsi_context.h"
@@ -57,8 +58,14 @@ Expected<StringMap> IscsiExports::map(std::string_view volume_id, const NodeReco
                  "/etc/iscsi/initiatorname.iscsi) and let the node register again",
                  node.node_id);
   }
-  ROSETCTL_RETURN_IF_ERROR(
-      validate_initiator_name(node.iscsi_initiator, "the node's initiator name"));
+  // Registration takes only the normal form; a record from before it may hold another.
+  if (Status name = validate_iscsi_name(
+          node.iscsi_initiator,
+          fmt::format("node \"{}\"'s registered iscsi_initiator", node.node_id));
+      !name) {
+    return Status(Code::kFailedPrecondition,
+                  fmt::format("{}; then let the node register again", name.message()));
+  }
   if (chap) ROSETCTL_RETURN_IF_ERROR(validate_chap(*chap));
   ROSETCTL_RETURN_IF_ERROR(export_volume(volume_id));
   if (chap) {
@@ -77,6 +84,9 @@ Expected<StringMap> IscsiExports::map(std::string_view volume_id, const NodeReco
 
 Status IscsiExports::unmap(std::string_view volume_id, const NodeRecord& node) {
   if (node.iscsi_initiator.empty()) return Status::ok();  // never let in
+  // Not a name in normal form (a record from before registration checked it): map refused it,
+  // so it was never bound.
+  if (!validate_iscsi_name(node.iscsi_initiator, "iscsi_initiator")) return Status::ok();
   Status unbound = backend_->unbind_initiator(volume_id, node.iscsi_initiator);
   // A target the daemon lost lets nobody in: the unmap is done.
   return unbound.code() == Code::kNotFound ? Status::ok() : unbound;
@@ -111,6 +121,8 @@ Expected<std::vector<std::string>> IscsiExports::restore() {
       if (!node) return node.status();
       if (!node->has_value() || (*node)->iscsi_initiator.empty()) continue;
       const std::string& initiator = (*node)->iscsi_initiator;
+      // A name not in normal form was never bound (map refuses it): nothing to restore.
+      if (!validate_iscsi_name(initiator, "iscsi_initiator")) continue;
       bool bound = target != nullptr &&
                    std::find(target->initiators.begin(), target->initiators.end(), initiator) !=
                        target->initiators.end();

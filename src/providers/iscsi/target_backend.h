@@ -91,10 +91,6 @@ Status validate_iqn_prefix(std::string_view prefix, std::string_view what);
 // starting with a letter or digit (an IQN is lowercase; tgt keeps 36 bytes of serial).
 Status validate_target_volume_id(std::string_view volume_id);
 
-// An initiator name as RFC 3720 writes them: "iqn." / "eui." / "naa." followed by lowercase
-// [a-z0-9.:-], at most 223 bytes.
-Status validate_initiator_name(std::string_view initiator, std::string_view what);
-
 // CHAP user: 1..64 bytes of [A-Za-z0-9._@:-]. Password: 12..255 printable ASCII bytes without
 // spaces or commas (RFC 3720 asks for at least 96 bits; the target's request format splits on
 // commas). Messages never contain the password.
