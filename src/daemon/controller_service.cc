@@ -412,9 +412,15 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
     // Mapped again: a target daemon may have lost what it had (mapping is idempotent).
     auto mapped = map_to_node(*volume, request);
     if (!mapped) return mapped.status();
-    StringMap context = publication.publish_context;
-    context.insert(mapped->begin(), mapped->end());
-    fill_map(context, response->mutable_publish_context());
+    // What this mapping says wins over what the last one said (the CHAP account of new
+    // secrets), and is recorded; what it does not say (no secrets this time) stays.
+    ControllerPublication updated = publication;
+    for (const auto& [key, value] : *mapped)
+      updated.publish_context[key] = value;
+    if (updated.publish_context != publication.publish_context) {
+      ROSETCTL_RETURN_IF_ERROR(context_.store.upsert_controller_publication(updated));
+    }
+    fill_map(updated.publish_context, response->mutable_publish_context());
     return Status::ok();
   }
 

@@ -4,6 +4,9 @@ what tgtd holds for the victim (`tgtadm --op show`) and the registry's records, 
 have changed."""
 from __future__ import annotations
 
+import json
+import os
+import secrets
 import sqlite3
 
 from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, read_lun
@@ -20,6 +23,13 @@ def iqn(volume_id: str) -> str:
     return f"{IQN_PREFIX}:{volume_id}"
 
 
+def chap_file(workdir, name: str, user: str, password: str):
+    path = workdir / f"{name}.json"
+    path.write_text(json.dumps({"chap-user": user, "chap-password": password}))
+    os.chmod(path, 0o600)
+    return path
+
+
 def nodes(cli) -> dict[str, str | None]:
     """The registry's records: each node's initiator name."""
     return {node["node_id"]: node["iscsi_initiator"] for node in cli.ok_json("node", "list")}
@@ -31,6 +41,44 @@ def logs_in(tgtd, volume_id: str, initiator: str, chap=None) -> bool:
         assert seen.serial == volume_id, seen
         return True
     return False
+
+
+def test_a_chap_user_of_another_volume_never_takes_over_its_account(cli, tgtd, workdir):
+    """Row 9: node-b maps its own volume with node-a's CHAP user and a password of its own. tgtd
+    keeps one password per account for every target bound to it, so before the fix node-a's
+    password stopped working. Now every volume's account is its own ("<volume id>:<user>")."""
+    flags = provider_flags(tgtd)
+    cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
+    cli.ok(*flags, "--node-id", "node-b", "node", "register", "--iscsi-initiator", INITIATOR_B)
+    victim = cli.ok_json(*flags, "volume", "create", "victim", "--size", "16Mi")["id"]
+    own = cli.ok_json(*flags, "volume", "create", "attacker", "--size", "16Mi")["id"]
+    password_a = "node-a-" + secrets.token_hex(8)
+    password_b = "node-b-" + secrets.token_hex(8)
+    mapped = cli.ok_json(*flags, "--secrets-file", chap_file(workdir, "a", "alice", password_a),
+                         "volume", "map", "victim", "--node", "node-a")
+    account_a = mapped["publish_context"]["chap-user"]
+    assert account_a == f"{victim}:alice", mapped
+    victim_before, accounts_before = tgtd.targets()[iqn(victim)], tgtd.accounts()
+    assert victim_before["accounts"] == [account_a] and victim_before["acl"] == [INITIATOR_A], victim_before
+
+    # The attack, with the CHAP user node-a was given and with the account name tgtd knows it by.
+    for user in ("alice", account_a):
+        attack = cli.run_json(*flags, "--secrets-file", chap_file(workdir, "b", user, password_b),
+                              "volume", "map", "attacker", "--node", "node-b")
+        assert attack.rc == 0, attack.describe()
+        assert attack.json()["publish_context"]["chap-user"] == f"{own}:{user}", attack.describe()
+        assert password_b not in attack.stdout + attack.stderr
+
+    # Nothing changed on the victim's target; node-b's volume holds an account of its own.
+    assert tgtd.targets()[iqn(victim)] == victim_before
+    assert tgtd.accounts() == sorted(accounts_before + [f"{own}:{account_a}"])
+    assert tgtd.targets()[iqn(own)]["accounts"] == [f"{own}:{account_a}"]
+    # node-a's password still opens its volume; node-b's opens it under no name.
+    assert logs_in(tgtd, victim, INITIATOR_A, chap=(account_a, password_a))
+    for user in ("alice", account_a, f"{own}:alice", f"{own}:{account_a}"):
+        assert not logs_in(tgtd, victim, INITIATOR_A, chap=(user, password_b)), user
+    assert logs_in(tgtd, own, INITIATOR_B, chap=(f"{own}:{account_a}", password_b))
+    assert nodes(cli) == {"node-a": INITIATOR_A, "node-b": INITIATOR_B}
 
 
 def test_an_initiator_name_in_capitals_or_not_an_iscsi_name_is_refused_at_registration(cli, tgtd, state_dir):

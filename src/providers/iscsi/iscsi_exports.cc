@@ -68,9 +68,13 @@ Expected<StringMap> IscsiExports::map(std::string_view volume_id, const NodeReco
   }
   if (chap) ROSETCTL_RETURN_IF_ERROR(validate_chap(*chap));
   ROSETCTL_RETURN_IF_ERROR(export_volume(volume_id));
+  std::string account;  // the CHAP user the consumer logs in as: the volume's own account
   if (chap) {
-    ROSETCTL_RETURN_IF_ERROR(
-        with_target(volume_id, [&] { return backend_->set_chap(volume_id, *chap); }));
+    ROSETCTL_RETURN_IF_ERROR(with_target(volume_id, [&] {
+      auto set = backend_->set_chap(volume_id, *chap);
+      if (set) account = std::move(*set);
+      return set.status();
+    }));
   }
   ROSETCTL_RETURN_IF_ERROR(with_target(
       volume_id, [&] { return backend_->bind_initiator(volume_id, node.iscsi_initiator); }));
@@ -78,7 +82,10 @@ Expected<StringMap> IscsiExports::map(std::string_view volume_id, const NodeReco
                        {std::string(kPublishTarget), backend_->iqn(volume_id)},
                        {std::string(kPublishLun), std::to_string(kIscsiVolumeLun)},
                        {std::string(kPublishSerial), std::string(volume_id)}};
-  if (chap) context[std::string(kPublishChap)] = "true";
+  if (chap) {
+    context[std::string(kPublishChap)] = "true";
+    context[std::string(kPublishChapUser)] = account;
+  }
   return context;
 }
 

@@ -36,8 +36,9 @@ class IscsiExports {
   // LUN 1 takes the image's new size.
   Status resize(std::string_view volume_id);
 
-  // Lets `node`'s initiator in (and CHAP when `chap` is given); the publish context the
-  // consumer logs in with. FAILED_PRECONDITION when the node registered no initiator name.
+  // Lets `node`'s initiator in (and CHAP when `chap` is given: the publish context then names
+  // the CHAP user to log in as); the publish context the consumer logs in with.
+  // FAILED_PRECONDITION when the node registered no initiator name.
   Expected<StringMap> map(std::string_view volume_id, const NodeRecord& node,
                           const std::optional<ChapCredentials>& chap);
   // Takes the node's initiator off the ACL (ending its sessions). Idempotent.

@@ -65,8 +65,12 @@ class TargetBackend {
   virtual Status unbind_initiator(std::string_view volume_id, std::string_view initiator) = 0;
 
   // Requires incoming CHAP with these credentials on the target (replacing any other account
-  // bound to it); clear_chap lets initiators in without CHAP again.
-  virtual Status set_chap(std::string_view volume_id, const ChapCredentials& chap) = 0;
+  // bound to it); returns the user name initiators must log in with, which is the volume's own:
+  // a backend whose accounts are global (tgt) makes it from the volume id and `chap.user`, so
+  // that no caller can name, and so re-password, another volume's account. clear_chap lets
+  // initiators in without CHAP again.
+  virtual Expected<std::string> set_chap(std::string_view volume_id,
+                                         const ChapCredentials& chap) = 0;
   virtual Status clear_chap(std::string_view volume_id) = 0;
 
   // Makes LUN 1 report the image file's current size (after the file grew).
