@@ -11,7 +11,7 @@ Expected<v1::RegisterNodeRequest> node_registration(const std::string& node_id,
                                                     const std::string& address,
                                                     std::optional<std::string> initiator) {
   if (!initiator) {
-    auto from_file = read_initiator_name(kInitiatorNameFile);
+    auto from_file = read_initiator_name(initiator_name_file());
     if (!from_file) return from_file.status();
     initiator = from_file->value_or("");
   }
