@@ -1,5 +1,6 @@
 // rosetctl.v1.Registry: the nodes this controller serves, kept in its state database. A node
-// registers itself (idempotently) and is then a valid target of ControllerPublishVolume.
+// registers itself (idempotently) and is then a valid target of ControllerPublishVolume. Its
+// iSCSI initiator name, in its normal form, is its alone.
 #pragma once
 
 #include "daemon/handler_pool.h"
@@ -31,6 +32,7 @@ class RegistryService final : public v1::Registry::CallbackService {
   Status touch_node(const v1::TouchNodeRequest& request, v1::TouchNodeResponse* response);
   Status list_nodes(v1::ListNodesResponse* response);
   Status remove_node(const v1::RemoveNodeRequest& request, v1::RemoveNodeResponse* response);
+  Expected<NodeRecord> registered_as(const std::string& id);
 
   ServiceContext& context_;
   HandlerPool& handlers_;

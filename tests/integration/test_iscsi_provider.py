@@ -37,8 +37,7 @@ def our_targets(tgtd) -> list[str]:
 
 def test_map_lets_only_the_mapped_node_in_and_the_database_rebuilds_a_restarted_tgtd(cli, tgtd):
     flags = provider_flags(tgtd)
-    cli.ok(*flags, "--node-id", "controller", "node", "register", "--iscsi-initiator", INITIATOR_A)
-    # A second node, registered as it would register itself.
+    # Two nodes, registered as they would register themselves.
     cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
     cli.ok(*flags, "--node-id", "node-b", "node", "register", "--iscsi-initiator", INITIATOR_B)
     volume = cli.ok_json(*flags, "volume", "create", "data", "--size", "64Mi")

@@ -1,7 +1,7 @@
-"""Node isolation on the iscsi provider (security issue #31), against a real tgtd of the test's own
-and checked from the initiator's side with libiscsi (tgtd_lab.py). Each attack is followed by
-what tgtd holds for the victim (`tgtadm --op show`) and the registry's records, which must not
-have changed."""
+"""Node isolation on the iscsi provider (security issue #31, rows 9 and 13), against a real tgtd of
+the test's own and checked from the initiator's side with libiscsi (tgtd_lab.py): one node can
+never take over another node's CHAP account or initiator name. Each attack is followed by what tgtd holds for the
+victim (`tgtadm --op show`) and the registry's records, which must not have changed."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import secrets
 import sqlite3
 
 from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, read_lun
-from rosetctl_cli import EXIT_PRECONDITION, EXIT_USAGE
+from rosetctl_cli import EXIT_CONFLICT, EXIT_PRECONDITION, EXIT_USAGE
 
 MiB = 1024 * 1024
 
@@ -125,3 +125,28 @@ def test_an_initiator_name_in_capitals_or_not_an_iscsi_name_is_refused_at_regist
     cli.ok(*flags, "volume", "map", "other", "--node", "node-b")
     assert tgtd.targets()[iqn(other)]["acl"] == [INITIATOR_B]
     assert nodes(cli) == {"node-a": INITIATOR_A, "node-b": INITIATOR_B}
+
+
+def test_a_second_node_cannot_register_an_initiator_name_another_node_holds(cli, tgtd):
+    """Row 13: two nodes with one name are one initiator to tgtd, so mapping a volume to either
+    let both in. Before the fix the second registration was accepted silently."""
+    flags = provider_flags(tgtd)
+    cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
+    vid = cli.ok_json(*flags, "volume", "create", "victim", "--size", "16Mi")["id"]
+    cli.ok(*flags, "volume", "map", "victim", "--node", "node-a")
+    victim_before = tgtd.targets()[iqn(vid)]
+    records_before = cli.ok_json("node", "list")
+
+    taken = (f'node "node-b" cannot register iscsi_initiator "{INITIATOR_A}": node "node-a" holds that name, '
+             "and two nodes with one name would each get into the other's volumes")
+    refused = cli.run(*flags, "--node-id", "node-b", "node", "register", "--iscsi-initiator", INITIATOR_A)
+    assert refused.rc == EXIT_CONFLICT and taken in refused.stderr, refused.describe()
+    # Nor can node-b, once registered under a name of its own, switch to node-a's.
+    cli.ok(*flags, "--node-id", "node-b", "node", "register", "--iscsi-initiator", INITIATOR_B)
+    switched = cli.run(*flags, "--node-id", "node-b", "node", "register", "--iscsi-initiator", INITIATOR_A)
+    assert switched.rc == EXIT_CONFLICT and taken in switched.stderr, switched.describe()
+
+    assert nodes(cli) == {"node-a": INITIATOR_A, "node-b": INITIATOR_B}
+    assert [n for n in cli.ok_json("node", "list") if n["node_id"] == "node-a"] == records_before
+    assert tgtd.targets()[iqn(vid)] == victim_before
+    assert not logs_in(tgtd, vid, INITIATOR_B)
