@@ -3,17 +3,20 @@
 
 #include "core/clock.h"
 #include "core/iscsi_name.h"
+#include "core/log.h"
 #include "core/validate.h"
 #include "daemon/call_log.h"
 #include "daemon/convert.h"
+#include "daemon/node_mapping.h"
 #include "daemon/node_registration.h"
 #include "daemon/volume_locks.h"
 
 namespace rosetctl {
 namespace {
 
-// How long a removal waits for ControllerPublishVolume calls to this node that are in flight,
-// and a registration for another one claiming the same initiator name.
+// How long a removal, or a registration that moves a node to another initiator name, waits for
+// ControllerPublishVolume calls to this node that are in flight (and a registration for another
+// one claiming the same name).
 constexpr std::chrono::seconds kNodeLockPatience{10};
 
 // Two nodes with one initiator name are one initiator to a target: mapping a volume to either
@@ -30,7 +33,7 @@ Status initiator_taken(std::string_view node_id, std::string_view initiator,
 }
 
 // Whether the stored name is the one a registration gives (in its normal form). A row from
-// before names were checked may hold another spelling of it: the same initiator.
+// before names were checked may hold another spelling of it: the same initiator, no move.
 bool same_initiator(std::string_view stored, std::string_view given) {
   if (stored.empty() || given.empty()) return stored == given;
   auto stored_normal = normalize_iscsi_name(stored, "iscsi_initiator");
@@ -96,15 +99,25 @@ Status RegistryService::register_node(const v1::RegisterNodeRequest& request,
 
   auto before = registered_as(id);
   if (!before) return before.status();
-  // A new name for the node is claimed: one registration at a time may claim it.
+  // A new name for the node: its name is claimed (one registration at a time may claim it) and
+  // no publication to the node comes or goes while its volumes' ACLs move to the new name.
   std::vector<HeldLock> held;
-  if (!initiator.empty() && !same_initiator(before->iscsi_initiator, initiator)) {
-    auto claim = context_.locks.wait_lock(
-        initiator_lock_key(initiator), LockMode::kExclusive,
-        busy_message(fmt::format("iSCSI initiator name {}", display_quoted(initiator, 223))),
-        kNodeLockPatience);
-    if (!claim) return claim.status();
-    held.push_back(std::move(*claim));
+  if (!same_initiator(before->iscsi_initiator, initiator)) {
+    if (!initiator.empty()) {
+      auto claim = context_.locks.wait_lock(
+          initiator_lock_key(initiator), LockMode::kExclusive,
+          busy_message(fmt::format("iSCSI initiator name {}", display_quoted(initiator, 223))),
+          kNodeLockPatience);
+      if (!claim) return claim.status();
+      held.push_back(std::move(*claim));
+    }
+    auto node_lock =
+        context_.locks.wait_lock(node_lock_key(id), LockMode::kExclusive,
+                                 busy_message(fmt::format("node \"{}\"", id)), kNodeLockPatience);
+    if (!node_lock) return node_lock.status();
+    held.push_back(std::move(*node_lock));
+    before = registered_as(id);  // another registration of the node may have come first
+    if (!before) return before.status();
   }
   if (!initiator.empty()) {
     auto holder = context_.store.node_with_initiator(initiator, id);
@@ -115,6 +128,16 @@ Status RegistryService::register_node(const v1::RegisterNodeRequest& request,
   const int64_t now = unix_now_ns();
   NodeRecord node{id, request.address(), initiator, std::move(topology), request.version(), now,
                   now};
+  if (!same_initiator(before->iscsi_initiator, initiator)) {
+    // The ACLs move before the record does: a move stopped half-way leaves the old name on
+    // record, so the node's next registration moves them again.
+    auto closed = move_node_mappings(context_, *before, node);
+    if (!closed) {
+      return closed.status().with_context(fmt::format("registering node \"{}\"", id));
+    }
+    for (const std::string& line : *closed)
+      spdlog::warn("registering node \"{}\": {}", id, escape_text(line));
+  }
   auto stored = context_.store.upsert_node(node);
   if (!stored) {
     return stored.status().with_context(fmt::format("registering node \"{}\"", node.node_id));

@@ -1,6 +1,7 @@
 // rosetctl.v1.Registry: the nodes this controller serves, kept in its state database. A node
 // registers itself (idempotently) and is then a valid target of ControllerPublishVolume. Its
-// iSCSI initiator name, in its normal form, is its alone.
+// iSCSI initiator name is stored in its normal form and is its alone; when it changes, the ACLs
+// of the volumes published to the node move to the new name (daemon/node_mapping.h).
 #pragma once
 
 #include "daemon/handler_pool.h"

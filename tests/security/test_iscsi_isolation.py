@@ -1,6 +1,7 @@
 """Node isolation on the iscsi provider (security issue #31, rows 9 and 13), against a real tgtd of
 the test's own and checked from the initiator's side with libiscsi (tgtd_lab.py): one node can
-never take over another node's CHAP account or initiator name. Each attack is followed by what tgtd holds for the
+never take over another node's CHAP account or initiator name, and a node that changes its
+initiator name takes its volumes' ACLs along. Each attack is followed by what tgtd holds for the
 victim (`tgtadm --op show`) and the registry's records, which must not have changed."""
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, read_lun
 from rosetctl_cli import EXIT_CONFLICT, EXIT_PRECONDITION, EXIT_USAGE
 
 MiB = 1024 * 1024
+# node-a's initiator name after it changed (a host re-installed, or its name regenerated).
+INITIATOR_A_NEW = "iqn.2026-11.io.roset.test:node-a-reinstalled"
 
 
 def provider_flags(tgtd) -> list[str]:
@@ -150,3 +153,53 @@ def test_a_second_node_cannot_register_an_initiator_name_another_node_holds(cli,
     assert [n for n in cli.ok_json("node", "list") if n["node_id"] == "node-a"] == records_before
     assert tgtd.targets()[iqn(vid)] == victim_before
     assert not logs_in(tgtd, vid, INITIATOR_B)
+
+
+def test_a_node_registering_a_new_initiator_name_takes_its_volumes_acls_along(cli, tgtd, workdir):
+    """Row 13: before the fix the volumes mapped to the node kept its old name on their ACLs (the
+    old name still got in, the new one did not). Now re-registering moves them, through map's own
+    path: the new name gets in, the old one is taken off (its sessions ended), CHAP stays."""
+    flags = provider_flags(tgtd)
+    cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
+    cli.ok(*flags, "--node-id", "node-b", "node", "register", "--iscsi-initiator", INITIATOR_B)
+    plain = cli.ok_json(*flags, "volume", "create", "plain", "--size", "16Mi")["id"]
+    locked = cli.ok_json(*flags, "volume", "create", "locked", "--size", "16Mi")["id"]
+    others = cli.ok_json(*flags, "volume", "create", "others", "--size", "16Mi")["id"]
+    password = "s3cret-" + secrets.token_hex(8)
+    cli.ok(*flags, "volume", "map", "plain", "--node", "node-a")
+    account = cli.ok_json(*flags, "--secrets-file", chap_file(workdir, "chap", "alice", password),
+                          "volume", "map", "locked", "--node", "node-a")["publish_context"]["chap-user"]
+    cli.ok(*flags, "volume", "map", "others", "--node", "node-b")
+    others_before = tgtd.targets()[iqn(others)]
+
+    moved = cli.ok_json(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A_NEW)
+    assert moved["iscsi_initiator"] == INITIATOR_A_NEW, moved
+    assert nodes(cli) == {"node-a": INITIATOR_A_NEW, "node-b": INITIATOR_B}
+    targets = tgtd.targets()
+    assert targets[iqn(plain)]["acl"] == [INITIATOR_A_NEW], targets[iqn(plain)]
+    assert targets[iqn(locked)]["acl"] == [INITIATOR_A_NEW] and targets[iqn(locked)]["accounts"] == [account]
+    assert targets[iqn(others)] == others_before
+    assert logs_in(tgtd, plain, INITIATOR_A_NEW) and not logs_in(tgtd, plain, INITIATOR_A)
+    assert logs_in(tgtd, locked, INITIATOR_A_NEW, chap=(account, password))
+    assert not logs_in(tgtd, locked, INITIATOR_A_NEW), "the new name got in without CHAP"
+    assert not logs_in(tgtd, locked, INITIATOR_A, chap=(account, password)), "the old name still got in"
+    # The old name is free again, for the host that has it now.
+    cli.ok(*flags, "--node-id", "node-c", "node", "register", "--iscsi-initiator", INITIATOR_A)
+
+    # tgtd restarts and loses everything, CHAP accounts included (their secret is never stored).
+    # Moving back to a name then re-makes the plain volume's ACL, and leaves the CHAP volume
+    # closed rather than open without CHAP, until it is mapped again with its secrets.
+    cli.ok(*flags, "--node-id", "node-c", "node", "remove", "node-c")
+    tgtd.restart()
+    cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
+    targets = tgtd.targets()
+    assert targets[iqn(plain)]["acl"] == [INITIATOR_A], targets[iqn(plain)]
+    assert targets[iqn(locked)]["acl"] == [] and targets[iqn(locked)]["accounts"] == [], targets[iqn(locked)]
+    assert not logs_in(tgtd, locked, INITIATOR_A)
+    cli.ok(*flags, "--secrets-file", chap_file(workdir, "chap", "alice", password),
+           "volume", "map", "locked", "--node", "node-a")
+    assert logs_in(tgtd, locked, INITIATOR_A, chap=(account, password))
+
+    # Unmapping after the move takes the name the node has now off the ACL.
+    cli.ok(*flags, "volume", "unmap", "plain", "--node", "node-a")
+    assert tgtd.targets()[iqn(plain)]["acl"] == []

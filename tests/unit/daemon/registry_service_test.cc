@@ -239,7 +239,11 @@ TEST_CASE("registry: an initiator name is in lower case and belongs to one node"
   REQUIRE(f.register_node(old, &again).ok());
   CHECK(again.iscsi_initiator() == "iqn.1993-08.org.debian:01:old");
 
-  // node-a takes a new name: the old one is free.
+  // node-a takes a new name: the old one is free, and its publications moved (the local
+  // provider has no ACLs: mapping is a no-op there, and the record is what changes).
+  std::string volume = f.create_volume("data");
+  REQUIRE(
+      f.plugin->store().upsert_controller_publication({volume, "node-a", false, "c", {}}).is_ok());
   node_a.set_iscsi_initiator("iqn.1993-08.org.debian:01:node-a-new");
   v1::Node moved;
   REQUIRE(f.register_node(node_a, &moved).ok());
@@ -255,4 +259,33 @@ TEST_CASE("registry: an initiator name is in lower case and belongs to one node"
     nameless.set_iscsi_initiator("");
     CHECK(f.register_node(nameless).ok());
   }
+}
+
+TEST_CASE("registry: a registration that moves a node's name waits for its publications",
+          "[registry]") {
+  Fixture f;
+  REQUIRE(f.register_node(node_request("node-b")).ok());
+  // A ControllerPublishVolume to node-b in flight holds the node's lock shared (a lock space of
+  // its own on the same file: its locks conflict with the plugin's, as another process's would).
+  auto locks = rosetctl::LockSpace::open(f.plugin->layout().lock_file());
+  REQUIRE(locks);
+  auto held = locks->try_lock("node:node-b", rosetctl::LockMode::kShared, "busy");
+  REQUIRE(held);
+  auto moved = node_request("node-b");
+  moved.set_iscsi_initiator("iqn.1993-08.org.debian:01:elsewhere");
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    *held = rosetctl::HeldLock();
+  });
+  auto started = std::chrono::steady_clock::now();
+  v1::Node stored;
+  grpc::Status status = f.register_node(moved, &stored);
+  release.join();
+  CHECK(status.ok());
+  CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(250));
+  CHECK(stored.iscsi_initiator() == "iqn.1993-08.org.debian:01:elsewhere");
+  // A heartbeat that changes nothing takes no lock.
+  held = locks->try_lock("node:node-b", rosetctl::LockMode::kShared, "busy");
+  REQUIRE(held);
+  CHECK(f.register_node(moved).ok());
 }
