@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <string_view>
 
 #include "core/unique_fd.h"
@@ -23,6 +24,11 @@ std::string_view trim_blanks(std::string_view text) {
 constexpr std::size_t kMaxInitiatorFileBytes = 64 * 1024;
 
 }  // namespace
+
+std::string initiator_name_file() {
+  const char* file = std::getenv("ROSETCTL_ISCSI_INITIATOR_FILE");
+  return file != nullptr && *file != '\0' ? std::string(file) : std::string(kInitiatorNameFile);
+}
 
 Expected<std::optional<std::string>> read_initiator_name(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));

@@ -1,6 +1,8 @@
 // Building the registration, and the consumer's touch-or-register.
 #include "cli/node_announce.h"
 
+#include <cstdio>
+
 #include "cli/initiator_name.h"
 #include "core/version.h"
 #include "daemon/convert.h"
@@ -11,7 +13,7 @@ Expected<v1::RegisterNodeRequest> node_registration(const std::string& node_id,
                                                     const std::string& address,
                                                     std::optional<std::string> initiator) {
   if (!initiator) {
-    auto from_file = read_initiator_name(kInitiatorNameFile);
+    auto from_file = read_initiator_name(initiator_name_file());
     if (!from_file) return from_file.status();
     initiator = from_file->value_or("");
   }
@@ -34,8 +36,14 @@ void announce_node(CsiClient& client, const std::string& node_id) {
   auto registration = node_registration(node_id, "");
   if (!registration) return;
   v1::RegisterNodeResponse registered;
-  (void)client.registry(&v1::Registry::Stub::RegisterNode, *registration, &registered,
-                        /*patient=*/false);
+  Status refused = client.registry(&v1::Registry::Stub::RegisterNode, *registration, &registered,
+                                   /*patient=*/false);
+  // A controller that does not answer is reported by the verb's own calls; a refusal of what
+  // this host says (its initiator name another node holds) would show only as "not registered".
+  if (refused.code() == Code::kAlreadyExists || refused.code() == Code::kInvalidArgument) {
+    std::fprintf(stderr, "rosetctl: note: this node is not registered with the controller: %s\n",
+                 refused.message().c_str());
+  }
 }
 
 }  // namespace rosetctl::cli

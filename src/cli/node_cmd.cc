@@ -88,7 +88,7 @@ Status run_node_register(const GlobalOptions& globals, const NodeOptions& option
   if (!registered && !options.iscsi_initiator && !request.iscsi_initiator().empty()) {
     // Say where a bad initiator name came from: the user gave none.
     return registered.with_context(
-        fmt::format("with the initiator name from {}", kInitiatorNameFile));
+        fmt::format("with the initiator name from {}", initiator_name_file()));
   }
   ROSETCTL_RETURN_IF_ERROR(registered);
   print_object(globals.output, node_json(response.node()), node_fields());

@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "core/validate.h"
+
 namespace rosetctl {
 namespace {
 
@@ -713,6 +715,18 @@ Status StateStore::delete_controller_publication(std::string_view volume_id,
   });
 }
 
+Expected<std::vector<ControllerPublication>> StateStore::controller_publications_on_node(
+    std::string_view node_id) {
+  return read([&](sqlite::Connection& connection) {
+    return select_all(prepare(connection,
+                              fmt::format("SELECT {} FROM controller_publications WHERE "
+                                          "node_id = ?1 ORDER BY volume_id",
+                                          kControllerPublicationColumns),
+                              node_id),
+                      read_controller_publication);
+  });
+}
+
 Expected<int64_t> StateStore::count_controller_publications_on_node(std::string_view node_id) {
   return read([&](sqlite::Connection& connection) -> Expected<int64_t> {
     Expected<std::optional<int64_t>> count = select_one(
@@ -986,9 +1000,35 @@ Status StateStore::delete_snapshot(std::string_view id) {
 
 // --- Registered nodes ------------------------------------------------------------------------
 
+namespace {
+
+// Another node holding `initiator`, compared without case: iSCSI names are case-insensitive
+// and rows written before names were normalised at registration may hold capitals.
+Expected<std::optional<std::string>> other_node_with_initiator(sqlite::Connection& connection,
+                                                               std::string_view initiator,
+                                                               std::string_view node_id) {
+  return select_one<std::string>(
+      prepare(connection,
+              "SELECT node_id FROM nodes WHERE iscsi_initiator != '' AND "
+              "lower(iscsi_initiator) = lower(?1) AND node_id != ?2 ORDER BY node_id LIMIT 1",
+              initiator, node_id),
+      read_text);
+}
+
+}  // namespace
+
 Expected<NodeRecord> StateStore::upsert_node(const NodeRecord& node) {
   NodeRecord stored = node;
   Status status = write([&](sqlite::Connection& connection) -> Status {
+    if (!node.iscsi_initiator.empty()) {
+      // In the transaction that writes, so two nodes never come to share one name.
+      auto holder = other_node_with_initiator(connection, node.iscsi_initiator, node.node_id);
+      if (!holder) return holder.status();
+      if (holder->has_value()) {
+        return error(Code::kAlreadyExists, "iscsi_initiator {} is node \"{}\"'s",
+                     display_quoted(node.iscsi_initiator, 223), **holder);
+      }
+    }
     ROSETCTL_RETURN_IF_ERROR(
         run(prepare(connection,
                     fmt::format("INSERT INTO nodes ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON "
@@ -1006,6 +1046,13 @@ Expected<NodeRecord> StateStore::upsert_node(const NodeRecord& node) {
   });
   if (!status) return status;
   return stored;
+}
+
+Expected<std::optional<std::string>> StateStore::node_with_initiator(std::string_view initiator,
+                                                                     std::string_view except) {
+  return read([&](sqlite::Connection& connection) {
+    return other_node_with_initiator(connection, initiator, except);
+  });
 }
 
 Expected<std::optional<NodeRecord>> StateStore::find_node(std::string_view node_id) {

@@ -183,6 +183,9 @@ class StateStore {
       std::string_view volume_id, std::string_view node_id);
   Expected<std::vector<ControllerPublication>> controller_publications(std::string_view volume_id);
   Status delete_controller_publication(std::string_view volume_id, std::string_view node_id);
+  // Every controller publication to one node, by volume id.
+  Expected<std::vector<ControllerPublication>> controller_publications_on_node(
+      std::string_view node_id);
   Expected<int64_t> count_controller_publications_on_node(std::string_view node_id);
 
   // Stagings on this node.
@@ -226,8 +229,12 @@ class StateStore {
   Status delete_snapshot(std::string_view id);
 
   // Registered nodes. upsert_node inserts or replaces every field but registered_at_ns, which
-  // the first registration set; returns the record as stored.
+  // the first registration set; returns the record as stored. ALREADY_EXISTS when another node
+  // holds the same iSCSI initiator name (compared without case): two nodes never share one.
   Expected<NodeRecord> upsert_node(const NodeRecord& node);
+  // The node other than `except` that holds `initiator` (compared without case), if any.
+  Expected<std::optional<std::string>> node_with_initiator(std::string_view initiator,
+                                                           std::string_view except);
   Expected<std::optional<NodeRecord>> find_node(std::string_view node_id);
   Expected<std::vector<NodeRecord>> list_nodes();  // ordered by node id
   // A missing node is OK (removed: false). While volumes are published to a registered node

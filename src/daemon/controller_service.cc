@@ -11,6 +11,7 @@
 #include "daemon/call_log.h"
 #include "daemon/content_source.h"
 #include "daemon/convert.h"
+#include "daemon/node_mapping.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
 
@@ -208,9 +209,7 @@ Expected<StringMap> ControllerService::map_to_node(
     const LoadedVolume& volume, const csi::v1::ControllerPublishVolumeRequest& request) {
   auto node = node_record(context_, request.node_id());
   if (!node) return node.status();
-  auto controller = controller_side(*volume.provider);
-  if (!controller) return controller.status();
-  return (*controller)->map_to_node(volume.record, *node, to_map(request.secrets()));
+  return map_volume_to_node(volume, *node, to_map(request.secrets()));
 }
 
 StagingLocker ControllerService::staging_locker() const {
@@ -412,9 +411,15 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
     // Mapped again: a target daemon may have lost what it had (mapping is idempotent).
     auto mapped = map_to_node(*volume, request);
     if (!mapped) return mapped.status();
-    StringMap context = publication.publish_context;
-    context.insert(mapped->begin(), mapped->end());
-    fill_map(context, response->mutable_publish_context());
+    // What this mapping says wins over what the last one said (the CHAP account of new
+    // secrets), and is recorded; what it does not say (no secrets this time) stays.
+    ControllerPublication updated = publication;
+    for (const auto& [key, value] : *mapped)
+      updated.publish_context[key] = value;
+    if (updated.publish_context != publication.publish_context) {
+      ROSETCTL_RETURN_IF_ERROR(context_.store.upsert_controller_publication(updated));
+    }
+    fill_map(updated.publish_context, response->mutable_publish_context());
     return Status::ok();
   }
 
@@ -478,10 +483,8 @@ Status ControllerService::unpublish_volume(
     if (!volume) return volume.status();
     auto node = node_record(context_, publication.node_id);
     if (!node) return node.status();
-    auto controller = controller_side(*volume->provider);
-    if (!controller) return controller.status();
     // Unmapped first: a crash before the record goes leaves a record the retry unmaps again.
-    ROSETCTL_RETURN_IF_ERROR((*controller)->unmap_from_node(volume->record, *node));
+    ROSETCTL_RETURN_IF_ERROR(unmap_volume_from_node(*volume, *node));
     ROSETCTL_RETURN_IF_ERROR(
         context_.store.delete_controller_publication(request.volume_id(), publication.node_id));
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/iscsi_name.h"
 #include "core/validate.h"
 
 namespace rosetctl {
@@ -82,26 +83,7 @@ Status validate_node_address(std::string_view address) {
 
 Status validate_initiator_name(std::string_view name) {
   if (name.empty()) return Status::ok();
-  if (name.size() > kMaxInitiatorBytes) {
-    return error(Code::kInvalidArgument,
-                 "iscsi_initiator is {} bytes long; iSCSI names have at most {} bytes", name.size(),
-                 kMaxInitiatorBytes);
-  }
-  auto has_prefix = [&](std::string_view prefix) {
-    return name.size() > prefix.size() &&
-           std::equal(prefix.begin(), prefix.end(), name.begin(),
-                      [](char a, char b) { return a == (b | 0x20); });
-  };
-  bool chars_ok = every_char(
-      name, [](char c) { return is_registration_alnum(c) || c == '.' || c == '-' || c == ':'; });
-  if (!chars_ok || !(has_prefix("iqn.") || has_prefix("eui.") || has_prefix("naa."))) {
-    return error(Code::kInvalidArgument,
-                 "iscsi_initiator {} is not an iSCSI name: it must start with iqn., eui. or naa. "
-                 "and hold only letters, digits, '.', '-' and ':' (e.g. "
-                 "iqn.1993-08.org.debian:01:abcdef)",
-                 display_quoted(name));
-  }
-  return Status::ok();
+  return validate_iscsi_name(name, "iscsi_initiator");
 }
 
 Status validate_topology(const std::map<std::string, std::string>& topology) {

@@ -15,13 +15,14 @@ inline constexpr std::size_t kMaxTopologySegments = 32;
 // A topology key: an optional DNS-subdomain prefix (253 bytes) and '/', then a 63-byte name.
 inline constexpr std::size_t kMaxTopologyKeyBytes = 317;
 inline constexpr std::size_t kMaxTopologyValueBytes = 192;  // node ids are values too
-inline constexpr std::size_t kMaxInitiatorBytes = 223;      // RFC 3720's limit for iSCSI names
 inline constexpr std::size_t kMaxVersionBytes = 64;
 
 // "" (no listener), "host:port" (a host name or IPv4 address) or "[IPv6]:port", port 1-65535.
 Status validate_node_address(std::string_view address);
 
-// "" or an iSCSI name: iqn., eui. or naa. and then letters, digits, '.', '-' and ':'.
+// "" (the node has no initiator) or an iSCSI name in its normal form (core/iscsi_name.h:
+// `iqn.`, `eui.` or `naa.`, in lower case), the form it is stored, compared and put on ACLs in.
+// INVALID_ARGUMENT naming `iscsi_initiator` otherwise.
 Status validate_initiator_name(std::string_view name);
 
 // Keys 1-317 bytes of letters, digits, '.', '_', '-' and '/'; values 1-192 bytes of letters,

@@ -6,18 +6,44 @@
 #include <cstdlib>
 
 #include "core/clock.h"
+#include "core/iscsi_name.h"
+#include "core/log.h"
 #include "core/validate.h"
 #include "core/x509/certificates.h"
 #include "daemon/call_log.h"
 #include "daemon/convert.h"
+#include "daemon/node_mapping.h"
 #include "daemon/node_registration.h"
 #include "daemon/volume_locks.h"
 
 namespace rosetctl {
 namespace {
 
-// How long a removal waits for ControllerPublishVolume calls to this node that are in flight.
-constexpr std::chrono::seconds kNodeRemovalPatience{10};
+// How long a removal, or a registration that moves a node to another initiator name, waits for
+// ControllerPublishVolume calls to this node that are in flight (and a registration for another
+// one claiming the same name).
+constexpr std::chrono::seconds kNodeLockPatience{10};
+
+// Two nodes with one initiator name are one initiator to a target: mapping a volume to either
+// would let both in. So a name belongs to one node; the second is refused, naming the first.
+Status initiator_taken(std::string_view node_id, std::string_view initiator,
+                       std::string_view holder) {
+  return error(Code::kAlreadyExists,
+               "node \"{}\" cannot register iscsi_initiator {}: node \"{}\" holds that name, and "
+               "two nodes with one name would each get into the other's volumes; give every host "
+               "an initiator name of its own (iscsi-iname makes one for "
+               "/etc/iscsi/initiatorname.iscsi; restart iscsid after), or remove node \"{}\" "
+               "first (rosetctl node remove {})",
+               node_id, display_quoted(initiator, 223), holder, holder, holder);
+}
+
+// Whether the stored name is the one a registration gives (in its normal form). A row from
+// before names were checked may hold another spelling of it: the same initiator, no move.
+bool same_initiator(std::string_view stored, std::string_view given) {
+  if (stored.empty() || given.empty()) return stored == given;
+  auto stored_normal = normalize_iscsi_name(stored, "iscsi_initiator");
+  return stored_normal && *stored_normal == given;
+}
 
 void fill_node(const NodeRecord& record, v1::Node* node) {
   node->set_node_id(record.node_id);
@@ -111,29 +137,74 @@ Status RegistryService::check_address_free(const std::string& node_id,
 
 Status RegistryService::register_node(const v1::RegisterNodeRequest& request,
                                       v1::RegisterNodeResponse* response) {
-  ROSETCTL_RETURN_IF_ERROR(validate_node_id(request.node_id(), "node_id"));
+  const std::string& id = request.node_id();
+  ROSETCTL_RETURN_IF_ERROR(validate_node_id(id, "node_id"));
   ROSETCTL_RETURN_IF_ERROR(validate_node_address(request.address()));
   ROSETCTL_RETURN_IF_ERROR(validate_initiator_name(request.iscsi_initiator()));
+  const std::string& initiator = request.iscsi_initiator();
   StringMap topology = to_map(request.topology());
   ROSETCTL_RETURN_IF_ERROR(validate_topology(topology));
   ROSETCTL_RETURN_IF_ERROR(validate_version(request.version()));
 
   ROSETCTL_RETURN_IF_ERROR(check_address_free(request.node_id(), request.address()));
+  auto before = registered_as(id);
+  if (!before) return before.status();
+  // A new name for the node: its name is claimed (one registration at a time may claim it) and
+  // no publication to the node comes or goes while its volumes' ACLs move to the new name.
+  std::vector<HeldLock> held;
+  if (!same_initiator(before->iscsi_initiator, initiator)) {
+    if (!initiator.empty()) {
+      auto claim = context_.locks.wait_lock(
+          initiator_lock_key(initiator), LockMode::kExclusive,
+          busy_message(fmt::format("iSCSI initiator name {}", display_quoted(initiator, 223))),
+          kNodeLockPatience);
+      if (!claim) return claim.status();
+      held.push_back(std::move(*claim));
+    }
+    auto node_lock =
+        context_.locks.wait_lock(node_lock_key(id), LockMode::kExclusive,
+                                 busy_message(fmt::format("node \"{}\"", id)), kNodeLockPatience);
+    if (!node_lock) return node_lock.status();
+    held.push_back(std::move(*node_lock));
+    before = registered_as(id);  // another registration of the node may have come first
+    if (!before) return before.status();
+  }
+  if (!initiator.empty()) {
+    auto holder = context_.store.node_with_initiator(initiator, id);
+    if (!holder) return holder.status();
+    if (holder->has_value()) return initiator_taken(id, initiator, **holder);
+  }
 
   const int64_t now = unix_now_ns();
-  NodeRecord node{request.node_id(),
-                  request.address(),
-                  request.iscsi_initiator(),
-                  std::move(topology),
-                  request.version(),
-                  now,
+  NodeRecord node{id, request.address(), initiator, std::move(topology), request.version(), now,
                   now};
+  if (!same_initiator(before->iscsi_initiator, initiator)) {
+    // The ACLs move before the record does: a move stopped half-way leaves the old name on
+    // record, so the node's next registration moves them again.
+    auto closed = move_node_mappings(context_, *before, node);
+    if (!closed) {
+      return closed.status().with_context(fmt::format("registering node \"{}\"", id));
+    }
+    for (const std::string& line : *closed)
+      spdlog::warn("registering node \"{}\": {}", id, escape_text(line));
+  }
   auto stored = context_.store.upsert_node(node);
   if (!stored) {
     return stored.status().with_context(fmt::format("registering node \"{}\"", node.node_id));
   }
   fill_node(*stored, response->mutable_node());
   return Status::ok();
+}
+
+// The node's record, or one with only its id when it is not registered (it may still have
+// publications: a forced removal leaves them).
+Expected<NodeRecord> RegistryService::registered_as(const std::string& id) {
+  auto known = context_.store.find_node(id);
+  if (!known) return known.status();
+  if (known->has_value()) return std::move(**known);
+  NodeRecord none;
+  none.node_id = id;
+  return none;
 }
 
 Status RegistryService::get_node(const v1::GetNodeRequest& request, v1::GetNodeResponse* response) {
@@ -182,7 +253,7 @@ Status RegistryService::remove_node(const v1::RemoveNodeRequest& request,
   // ControllerPublishVolume holds it shared from its check of the registry to its record.
   auto lock =
       context_.locks.wait_lock(node_lock_key(id), LockMode::kExclusive,
-                               busy_message(fmt::format("node \"{}\"", id)), kNodeRemovalPatience);
+                               busy_message(fmt::format("node \"{}\"", id)), kNodeLockPatience);
   if (!lock) return lock.status();
   auto removal = context_.store.delete_node(id, request.force());
   if (!removal) {

@@ -1,5 +1,7 @@
 // rosetctl.v1.Registry: the nodes this controller serves, kept in its state database. A node
-// registers itself (idempotently) and is then a valid target of ControllerPublishVolume.
+// registers itself (idempotently) and is then a valid target of ControllerPublishVolume. Its
+// iSCSI initiator name is stored in its normal form and is its alone; when it changes, the ACLs
+// of the volumes published to the node move to the new name (daemon/node_mapping.h).
 #pragma once
 
 #include "daemon/handler_pool.h"
@@ -32,6 +34,7 @@ class RegistryService final : public v1::Registry::CallbackService {
   Status touch_node(const v1::TouchNodeRequest& request, v1::TouchNodeResponse* response);
   Status list_nodes(v1::ListNodesResponse* response);
   Status remove_node(const v1::RemoveNodeRequest& request, v1::RemoveNodeResponse* response);
+  Expected<NodeRecord> registered_as(const std::string& id);
 
   ServiceContext& context_;
   HandlerPool& handlers_;

@@ -30,6 +30,11 @@ inline std::string target_lock_key(std::string_view path) {
 inline std::string node_lock_key(std::string_view node) {
   return fmt::format("node:{}", node);
 }
+// Held by a registration that gives a node this iSCSI initiator name (a normal form), so two
+// nodes cannot claim one name at once.
+inline std::string initiator_lock_key(std::string_view initiator) {
+  return fmt::format("initiator:{}", initiator);
+}
 inline std::string node_publish_lock_key(std::string_view id, std::string_view node) {
   return fmt::format("controller-publish:{}:{}", id, node);
 }

@@ -129,8 +129,13 @@ class Host:
         self.dir = lab.workdir / "hosts" / name
         self.state_dir = self.dir / "state"  # not created: rosetctl makes its state dir itself
         self.config_dir = self.dir / "etc"  # this host's /etc/rosetctl
+        # Its open-iscsi initiator name file, a stand-in for /etc/iscsi/initiatorname.iscsi: absent
+        # (no open-iscsi) unless a test writes one. The hosts share the machine's /etc, and two
+        # nodes may not register one initiator name.
+        self.initiator_file = self.config_dir / "iscsi" / "initiatorname.iscsi"
         # Every command's environment; run()/start() add to it. Edit it to change the host's defaults.
         self.env = isolated_environment()
+        self.env["ROSETCTL_ISCSI_INITIATOR_FILE"] = str(self.initiator_file)
         self._started = itertools.count()
 
     def __repr__(self) -> str:
@@ -212,6 +217,7 @@ class HostRosetctl(Rosetctl):
     def __init__(self, host: Host):
         super().__init__(state_dir=host.state_dir, cwd=host.dir, tracker=host.lab, binary=binary_path())
         self.host = host
+        self.env["ROSETCTL_ISCSI_INITIATOR_FILE"] = str(host.initiator_file)
 
     def argv(self, args: Sequence[str], with_state_dir: bool = True) -> list[str]:
         return self.host.command(super().argv(args, with_state_dir))

@@ -37,8 +37,7 @@ def our_targets(tgtd) -> list[str]:
 
 def test_map_lets_only_the_mapped_node_in_and_the_database_rebuilds_a_restarted_tgtd(cli, tgtd):
     flags = provider_flags(tgtd)
-    cli.ok(*flags, "--node-id", "controller", "node", "register", "--iscsi-initiator", INITIATOR_A)
-    # A second node, registered as it would register itself.
+    # Two nodes, registered as they would register themselves.
     cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
     cli.ok(*flags, "--node-id", "node-b", "node", "register", "--iscsi-initiator", INITIATOR_B)
     volume = cli.ok_json(*flags, "volume", "create", "data", "--size", "64Mi")
@@ -128,9 +127,12 @@ def test_chap_from_the_publish_secrets_closes_the_target_to_initiators_without_i
     assert mapped.rc == 0, mapped.describe()
     assert password not in mapped.stdout + mapped.stderr
     assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A), Lun), "let in without CHAP"
-    wrong = read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=("consumer-a", "not-the-password"))
+    # The target's account is the volume's own, named after it (tgtd's accounts are global).
+    account = mapped.json()["publish_context"]["chap-user"]
+    assert account == f"{vid}:consumer-a", mapped.describe()
+    wrong = read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=(account, "not-the-password"))
     assert not isinstance(wrong, Lun), "let in with a wrong CHAP password"
-    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=("consumer-a", password)) == Lun(vid, 32 * MiB)
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=(account, password)) == Lun(vid, 32 * MiB)
     # Half a credential is refused, naming what is missing.
     write_secrets(secrets_file, {"chap-password": password})
     half = cli.run(*flags, "--secrets-file", str(secrets_file), "volume", "map", "locked", "--node", "node-a")

@@ -74,15 +74,18 @@ def test_chap_refuses_a_wrong_password_and_keeps_it_off_every_output(target_tool
     set_twice = target_tool.set_chap("vol-chap", "alice", password)  # idempotent
     for result in (set_once, set_twice):
         assert result.rc == 0 and password not in result.stdout + result.stderr, result.describe()
-    assert target_tool.list()[0]["chap_users"] == ["alice"]
+        # The account is the volume's own: tgtd's accounts are global (see the test below).
+        assert result.json() == {"chap_user": "vol-chap:alice"}, result.describe()
+    assert target_tool.list()[0]["chap_users"] == ["vol-chap:alice"]
 
-    assert read_lun(tgtd.portal, iqn("vol-chap"), INITIATOR_A, chap=("alice", password)) == Lun("vol-chap", 16 * MiB)
-    wrong = read_lun(tgtd.portal, iqn("vol-chap"), INITIATOR_A, chap=("alice", password + "x"))
+    account = "vol-chap:alice"
+    assert read_lun(tgtd.portal, iqn("vol-chap"), INITIATOR_A, chap=(account, password)) == Lun("vol-chap", 16 * MiB)
+    wrong = read_lun(tgtd.portal, iqn("vol-chap"), INITIATOR_A, chap=(account, password + "x"))
     assert not isinstance(wrong, Lun) and "Authentication failure" in wrong.stderr, wrong
     no_chap = read_lun(tgtd.portal, iqn("vol-chap"), INITIATOR_A)
     assert not isinstance(no_chap, Lun), no_chap
     # CHAP does not replace the ACL: the right password from another initiator is refused.
-    assert not isinstance(read_lun(tgtd.portal, iqn("vol-chap"), INITIATOR_B, chap=("alice", password)), Lun)
+    assert not isinstance(read_lun(tgtd.portal, iqn("vol-chap"), INITIATOR_B, chap=(account, password)), Lun)
 
     # A bad password is refused before tgtd sees it, without being quoted back.
     bad = target_tool.fails("INVALID_ARGUMENT", "set-chap", "vol-chap", "alice", input="short,pw\n")
@@ -117,7 +120,7 @@ def test_remove_takes_the_target_away_and_is_idempotent(target_tool, tgtd, workd
     assert target_tool.set_chap("vol-d", "dave", "dave-password-1").rc == 0
     target_tool.ok("remove", "vol-d")
     assert [t["volume_id"] for t in target_tool.list()] == ["vol-keep"]
-    refused = read_lun(tgtd.portal, iqn("vol-d"), INITIATOR_A, chap=("dave", "dave-password-1"))
+    refused = read_lun(tgtd.portal, iqn("vol-d"), INITIATOR_A, chap=("vol-d:dave", "dave-password-1"))
     assert not isinstance(refused, Lun), refused
     assert "dave" not in tgtd.tgtadm("--mode", "account", "--op", "show").stdout
     target_tool.ok("remove", "vol-d")
@@ -159,21 +162,63 @@ def test_bad_requests_name_what_is_wrong(target_tool, workdir):
     assert target_tool.list()[0]["backing_path"] == str(image)
 
 
-def test_a_changed_or_shared_chap_password_holds_for_every_target_of_that_user(target_tool, tgtd, workdir):
+def test_one_chap_user_on_two_volumes_is_two_accounts_and_a_new_password_changes_one(target_tool, tgtd, workdir):
     for volume in ("vol-s1", "vol-s2"):
         target_tool.ensure(volume, make_image(workdir, volume, 8 * MiB))
         target_tool.ok("bind", volume, INITIATOR_A)
-        assert target_tool.set_chap(volume, "shared", "first-password").rc == 0
-    # tgtd keeps one password per user: setting it again, changed, re-binds both targets.
+        shared = target_tool.set_chap(volume, "shared", "first-password")
+        assert shared.rc == 0 and shared.json() == {"chap_user": f"{volume}:shared"}, shared.describe()
+    assert tgtd.accounts() == ["vol-s1:shared", "vol-s2:shared"]
+    # A StorageClass's one secret serves many volumes: a new password replaces one volume's account.
+    s2_before = tgtd.targets()[iqn("vol-s2")]
     assert target_tool.set_chap("vol-s1", "shared", "second-password").rc == 0
-    assert [t["chap_users"] for t in target_tool.list()] == [["shared"], ["shared"]]
-    for volume in ("vol-s1", "vol-s2"):
-        assert isinstance(read_lun(tgtd.portal, iqn(volume), INITIATOR_A, chap=("shared", "second-password")), Lun)
-        assert not isinstance(read_lun(tgtd.portal, iqn(volume), INITIATOR_A, chap=("shared", "first-password")), Lun)
-    # Another user replaces the first on its target only; the first stays for the other target.
+    assert tgtd.targets()[iqn("vol-s2")] == s2_before
+    for volume, now, before in (("vol-s1", "second-password", "first-password"),
+                                ("vol-s2", "first-password", "second-password")):
+        assert isinstance(read_lun(tgtd.portal, iqn(volume), INITIATOR_A, chap=(f"{volume}:shared", now)), Lun)
+        assert not isinstance(read_lun(tgtd.portal, iqn(volume), INITIATOR_A, chap=(f"{volume}:shared", before)), Lun)
+    # Another user replaces the first on its target, whose old account goes; the other stays.
     assert target_tool.set_chap("vol-s1", "own-user", "own-password-1").rc == 0
-    assert [t["chap_users"] for t in target_tool.list()] == [["own-user"], ["shared"]]
-    assert "shared" in tgtd.tgtadm("--mode", "account", "--op", "show").stdout
+    assert [t["chap_users"] for t in target_tool.list()] == [["vol-s1:own-user"], ["vol-s2:shared"]]
+    assert tgtd.accounts() == ["vol-s1:own-user", "vol-s2:shared"]
+
+
+def test_set_chap_never_changes_the_password_of_an_account_another_target_uses(target_tool, tgtd, workdir):
+    """Security issue #31, row 9, at the backend: tgtd keeps one password per account for every
+    target bound to it. Before the fix, set-chap on vol-b with vol-a's user re-created that
+    account with vol-b's password and bound it to both targets: vol-a's password stopped working."""
+    for volume in ("vol-a", "vol-b", "vol-y"):
+        target_tool.ensure(volume, make_image(workdir, volume, 8 * MiB))
+    target_tool.ok("bind", "vol-a", INITIATOR_A)
+    target_tool.ok("bind", "vol-b", INITIATOR_B)
+    assert target_tool.set_chap("vol-a", "alice", "alice-password").json() == {"chap_user": "vol-a:alice"}
+    victim = tgtd.targets()[iqn("vol-a")]
+    for user in ("alice", "vol-a:alice"):
+        taken = target_tool.set_chap("vol-b", user, "mallory-password")
+        assert taken.rc == 0 and taken.json() == {"chap_user": f"vol-b:{user}"}, taken.describe()
+    assert tgtd.targets()[iqn("vol-a")] == victim
+    assert tgtd.accounts() == ["vol-a:alice", "vol-b:vol-a:alice"]
+    assert isinstance(read_lun(tgtd.portal, iqn("vol-a"), INITIATOR_A, chap=("vol-a:alice", "alice-password")), Lun)
+    stolen = read_lun(tgtd.portal, iqn("vol-a"), INITIATOR_A, chap=("vol-a:alice", "mallory-password"))
+    assert not isinstance(stolen, Lun), stolen
+
+    # An account of a volume's name that another target uses (bound there by hand, outside
+    # rosetctl) is refused, naming that target, and nothing changes on it.
+    assert tgtd.tgtadm("--mode", "account", "--op", "new", "--user", "vol-x:eve", "--password", "eves-password").rc == 0
+    tid_y = next(int(line.split()[1].rstrip(":")) for line in
+                 tgtd.tgtadm("--mode", "target", "--op", "show").stdout.splitlines() if line.endswith(iqn("vol-y")))
+    assert tgtd.tgtadm("--mode", "account", "--op", "bind", "--tid", str(tid_y), "--user", "vol-x:eve").rc == 0
+    target_tool.ensure("vol-x", make_image(workdir, "vol-x", 8 * MiB))
+    before = tgtd.targets()
+    refused = target_tool.fails("ALREADY_EXISTS", "set-chap", "vol-x", "eve", input="mallory-password\n")
+    assert refused.stderr == (f'ALREADY_EXISTS: CHAP account "vol-x:eve" of volume "vol-x" is also bound to '
+                              f'tgtd\'s target "{iqn("vol-y")}", and rosetctl never changes the password of an '
+                              "account another target uses; unbind it there (tgtadm --mode account --op unbind) "
+                              "or choose another chap-user\n"), refused.describe()
+    assert "mallory-password" not in refused.stdout + refused.stderr
+    assert tgtd.targets() == before
+    target_tool.ok("bind", "vol-y", INITIATOR_A)
+    assert isinstance(read_lun(tgtd.portal, iqn("vol-y"), INITIATOR_A, chap=("vol-x:eve", "eves-password")), Lun)
 
 
 def test_ensure_repairs_a_target_left_half_made(target_tool, tgtd, workdir):

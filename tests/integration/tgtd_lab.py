@@ -132,6 +132,45 @@ class Tgtd:
                               capture_output=True, text=True, timeout=30)
         return Result(done.returncode, done.stdout, done.stderr)
 
+    def targets(self) -> dict[str, dict]:
+        """Each target by IQN as `tgtadm --op show` reports it: its state, LUNs (number: serial,
+        backing file), the accounts bound to it and its ACL. What a test compares before and after
+        an attack to show that nothing changed on the victim's target (sessions are left out: a
+        check's own login comes and goes)."""
+        shown = self.tgtadm("--mode", "target", "--op", "show")
+        assert shown.rc == 0, shown.describe()
+        lun_facts = ("SCSI SN: ", "Backing store path: ")
+        targets: dict[str, dict] = {}
+        target = lun = None
+        section = ""
+        for line in shown.stdout.splitlines():
+            depth = len(line) - len(line.lstrip(" "))
+            text = line.strip()
+            if line.startswith("Target "):
+                target = {"state": None, "luns": {}, "accounts": [], "acl": []}
+                targets[text.split(": ", 1)[1]] = target
+            elif target is None:
+                continue
+            elif depth == 4:
+                section = text
+            elif section == "System information:" and text.startswith("State: "):
+                target["state"] = text.split(": ", 1)[1]
+            elif section == "LUN information:" and text.startswith("LUN: "):
+                lun = target["luns"].setdefault(int(text.split(": ", 1)[1]), {})
+            elif section == "LUN information:" and lun is not None and text.startswith(lun_facts):
+                lun[text.split(": ", 1)[0]] = text.split(": ", 1)[1]
+            elif section == "Account information:" and depth == 8:
+                target["accounts"].append(text)
+            elif section == "ACL information:" and depth == 8:
+                target["acl"].append(text)
+        return targets
+
+    def accounts(self) -> list[str]:
+        """The CHAP accounts tgtd holds (`tgtadm --mode account --op show`), bound or not."""
+        shown = self.tgtadm("--mode", "account", "--op", "show")
+        assert shown.rc == 0, shown.describe()
+        return sorted(line.strip() for line in shown.stdout.splitlines()[1:] if line.strip())
+
 
 class TargetTool:
     """tests/tools/iscsi_target_tool: the target backend (src/providers/iscsi) bound to one tgtd."""

@@ -1,7 +1,8 @@
 // A test entry point into the iSCSI target backend (src/providers/iscsi), NOT a user tool and
 // not installed: tests/integration/test_iscsi_target.py drives TgtBackend through it against a
 // real tgtd. One operation per run; results as JSON on stdout; a failure prints
-// "<CODE>: <message>" on stderr and exits 1. A CHAP password is read from stdin, never argv.
+// "<CODE>: <message>" on stderr and exits 1. A CHAP password is read from stdin, never argv;
+// set-chap prints the CHAP user initiators log in as ({"chap_user": ...}).
 //
 //   iscsi_target_tool [--control-port N] [--prefix IQN-PREFIX] COMMAND ARGS...
 //   commands: ensure VOLUME IMAGE | resize VOLUME IMAGE | remove VOLUME | bind VOLUME INITIATOR
@@ -76,6 +77,14 @@ int main(int argc, char** argv) {
     std::cout << out.dump() << "\n";
     return 0;
   }
+  if (command == "set-chap" && need(2)) {
+    rosetctl::ChapCredentials chap{rest[1], {}};
+    std::getline(std::cin, chap.password);
+    auto account = backend.set_chap(rest[0], chap);
+    if (!account) return fail(account.status());
+    std::cout << nlohmann::json{{"chap_user", *account}}.dump() << "\n";
+    return 0;
+  }
   Status status;
   if (command == "resize" && need(2)) {
     status = backend.resize_lun({rest[0], rest[1]});
@@ -85,10 +94,6 @@ int main(int argc, char** argv) {
     status = backend.bind_initiator(rest[0], rest[1]);
   } else if (command == "unbind" && need(2)) {
     status = backend.unbind_initiator(rest[0], rest[1]);
-  } else if (command == "set-chap" && need(2)) {
-    rosetctl::ChapCredentials chap{rest[1], {}};
-    std::getline(std::cin, chap.password);
-    status = backend.set_chap(rest[0], chap);
   } else if (command == "clear-chap" && need(1)) {
     status = backend.clear_chap(rest[0]);
   } else if (command == "health" && need(0)) {

@@ -1,6 +1,7 @@
 // Targets and ACLs made from the state database.
 #include "providers/iscsi/iscsi_exports.h"
 
+#include "core/iscsi_name.h"
 #include "core/log.h"
 #include "core/validate.h"
 #include "providers/iscsi/iscsi_context.h"
@@ -57,26 +58,62 @@ Expected<StringMap> IscsiExports::map(std::string_view volume_id, const NodeReco
                  "/etc/iscsi/initiatorname.iscsi) and let the node register again",
                  node.node_id);
   }
-  ROSETCTL_RETURN_IF_ERROR(
-      validate_initiator_name(node.iscsi_initiator, "the node's initiator name"));
-  if (chap) ROSETCTL_RETURN_IF_ERROR(validate_chap(*chap));
-  ROSETCTL_RETURN_IF_ERROR(export_volume(volume_id));
-  if (chap) {
-    ROSETCTL_RETURN_IF_ERROR(
-        with_target(volume_id, [&] { return backend_->set_chap(volume_id, *chap); }));
+  // Registration takes only the normal form; a record from before it may hold another.
+  if (Status name = validate_iscsi_name(
+          node.iscsi_initiator,
+          fmt::format("node \"{}\"'s registered iscsi_initiator", node.node_id));
+      !name) {
+    return Status(Code::kFailedPrecondition,
+                  fmt::format("{}; then let the node register again", name.message()));
   }
-  ROSETCTL_RETURN_IF_ERROR(with_target(
-      volume_id, [&] { return backend_->bind_initiator(volume_id, node.iscsi_initiator); }));
+  const std::string& initiator = node.iscsi_initiator;
+  if (chap) ROSETCTL_RETURN_IF_ERROR(validate_chap(*chap));
+  auto target = backend_->ensure_target({std::string(volume_id), image_of_(volume_id)});
+  if (!target) return target.status();
   StringMap context = {{std::string(kPublishPortal), portal_},
                        {std::string(kPublishTarget), backend_->iqn(volume_id)},
                        {std::string(kPublishLun), std::to_string(kIscsiVolumeLun)},
                        {std::string(kPublishSerial), std::string(volume_id)}};
-  if (chap) context[std::string(kPublishChap)] = "true";
+  if (chap) {
+    std::string account;
+    ROSETCTL_RETURN_IF_ERROR(with_target(volume_id, [&] {
+      auto set = backend_->set_chap(volume_id, *chap);
+      if (set) account = std::move(*set);
+      return set.status();
+    }));
+    context[std::string(kPublishChap)] = "true";
+    context[std::string(kPublishChapUser)] = account;
+  } else {
+    ROSETCTL_RETURN_IF_ERROR(check_chap_kept(volume_id, node, *target));
+  }
+  ROSETCTL_RETURN_IF_ERROR(
+      with_target(volume_id, [&] { return backend_->bind_initiator(volume_id, initiator); }));
   return context;
+}
+
+// Mapped again without its secrets (a repeated publish, or a node's new initiator name bound in
+// place of its old one), a publication that asked for CHAP must still find the target's
+// account: binding the initiator to a target that lost it (tgtd restarted; the secret is never
+// stored) would let the node in without CHAP. It then stays closed, as restore() leaves it.
+Status IscsiExports::check_chap_kept(std::string_view volume_id, const NodeRecord& node,
+                                     const TargetInfo& target) {
+  auto publication = store_.find_controller_publication(volume_id, node.node_id);
+  if (!publication) return publication.status();
+  bool had_chap = publication->has_value() &&
+                  (*publication)->publish_context.contains(std::string(kPublishChap));
+  if (!had_chap || !target.chap_users.empty()) return Status::ok();
+  return error(Code::kFailedPrecondition,
+               "volume \"{}\" is mapped to node \"{}\" with CHAP, and tgtd no longer holds its "
+               "account (it restarted?); CHAP secrets are never stored, so the volume stays closed "
+               "to the node until it is mapped again with its secrets (chap-user, chap-password)",
+               volume_id, node.node_id);
 }
 
 Status IscsiExports::unmap(std::string_view volume_id, const NodeRecord& node) {
   if (node.iscsi_initiator.empty()) return Status::ok();  // never let in
+  // Not a name in normal form (a record from before registration checked it): map refused it,
+  // so it was never bound.
+  if (!validate_iscsi_name(node.iscsi_initiator, "iscsi_initiator")) return Status::ok();
   Status unbound = backend_->unbind_initiator(volume_id, node.iscsi_initiator);
   // A target the daemon lost lets nobody in: the unmap is done.
   return unbound.code() == Code::kNotFound ? Status::ok() : unbound;
@@ -111,6 +148,8 @@ Expected<std::vector<std::string>> IscsiExports::restore() {
       if (!node) return node.status();
       if (!node->has_value() || (*node)->iscsi_initiator.empty()) continue;
       const std::string& initiator = (*node)->iscsi_initiator;
+      // A name not in normal form was never bound (map refuses it): nothing to restore.
+      if (!validate_iscsi_name(initiator, "iscsi_initiator")) continue;
       bool bound = target != nullptr &&
                    std::find(target->initiators.begin(), target->initiators.end(), initiator) !=
                        target->initiators.end();

@@ -36,8 +36,12 @@ class IscsiExports {
   // LUN 1 takes the image's new size.
   Status resize(std::string_view volume_id);
 
-  // Lets `node`'s initiator in (and CHAP when `chap` is given); the publish context the
-  // consumer logs in with. FAILED_PRECONDITION when the node registered no initiator name.
+  // Lets `node`'s initiator in (and CHAP when `chap` is given: the publish context then names
+  // the CHAP user to log in as); the publish context the consumer logs in with.
+  // FAILED_PRECONDITION when the node registered no initiator name, or when the node's
+  // publication asked for CHAP, none is given, and the target no longer has its account.
+  // ControllerPublishVolume and a node's re-registration under a new initiator name both come
+  // here (daemon/node_mapping.h), so there is one way an initiator gets on an ACL.
   Expected<StringMap> map(std::string_view volume_id, const NodeRecord& node,
                           const std::optional<ChapCredentials>& chap);
   // Takes the node's initiator off the ACL (ending its sessions). Idempotent.
@@ -50,6 +54,10 @@ class IscsiExports {
   Expected<std::vector<std::string>> restore();
 
  private:
+  // FAILED_PRECONDITION when the node's publication asked for CHAP and the target lost its
+  // account: it must not be bound without its secrets.
+  Status check_chap_kept(std::string_view volume_id, const NodeRecord& node,
+                         const TargetInfo& target);
   // Runs `step`; when the backend lost the target (NOT_FOUND), restores and runs it once more.
   Status with_target(std::string_view volume_id, const std::function<Status()>& step);
 

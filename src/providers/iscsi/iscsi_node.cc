@@ -61,6 +61,29 @@ Expected<std::optional<ChapCredentials>> chap_from_secrets(const StringMap& secr
   return std::optional<ChapCredentials>(ChapCredentials{user, password});
 }
 
+Expected<std::optional<ChapCredentials>> chap_for_login(const StringMap& secrets,
+                                                        const StringMap& publish_context) {
+  auto chap = chap_from_secrets(secrets);
+  if (!chap || !chap->has_value()) return chap;
+  std::string account = lookup(publish_context, kPublishChapUser);
+  if (account.empty()) return chap;
+  // The controller's name for the volume's account; it goes through iscsiadm's argv and into
+  // the node record, so it is held to the characters a CHAP user may have.
+  bool plain = account.size() <= 128 && std::all_of(account.begin(), account.end(), [](char c) {
+                 return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') ||
+                        std::string_view("._@:-").find(c) != std::string_view::npos;
+               });
+  if (!plain) {
+    return error(Code::kInvalidArgument,
+                 "publish_context \"{}\" is {}: not a CHAP user name (letters, digits, '.', '_', "
+                 "'@', ':' and '-', at most 128 bytes)",
+                 kPublishChapUser, display_quoted(account));
+  }
+  (*chap)->user = std::move(account);
+  return chap;
+}
+
 Expected<std::optional<KernelSession>> IscsiNode::session_of(std::string_view volume_id) const {
   auto sessions = initiator_.sessions();
   if (!sessions) return sessions.status();
@@ -77,7 +100,7 @@ Expected<std::optional<KernelSession>> IscsiNode::session_of(std::string_view vo
 Status IscsiNode::stage(const StageSpec& spec) const {
   auto lun = lun_from_publish_context(spec.publish_context);
   if (!lun) return lun.status();
-  auto chap = chap_from_secrets(spec.secrets);
+  auto chap = chap_for_login(spec.secrets, spec.publish_context);
   if (!chap) return chap.status();
   auto device = initiator_.attach(*lun, *chap, disk_patience_);
   if (!device) return device.status();

@@ -21,6 +21,11 @@ Expected<LunAddress> lun_from_publish_context(const StringMap& publish_context);
 // only one is.
 Expected<std::optional<ChapCredentials>> chap_from_secrets(const StringMap& secrets);
 
+// What the consumer logs in with: the password of the secrets, as the user the publish context
+// names (the target's account of the volume; the chap-user secret when it names none).
+Expected<std::optional<ChapCredentials>> chap_for_login(const StringMap& secrets,
+                                                        const StringMap& publish_context);
+
 class IscsiNode {
  public:
   explicit IscsiNode(OpenIscsi initiator,

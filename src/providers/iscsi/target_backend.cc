@@ -6,7 +6,6 @@
 namespace rosetctl {
 namespace {
 
-constexpr size_t kMaxIscsiNameBytes = 223;  // RFC 3720, 3.2.6.1
 constexpr size_t kMaxIqnPrefixBytes = 160;
 constexpr size_t kMaxSerialBytes = 36;  // what tgt keeps of a SCSI serial
 constexpr size_t kMaxChapUserBytes = 64;
@@ -58,21 +57,6 @@ Status validate_target_volume_id(std::string_view volume_id) {
                  "lowercase letters, digits, '.' and '-', starting with a letter or digit (it "
                  "becomes part of the IQN and the LUN's SCSI serial)",
                  display_quoted(volume_id), kMaxSerialBytes);
-  }
-  return Status::ok();
-}
-
-Status validate_initiator_name(std::string_view initiator, std::string_view what) {
-  if (initiator.empty()) return error(Code::kInvalidArgument, "{} is required", what);
-  bool typed = initiator.starts_with("iqn.") || initiator.starts_with("eui.") ||
-               initiator.starts_with("naa.");
-  if (!typed || initiator.size() <= 4 || initiator.size() > kMaxIscsiNameBytes ||
-      !all_iscsi_name_chars(initiator, ".:-")) {
-    return error(Code::kInvalidArgument,
-                 "{} {} is not an iSCSI initiator name: it must start with iqn., eui. or naa. "
-                 "and hold at most {} bytes of lowercase letters, digits, '.', ':' and '-' (see "
-                 "/etc/iscsi/initiatorname.iscsi on the node)",
-                 what, display_quoted(initiator), kMaxIscsiNameBytes);
   }
   return Status::ok();
 }

@@ -65,8 +65,12 @@ class TargetBackend {
   virtual Status unbind_initiator(std::string_view volume_id, std::string_view initiator) = 0;
 
   // Requires incoming CHAP with these credentials on the target (replacing any other account
-  // bound to it); clear_chap lets initiators in without CHAP again.
-  virtual Status set_chap(std::string_view volume_id, const ChapCredentials& chap) = 0;
+  // bound to it); returns the user name initiators must log in with, which is the volume's own:
+  // a backend whose accounts are global (tgt) makes it from the volume id and `chap.user`, so
+  // that no caller can name, and so re-password, another volume's account. clear_chap lets
+  // initiators in without CHAP again.
+  virtual Expected<std::string> set_chap(std::string_view volume_id,
+                                         const ChapCredentials& chap) = 0;
   virtual Status clear_chap(std::string_view volume_id) = 0;
 
   // Makes LUN 1 report the image file's current size (after the file grew).
@@ -90,10 +94,6 @@ Status validate_iqn_prefix(std::string_view prefix, std::string_view what);
 // A volume id usable in an IQN and as a SCSI serial: 1..36 bytes of lowercase [a-z0-9.-],
 // starting with a letter or digit (an IQN is lowercase; tgt keeps 36 bytes of serial).
 Status validate_target_volume_id(std::string_view volume_id);
-
-// An initiator name as RFC 3720 writes them: "iqn." / "eui." / "naa." followed by lowercase
-// [a-z0-9.:-], at most 223 bytes.
-Status validate_initiator_name(std::string_view initiator, std::string_view what);
 
 // CHAP user: 1..64 bytes of [A-Za-z0-9._@:-]. Password: 12..255 printable ASCII bytes without
 // spaces or commas (RFC 3720 asks for at least 96 bits; the target's request format splits on

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <set>
 
+#include "core/iscsi_name.h"
 #include "core/run_program.h"
 #include "core/validate.h"
 
@@ -239,7 +240,8 @@ Status TgtBackend::remove_target(std::string_view volume_id) {
 
 Status TgtBackend::bind_initiator(std::string_view volume_id, std::string_view initiator) {
   ROSETCTL_RETURN_IF_ERROR(validate_target_volume_id(volume_id));
-  ROSETCTL_RETURN_IF_ERROR(validate_initiator_name(initiator, "initiator name"));
+  // tgtd compares ACL entries byte for byte: a name goes on an ACL only in its normal form.
+  ROSETCTL_RETURN_IF_ERROR(validate_iscsi_name(initiator, "initiator name"));
   std::lock_guard lock(mutex_);
   auto found = find_target(volume_id);
   if (!found) return found.status();
@@ -260,7 +262,7 @@ Status TgtBackend::bind_initiator(std::string_view volume_id, std::string_view i
 
 Status TgtBackend::unbind_initiator(std::string_view volume_id, std::string_view initiator) {
   ROSETCTL_RETURN_IF_ERROR(validate_target_volume_id(volume_id));
-  ROSETCTL_RETURN_IF_ERROR(validate_initiator_name(initiator, "initiator name"));
+  ROSETCTL_RETURN_IF_ERROR(validate_iscsi_name(initiator, "initiator name"));
   std::lock_guard lock(mutex_);
   auto found = find_target(volume_id);
   if (!found) return found.status();

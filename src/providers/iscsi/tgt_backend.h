@@ -21,6 +21,10 @@ struct TgtOptions {
   std::chrono::milliseconds timeout{10'000};  // per tgtadm call
 };
 
+// The tgtd account that holds a volume's CHAP credentials: "<volume id>:<user>" (tgt_chap.cc
+// says why). Initiators log in with this name, which the publish context carries.
+std::string tgt_chap_account(std::string_view volume_id, std::string_view user);
+
 class TgtBackend final : public TargetBackend {
  public:
   // INVALID_ARGUMENT for a bad prefix or port; FAILED_PRECONDITION when tgtadm is not
@@ -34,7 +38,7 @@ class TgtBackend final : public TargetBackend {
   Status remove_target(std::string_view volume_id) override;
   Status bind_initiator(std::string_view volume_id, std::string_view initiator) override;
   Status unbind_initiator(std::string_view volume_id, std::string_view initiator) override;
-  Status set_chap(std::string_view volume_id, const ChapCredentials& chap) override;
+  Expected<std::string> set_chap(std::string_view volume_id, const ChapCredentials& chap) override;
   Status clear_chap(std::string_view volume_id) override;
   Status resize_lun(const TargetSpec& spec) override;
   Expected<std::vector<TargetInfo>> list_targets() override;

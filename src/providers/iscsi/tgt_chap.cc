@@ -47,13 +47,23 @@ Status TgtBackend::unbind_account(int tid, std::string_view user, std::string_vi
   return Status::ok();
 }
 
-// tgtd keeps one password per account name, shared by every target the account is bound to,
-// and cannot tell whether a password matches. So the account is re-created with the password
-// given, and re-bound to its targets, which stay offline meanwhile: no initiator logs in without
-// CHAP in between. Volumes that share a CHAP user share its password; the last one set wins.
-Status TgtBackend::set_chap(std::string_view volume_id, const ChapCredentials& chap) {
+std::string tgt_chap_account(std::string_view volume_id, std::string_view user) {
+  return fmt::format("{}:{}", volume_id, user);
+}
+
+// tgtd keeps one password per account name, shared by every target the account is bound to, and
+// cannot tell whether a password matches. An account a caller could name freely would let the
+// caller of one volume's map set another volume's password (issue 31, row 9). So a volume's
+// account is its own, by name: "<volume id>:<chap-user>", which no other volume's account can
+// be (a volume id holds no ':'). It is re-created with the password given and bound to this
+// target alone, which stays offline meanwhile: no initiator logs in without CHAP in between.
+// An account of that name bound to another target (made outside rosetctl) is refused, never
+// taken over: binding an account never changes the password another target uses.
+Expected<std::string> TgtBackend::set_chap(std::string_view volume_id,
+                                           const ChapCredentials& chap) {
   ROSETCTL_RETURN_IF_ERROR(validate_target_volume_id(volume_id));
   ROSETCTL_RETURN_IF_ERROR(validate_chap(chap));
+  const ChapCredentials account{tgt_chap_account(volume_id, chap.user), chap.password};
   std::lock_guard lock(mutex_);
   auto targets = show_targets();
   if (!targets) return targets.status();
@@ -66,22 +76,27 @@ Status TgtBackend::set_chap(std::string_view volume_id, const ChapCredentials& c
                  "then set CHAP",
                  volume_id);
   }
-  std::vector<const TgtTarget*> affected;  // the targets bound to the account, ours included
   for (const TgtTarget& target : *targets) {
-    if (&target == &*ours || is_listed(target.incoming_users, chap.user))
-      affected.push_back(&target);
-  }
-  for (const TgtTarget* target : affected) {
-    if (target->state != kTgtOffline) {
-      ROSETCTL_RETURN_IF_ERROR(set_state(target->tid, kTgtOffline, volume_id));
+    if (&target == &*ours) continue;
+    if (is_listed(target.incoming_users, account.user) ||
+        is_listed(target.outgoing_users, account.user)) {
+      return error(Code::kAlreadyExists,
+                   "CHAP account {} of volume \"{}\" is also bound to tgtd's target {}, and "
+                   "rosetctl never changes the password of an account another target uses; "
+                   "unbind it there (tgtadm --mode account --op unbind) or choose another "
+                   "chap-user",
+                   display_quoted(account.user), volume_id, display_quoted(target.name, 223));
     }
+  }
+  if (ours->state != kTgtOffline) {
+    ROSETCTL_RETURN_IF_ERROR(set_state(ours->tid, kTgtOffline, volume_id));
   }
   // Our target requires this account and no other. The others go first, last-bound first:
   // tgtd 1.0.85 corrupts a target that has two accounts when the first is unbound (its next
   // report segfaults), so a target never holds two of ours.
   std::vector<std::string> replaced;
   for (auto user = ours->incoming_users.rbegin(); user != ours->incoming_users.rend(); ++user) {
-    if (*user == chap.user) continue;
+    if (*user == account.user) continue;
     ROSETCTL_RETURN_IF_ERROR(unbind_account(ours->tid, *user, volume_id));
     replaced.push_back(*user);
   }
@@ -89,23 +104,20 @@ Status TgtBackend::set_chap(std::string_view volume_id, const ChapCredentials& c
   if (!accounts) return accounts.status();
   auto users = parse_tgt_accounts(*accounts);
   if (!users) return users.status();
-  if (is_listed(*users, chap.user)) {
+  if (is_listed(*users, account.user)) {
+    // Bound to no target but ours (checked above): replacing it changes only this volume.
     auto deleted =
-        tgtadm({"--mode", "account", "--op", "delete", "--user", chap.user},
-               fmt::format("cannot replace CHAP account {} in tgtd", display_quoted(chap.user)));
+        tgtadm({"--mode", "account", "--op", "delete", "--user", account.user},
+               fmt::format("cannot replace CHAP account {} in tgtd", display_quoted(account.user)));
     if (!deleted && deleted.status().code() != Code::kNotFound) return deleted.status();
   }
-  ROSETCTL_RETURN_IF_ERROR(add_account(chap));
-  for (const TgtTarget* target : affected) {
-    ROSETCTL_RETURN_IF_ERROR(bind_account(target->tid, chap.user, volume_id));
-  }
-  for (const TgtTarget* target : affected) {
-    // Ready again, also after an earlier call failed half-way; a target still being made (no
-    // LUN 1 with its serial yet) is left offline for ensure_target to finish.
-    if (!is_complete(*target)) continue;
-    ROSETCTL_RETURN_IF_ERROR(set_state(target->tid, kTgtReady, volume_id));
-  }
-  return delete_unused_accounts(replaced);
+  ROSETCTL_RETURN_IF_ERROR(add_account(account));
+  ROSETCTL_RETURN_IF_ERROR(bind_account(ours->tid, account.user, volume_id));
+  // Ready again, also after an earlier call failed half-way; a target still being made (no LUN
+  // 1 with its serial yet) is left offline for ensure_target to finish.
+  if (is_complete(*ours)) ROSETCTL_RETURN_IF_ERROR(set_state(ours->tid, kTgtReady, volume_id));
+  ROSETCTL_RETURN_IF_ERROR(delete_unused_accounts(replaced));
+  return account.user;
 }
 
 Status TgtBackend::clear_chap(std::string_view volume_id) {

@@ -53,9 +53,9 @@ TEST_CASE("node registration: addresses are HOST:PORT or [IPv6]:PORT", "[registr
              Catch::Contains("the limit is 261 bytes"));
 }
 
-TEST_CASE("node registration: initiator names are iSCSI names", "[registry]") {
-  for (const char* good : {"", "iqn.1993-08.org.debian:01:abcdef", "IQN.2001-04.com.example:x",
-                           "eui.02004567A425678D", "naa.52004567BA64678D"}) {
+TEST_CASE("node registration: initiator names are iSCSI names in lower case", "[registry]") {
+  for (const char* good : {"", "iqn.1993-08.org.debian:01:abcdef", "iqn.2001-04.com.example:x",
+                           "eui.02004567a425678d", "naa.52004567ba64678d"}) {
     INFO(good);
     CHECK(validate_initiator_name(good).is_ok());
   }
@@ -63,8 +63,16 @@ TEST_CASE("node registration: initiator names are iSCSI names", "[registry]") {
     INFO(bad);
     Status status = validate_initiator_name(bad);
     CHECK(status.code() == Code::kInvalidArgument);
-    CHECK_THAT(message_of(status), Catch::Contains("is not an iSCSI name"));
+    CHECK_THAT(message_of(status),
+               Catch::StartsWith(fmt::format("iscsi_initiator \"{}\" is not an iSCSI name", bad)));
   }
+  // Capitals are refused, not folded: the node sends its name as written (see iscsi_name.h).
+  Status shouted = validate_initiator_name("IQN.2001-04.com.example:X");
+  CHECK(shouted.code() == Code::kInvalidArgument);
+  CHECK_THAT(message_of(shouted),
+             Catch::StartsWith("iscsi_initiator \"IQN.2001-04.com.example:X\" is not written in "
+                               "lower case"));
+  CHECK_THAT(message_of(shouted), Catch::Contains("write it as \"iqn.2001-04.com.example:x\""));
   CHECK_THAT(message_of(validate_initiator_name("iqn." + std::string(220, 'a'))),
              Catch::Contains("at most 223 bytes"));
 }

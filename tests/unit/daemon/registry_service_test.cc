@@ -217,4 +217,99 @@ TEST_CASE("registry: an address is one node's, however it is written", "[registr
   CHECK(f.register_node(c).error_code() == grpc::StatusCode::ALREADY_EXISTS);
   // The node itself may register its address again.
   CHECK(f.register_node(a).ok());
+TEST_CASE("registry: an initiator name is in lower case and belongs to one node", "[registry]") {
+  Fixture f;
+  auto node_a = node_request("node-a");
+  node_a.set_iscsi_initiator("IQN.1993-08.Org.Debian:01:NODE-A");
+  grpc::Status status = f.register_node(node_a);
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(status.error_message(),
+             Catch::StartsWith("iscsi_initiator \"IQN.1993-08.Org.Debian:01:NODE-A\" is not "
+                               "written in lower case"));
+  node_a.set_iscsi_initiator("iqn.1993-08.org.debian:01:node-a");
+  REQUIRE(f.register_node(node_a).ok());
+
+  // Another node with the same name is refused naming the holder, and nothing is stored for it.
+  auto node_b = node_request("node-b");
+  node_b.set_iscsi_initiator("iqn.1993-08.org.debian:01:node-a");
+  status = f.register_node(node_b);
+  CHECK(status.error_code() == grpc::StatusCode::ALREADY_EXISTS);
+  CHECK(status.error_message() ==
+        "node \"node-b\" cannot register iscsi_initiator \"iqn.1993-08.org.debian:01:node-a\": "
+        "node \"node-a\" holds that name, and two nodes with one name would each get into the "
+        "other's volumes; give every host an initiator name of its own (iscsi-iname makes one "
+        "for /etc/iscsi/initiatorname.iscsi; restart iscsid after), or remove node \"node-a\" "
+        "first (rosetctl node remove node-a)");
+  auto found = f.plugin->store().find_node("node-b");
+  REQUIRE(found);
+  CHECK_FALSE(found->has_value());
+
+  // A row from before names were checked, in capitals, holds the name all the same.
+  rosetctl::NodeRecord legacy{"node-old", "", "IQN.1993-08.ORG.DEBIAN:01:OLD", {}, "", 1, 1};
+  REQUIRE(f.plugin->store().upsert_node(legacy));
+  node_b.set_iscsi_initiator("iqn.1993-08.org.debian:01:old");
+  status = f.register_node(node_b);
+  CHECK(status.error_code() == grpc::StatusCode::ALREADY_EXISTS);
+  CHECK_THAT(status.error_message(), Catch::Contains("node \"node-old\" holds that name"));
+  // ... and the store refuses a second holder even when asked directly.
+  rosetctl::NodeRecord sneaked{"node-b", "", "iqn.1993-08.org.debian:01:old", {}, "", 1, 1};
+  auto stored = f.plugin->store().upsert_node(sneaked);
+  REQUIRE(!stored);
+  CHECK(stored.status().code() == rosetctl::Code::kAlreadyExists);
+  // The legacy node registering again in lower case is the same initiator: no conflict.
+  auto old = node_request("node-old");
+  old.set_iscsi_initiator("iqn.1993-08.org.debian:01:old");
+  v1::Node again;
+  REQUIRE(f.register_node(old, &again).ok());
+  CHECK(again.iscsi_initiator() == "iqn.1993-08.org.debian:01:old");
+
+  // node-a takes a new name: the old one is free, and its publications moved (the local
+  // provider has no ACLs: mapping is a no-op there, and the record is what changes).
+  std::string volume = f.create_volume("data");
+  REQUIRE(
+      f.plugin->store().upsert_controller_publication({volume, "node-a", false, "c", {}}).is_ok());
+  node_a.set_iscsi_initiator("iqn.1993-08.org.debian:01:node-a-new");
+  v1::Node moved;
+  REQUIRE(f.register_node(node_a, &moved).ok());
+  CHECK(moved.iscsi_initiator() == "iqn.1993-08.org.debian:01:node-a-new");
+  node_b.set_iscsi_initiator("iqn.1993-08.org.debian:01:node-a");
+  v1::Node taken;
+  REQUIRE(f.register_node(node_b, &taken).ok());
+  CHECK(taken.iscsi_initiator() == "iqn.1993-08.org.debian:01:node-a");
+
+  // Nodes without a name never conflict.
+  for (const char* id : {"node-c", "node-d"}) {
+    auto nameless = node_request(id);
+    nameless.set_iscsi_initiator("");
+    CHECK(f.register_node(nameless).ok());
+  }
+}
+
+TEST_CASE("registry: a registration that moves a node's name waits for its publications",
+          "[registry]") {
+  Fixture f;
+  REQUIRE(f.register_node(node_request("node-b")).ok());
+  // A ControllerPublishVolume to node-b in flight holds the node's lock shared (a lock space of
+  // its own on the same file: its locks conflict with the plugin's, as another process's would).
+  auto locks = rosetctl::LockSpace::open(f.plugin->layout().lock_file());
+  REQUIRE(locks);
+  auto held = locks->try_lock("node:node-b", rosetctl::LockMode::kShared, "busy");
+  REQUIRE(held);
+  auto moved = node_request("node-b");
+  moved.set_iscsi_initiator("iqn.1993-08.org.debian:01:elsewhere");
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    *held = rosetctl::HeldLock();
+  });
+  auto started = std::chrono::steady_clock::now();
+  v1::Node stored;
+  grpc::Status status = f.register_node(moved, &stored);
+  release.join();
+  CHECK(status.ok());
+  CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(250));
+  CHECK(stored.iscsi_initiator() == "iqn.1993-08.org.debian:01:elsewhere");
+  // A heartbeat that changes nothing takes no lock.
+  held = locks->try_lock("node:node-b", rosetctl::LockMode::kShared, "busy");
+  REQUIRE(held);
+  CHECK(f.register_node(moved).ok());
 }

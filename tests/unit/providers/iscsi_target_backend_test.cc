@@ -1,8 +1,11 @@
-// What a target backend accepts: IQN prefixes, volume ids, initiator names, CHAP credentials
-// (providers/iscsi/target_backend.cc).
+// What a target backend accepts: IQN prefixes, volume ids, CHAP credentials and the tgtd account
+// they become (providers/iscsi/target_backend.cc, tgt_chap.cc); the CHAP user a consumer logs in
+// as (iscsi_node.cc).
 #include <catch2/catch.hpp>
 
+#include "providers/iscsi/iscsi_node.h"
 #include "providers/iscsi/target_backend.h"
+#include "providers/iscsi/tgt_backend.h"
 
 using namespace rosetctl;
 
@@ -33,16 +36,34 @@ TEST_CASE("volume ids must fit an IQN and a 36-byte SCSI serial", "[iscsi]") {
   CHECK(validate_target_volume_id(std::string(37, 'a')).code() == Code::kInvalidArgument);
 }
 
-TEST_CASE("initiator names are iqn./eui./naa. names in lowercase", "[iscsi]") {
-  CHECK(validate_initiator_name("iqn.1993-08.org.debian:01:4a1b2c3d", "x").is_ok());
-  CHECK(validate_initiator_name("eui.02004567a425678d", "x").is_ok());
-  for (std::string_view bad :
-       {"", "iqn.", "node-a", "iqn.1993-08.org.debian:01:A", "iqn.x,y", "iqn.x y", "iqn.x\n"}) {
-    INFO(bad);
-    CHECK(validate_initiator_name(bad, "initiator").code() == Code::kInvalidArgument);
-  }
-  CHECK(validate_initiator_name("iqn." + std::string(220, 'a'), "x").code() ==
-        Code::kInvalidArgument);
+// Initiator names: tests/unit/core/iscsi_name_test.cc (the backend takes them in normal form).
+
+TEST_CASE("a volume's tgtd CHAP account is named after the volume, whatever user is asked for",
+          "[iscsi]") {
+  CHECK(tgt_chap_account("iscsi-0123", "alice") == "iscsi-0123:alice");
+  // A user that names another volume's account still gets an account of this volume: a volume
+  // id holds no ':', so the name up to its first ':' is always the volume's.
+  CHECK(tgt_chap_account("iscsi-bbbb", "iscsi-aaaa:alice") == "iscsi-bbbb:iscsi-aaaa:alice");
+  CHECK(tgt_chap_account("iscsi-bbbb", "alice") != tgt_chap_account("iscsi-aaaa", "alice"));
+}
+
+TEST_CASE("a consumer logs in as the account the publish context names", "[iscsi]") {
+  StringMap secrets = {{"chap-user", "alice"}, {"chap-password", "twelve-chars"}};
+  auto plain = iscsi::chap_for_login(secrets, {});
+  REQUIRE(plain);
+  REQUIRE(plain->has_value());
+  CHECK((*plain)->user == "alice");
+  auto named = iscsi::chap_for_login(secrets, {{"chap-user", "iscsi-0123:alice"}});
+  REQUIRE(named);
+  CHECK((*named)->user == "iscsi-0123:alice");
+  CHECK((*named)->password == "twelve-chars");
+  auto none = iscsi::chap_for_login({}, {{"chap-user", "iscsi-0123:alice"}});
+  REQUIRE(none);
+  CHECK(!none->has_value());
+  auto bad = iscsi::chap_for_login(secrets, {{"chap-user", "a b\nc"}});
+  REQUIRE(!bad);
+  CHECK(bad.status().code() == Code::kInvalidArgument);
+  CHECK_THAT(bad.status().message(), Catch::Contains("\"a b\\x0ac\": not a CHAP user name"));
 }
 
 TEST_CASE("CHAP credentials are checked without the password in any message", "[iscsi]") {
