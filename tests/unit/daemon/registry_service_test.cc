@@ -65,7 +65,8 @@ struct Fixture : rosetctl::testing::PluginFixture {
 v1::RegisterNodeRequest node_request(const std::string& id) {
   v1::RegisterNodeRequest request;
   request.set_node_id(id);
-  request.set_address("[fd00::7]:9443");
+  // An address of its own: one node each (node-b's shows an IPv6 address kept as given).
+  request.set_address(id == "node-b" ? "[fd00::7]:9443" : id + ".example.com:9443");
   request.set_iscsi_initiator("iqn.1993-08.org.debian:01:" + id);
   (*request.mutable_topology())["topology.rosetctl.io/node"] = id;
   request.set_version("0.1.0");
@@ -217,6 +218,8 @@ TEST_CASE("registry: an address is one node's, however it is written", "[registr
   CHECK(f.register_node(c).error_code() == grpc::StatusCode::ALREADY_EXISTS);
   // The node itself may register its address again.
   CHECK(f.register_node(a).ok());
+}
+
 TEST_CASE("registry: an initiator name is in lower case and belongs to one node", "[registry]") {
   Fixture f;
   auto node_a = node_request("node-a");
