@@ -52,17 +52,10 @@ void add_topology_nodes(const Message& message, std::vector<std::string>* nodes)
     }
     return;
   }
-  std::vector<const FieldDescriptor*> fields;
-  reflection->ListFields(message, &fields);
-  for (const FieldDescriptor* field : fields) {
-    if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE || field->is_map()) continue;
-    if (field->is_repeated()) {
-      for (int i = 0; i < reflection->FieldSize(message, field); ++i)
-        add_topology_nodes(reflection->GetRepeatedMessage(message, field, i), nodes);
-    } else {
-      add_topology_nodes(reflection->GetMessage(message, field), nodes);
-    }
-  }
+  (void)for_each_submessage(message, [nodes](const Message& inner) {
+    add_topology_nodes(inner, nodes);
+    return Status::ok();
+  });
 }
 
 Status refused(const CallToDecide& call, std::string_view where, std::string_view why) {

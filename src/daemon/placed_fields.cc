@@ -86,17 +86,22 @@ Status check_answer_names_its_own(const Message& message, std::string_view node)
                    node, own_id, id.substr(0, 128));
     }
   }
+  return for_each_submessage(
+      message, [node](const Message& inner) { return check_answer_names_its_own(inner, node); });
+}
+
+Status for_each_submessage(const Message& message,
+                           const std::function<Status(const Message&)>& visit) {
+  const auto* reflection = message.GetReflection();
   std::vector<const FieldDescriptor*> fields;
-  reflection->ListFields(message, &fields);
+  reflection->ListFields(message, &fields);  // only the fields that are set
   for (const FieldDescriptor* field : fields) {
     if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE || field->is_map()) continue;
     if (field->is_repeated()) {
       for (int i = 0; i < reflection->FieldSize(message, field); ++i)
-        ROSETCTL_RETURN_IF_ERROR(
-            check_answer_names_its_own(reflection->GetRepeatedMessage(message, field, i), node));
+        ROSETCTL_RETURN_IF_ERROR(visit(reflection->GetRepeatedMessage(message, field, i)));
     } else {
-      ROSETCTL_RETURN_IF_ERROR(
-          check_answer_names_its_own(reflection->GetMessage(message, field), node));
+      ROSETCTL_RETURN_IF_ERROR(visit(reflection->GetMessage(message, field)));
     }
   }
   return Status::ok();

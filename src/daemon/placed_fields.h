@@ -10,6 +10,7 @@
 
 #include <google/protobuf/message.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,11 @@ void localize_ids(google::protobuf::Message& message, std::string_view node);
 
 // Every non-empty id field that is not yet a placed id becomes `node`'s placed id of it.
 Status place_ids(google::protobuf::Message& message, std::string_view node);
+
+// `visit` on every message set in `message` one level down (each element of a repeated field;
+// not map entries); the first failure stops the walk.
+Status for_each_submessage(const google::protobuf::Message& message,
+                           const std::function<Status(const google::protobuf::Message&)>& visit);
 
 // DATA_LOSS naming `node` unless every Volume's volume_id and Snapshot's snapshot_id in
 // `message`, a node's answer, is a local id (content sources and source volumes may name other
