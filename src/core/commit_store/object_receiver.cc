@@ -151,7 +151,9 @@ void ObjectReceiver::expect_blob(std::string_view id, int64_t size) {
   wanted_blobs_.insert_or_assign(std::string(id), size);
 }
 
-Status ObjectReceiver::refuse_blob(std::string_view id, std::string_view why) {
+Status ObjectReceiver::refuse_blob(std::string_view refused, std::string_view why) {
+  // A copy: `refused` may be the id of the part reset below.
+  const std::string id(refused);
   // Only a part this receiver holds (and so has locked) is removed: a part of the same name that
   // another transfer is writing is not this one's to take.
   if (partial_ && partial_->id == id) {
