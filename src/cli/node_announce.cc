@@ -2,9 +2,12 @@
 #include "cli/node_announce.h"
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "cli/initiator_name.h"
 #include "core/version.h"
+#include "core/x509/certificates.h"
 #include "daemon/convert.h"
 
 namespace rosetctl::cli {
@@ -24,6 +27,14 @@ Expected<v1::RegisterNodeRequest> node_registration(const std::string& node_id,
   (*request.mutable_topology())[kTopologyNodeKey] = node_id;
   request.set_version(kVersion);
   return request;
+}
+
+bool is_certificate_of_node(const std::string& certificate_file, const std::string& node_id) {
+  std::ifstream in(certificate_file);
+  std::ostringstream pem;
+  pem << in.rdbuf();
+  auto identity = read_certificate_identity(pem.str());
+  return identity && identity->role == "node" && identity->common_name == node_id;
 }
 
 void announce_node(CsiClient& client, const std::string& node_id) {

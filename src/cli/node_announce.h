@@ -18,6 +18,10 @@ Expected<v1::RegisterNodeRequest> node_registration(
     const std::string& node_id, const std::string& address,
     std::optional<std::string> initiator = std::nullopt);
 
+// Whether `certificate_file` is a node's certificate for `node_id` (OU=node, CN=node_id): only
+// such a host's CLI announces itself; an admin's or another node's certificate does not.
+bool is_certificate_of_node(const std::string& certificate_file, const std::string& node_id);
+
 // A consumer's CLI call keeps its registry entry fresh: last_seen is refreshed, and a host the
 // controller does not know yet is registered. One attempt, without waiting: a controller that
 // does not answer is reported by the verb's own calls.

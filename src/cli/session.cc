@@ -52,6 +52,7 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
                  "controller's proxy",
                  display_quoted(options.on_node));
   }
+  std::string certificate;  // this host's, with --controller: whether it is a node's
   if (!options.controller.empty()) {
     // A consumer host: controller calls go to the remote controller over mutual TLS, node calls
     // stay with this host's plugin, which offers the node service only.
@@ -66,6 +67,7 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
     // A snapshot pull reaches other nodes directly with the same certificate, or through it.
     plugin_options.controller_channel = controller;
     plugin_options.node_credentials = channel_credentials(tls);
+    certificate = tls.certificate;
   }
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();
@@ -75,7 +77,10 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
                                                               controller, options.controller)
                                 : std::make_unique<CsiClient>((*plugin)->in_process_channel());
   session->client_->set_secrets(std::move(secrets));
-  if (controller) announce_node(*session->client_, (*plugin)->options().node_id);
+  // Only a node's own certificate registers its host: an admin's CLI is no node.
+  if (controller && is_certificate_of_node(certificate, (*plugin)->options().node_id)) {
+    announce_node(*session->client_, (*plugin)->options().node_id);
+  }
   if (!options.on_node.empty()) {
     ROSETCTL_RETURN_IF_ERROR(validate_node_id(options.on_node, "--on-node"));
     session->client_->set_proxy_node(options.on_node);

@@ -131,6 +131,16 @@ def test_a_fresh_consumer_asks_the_controller(site):
 # ---------------------------------------------------------------- who may do what
 
 
+def test_only_a_nodes_own_certificate_registers_its_host(site):
+    # An admin's CLI is no node: its host stays out of the registry (issue 32), however many calls.
+    site.alice.ok("--node-id", "admin-desk", "volume", "list")
+    assert "admin-desk" not in [n["node_id"] for n in site.ctl.ok_json("node", "list")]
+    # A node's certificate registers its own host, under its own id only.
+    site.b.ok("--node-id", "not-consumer-b", "volume", "list")
+    site.b.ok("volume", "list")
+    assert sorted(n["node_id"] for n in site.ctl.ok_json("node", "list")) == ["consumer-b"]
+
+
 def test_a_node_certificate_acts_only_for_itself(site, csi, registry_stubs):
     a, alice = site.a, site.alice
     volume_id = a.create("roaming", "-p", "provider=roset")["id"]  # any node may reach a roset volume
