@@ -69,6 +69,19 @@ class Server:
             self._log.close()
 
 
+def refused_second_serve(csi, cli, socket_path: Path, log_path: Path, extra=()) -> tuple[int | None, str]:
+    """A second `serve` (its own state in CLI) started with EXTRA: its exit code (None if it was still
+    running after READY_DEADLINE: not refused) and its log. It is stopped either way."""
+    second = Server(csi, cli, socket_path, log_path, extra)
+    try:
+        rc = second.proc.wait(timeout=READY_DEADLINE)
+    except subprocess.TimeoutExpired:
+        rc = None
+    finally:
+        second.close()
+    return rc, second.log()
+
+
 def mount_capability(pb2):
     access = pb2.VolumeCapability.AccessMode(mode=pb2.VolumeCapability.AccessMode.SINGLE_NODE_WRITER)
     return pb2.VolumeCapability(mount=pb2.VolumeCapability.MountVolume(), access_mode=access)

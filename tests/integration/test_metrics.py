@@ -14,7 +14,7 @@ import urllib.request
 import grpc
 import pytest
 
-from csi_server import CALL_TIMEOUT, READY_DEADLINE, Server, expect_code, mount_capability
+from csi_server import CALL_TIMEOUT, expect_code, mount_capability, refused_second_serve
 from rosetctl_cli import Rosetctl
 
 
@@ -111,17 +111,11 @@ def test_second_serve_on_a_taken_metrics_address_is_refused(csi, workdir, start_
         first.node.NodeGetCapabilities(csi.pb2.NodeGetCapabilitiesRequest(), timeout=CALL_TIMEOUT)
 
     other = Rosetctl(state_dir=workdir / "other-state", cwd=workdir, tracker=processes, binary=rosetctl_binary)
-    second = Server(csi, other, workdir / "other.sock", workdir / "serve-second.log",
-                    ("--metrics-listen", f"127.0.0.1:{port}"))
-    try:
-        rc = second.proc.wait(timeout=READY_DEADLINE)
-    except subprocess.TimeoutExpired:
-        rc = None
-    finally:
-        second.close()
-    assert rc is not None and rc != 0, f"expected a second serve on metrics port {port} to be refused: {second.log()}"
-    assert "--metrics-listen" in second.log() and f"127.0.0.1:{port}" in second.log(), (
-        f"expected the message to name the flag and the address: {second.log()}")
+    rc, log = refused_second_serve(csi, other, workdir / "other.sock", workdir / "serve-second.log",
+                                   ("--metrics-listen", f"127.0.0.1:{port}"))
+    assert rc is not None and rc != 0, f"expected a second serve on metrics port {port} to be refused: {log}"
+    assert "--metrics-listen" in log and f"127.0.0.1:{port}" in log, (
+        f"expected the message to name the flag and the address: {log}")
     for _ in range(10):  # every scrape reaches the first
         assert sample(scrape(port), "rosetctl_calls_total", method="NodeGetCapabilities", code="OK") == 3
 

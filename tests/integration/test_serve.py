@@ -12,7 +12,7 @@ import time
 import grpc
 import pytest
 
-from csi_server import CALL_TIMEOUT, READY_DEADLINE, Server, expect_code, mount_capability
+from csi_server import CALL_TIMEOUT, READY_DEADLINE, Server, expect_code, mount_capability, refused_second_serve
 from rosetctl_cli import Rosetctl
 from rosetctl_mounts import is_mount_point
 from tgtd_lab import free_port
@@ -267,16 +267,10 @@ def test_second_serve_on_a_taken_listen_address_is_refused(csi, cli, start_serve
     assert names_over_tls() == ["only-on-the-first"]
 
     other = Rosetctl(state_dir=workdir / "other-state", cwd=workdir, tracker=processes, binary=rosetctl_binary)
-    second = Server(csi, other, workdir / "other.sock", workdir / "serve-second.log", listen)
-    try:
-        rc = second.proc.wait(timeout=READY_DEADLINE)
-    except subprocess.TimeoutExpired:
-        rc = None
-    finally:
-        second.close()
-    assert rc is not None and rc != 0, f"expected a second serve on {address} to be refused: {second.log()}"
-    assert f"cannot listen on {address}" in second.log() and "the port is taken" in second.log(), (
-        f"expected the message to name the address and say the port is taken: {second.log()}")
+    rc, log = refused_second_serve(csi, other, workdir / "other.sock", workdir / "serve-second.log", listen)
+    assert rc is not None and rc != 0, f"expected a second serve on {address} to be refused: {log}"
+    assert f"cannot listen on {address}" in log and "the port is taken" in log, (
+        f"expected the message to name the address and say the port is taken: {log}")
     # Every connection still reaches the first (the second's state directory has no volume).
     for _ in range(5):
         assert names_over_tls() == ["only-on-the-first"]
