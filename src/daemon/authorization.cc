@@ -125,6 +125,12 @@ std::vector<std::string> nodes_named_by(const Message& request) {
   return nodes;
 }
 
+AnsweringServer answering_server(const PluginOptions& options) {
+  return {.node_id = options.node_id,
+          .controller = options.role != PluginRole::kNode,
+          .node = options.role != PluginRole::kController};
+}
+
 Status decide(const AnsweringServer& server, const CallToDecide& call) {
   const MethodAccess* access = find_method_access(call.method);
   if (access == nullptr) {

@@ -19,6 +19,7 @@
 
 #include "core/status.h"
 #include "daemon/peer_authority.h"
+#include "daemon/service_context.h"
 
 namespace rosetctl {
 
@@ -28,6 +29,10 @@ struct AnsweringServer {
   bool controller;      // it has a registry: serve --role controller or all
   bool node;            // it serves Node, NodeState and ObjectStore: --role node or all
 };
+
+// The server a plugin of these options runs: a registry unless --role node, the node side
+// unless --role controller.
+AnsweringServer answering_server(const PluginOptions& options);
 
 // One call as the decision sees it.
 struct CallToDecide {

@@ -128,6 +128,7 @@ void ControllerService::collect_clone_leftovers() {
 }
 
 void ControllerService::collect_clone_leftovers_later() {
+  if (clone_intents_.list().empty()) return;  // the usual case: no thread for nothing
   background_.start([this] { collect_clone_leftovers(); });
 }
 

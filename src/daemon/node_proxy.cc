@@ -81,11 +81,8 @@ class ProxyReactor final : public grpc::ServerGenericBidiReactor {
       finish(error(Code::kInvalidArgument, "{}: no request message arrived", call_->method()));
       return;
     }
-    const ServiceContext& context = proxy_.context();
-    Status body = decide_forwarded_bytes({.node_id = context.options.node_id,
-                                          .controller = context.options.role != PluginRole::kNode,
-                                          .node = context.options.role != PluginRole::kController},
-                                         *call_, call_->method(), node_, request_);
+    Status body = decide_forwarded_bytes(answering_server(proxy_.context().options), *call_,
+                                         call_->method(), node_, request_);
     if (!body) {
       finish(body);
       return;

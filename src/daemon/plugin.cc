@@ -188,11 +188,8 @@ void Plugin::register_services(grpc::ServerBuilder& builder, NodeProxy& proxy) {
   // localized; it reads wrapped ids whole either way (placed_fields.h placed_nodes_of).
   auto interceptors = placed_id_interceptors(context_->options.node_id,
                                              context_->options.role != PluginRole::kController);
-  interceptors.insert(
-      interceptors.begin(),
-      authorization_interceptor({.node_id = context_->options.node_id,
-                                 .controller = context_->options.role != PluginRole::kNode,
-                                 .node = context_->options.role != PluginRole::kController}));
+  interceptors.insert(interceptors.begin(),
+                      authorization_interceptor(answering_server(context_->options)));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   if (context_->options.role != PluginRole::kNode) {
     builder.RegisterService(registry_.get());
