@@ -11,15 +11,20 @@ import time
 from csi_server import CALL_TIMEOUT, mount_capability
 from rosetctl_mounts import is_mount_point, mount_at
 
-# Swaps two names atomically until killed: renameat2(RENAME_EXCHANGE), as an attacker would.
+# Swaps two names atomically until killed: renameat2(RENAME_EXCHANGE), as an attacker would, in
+# bursts of back-to-back swaps with short pauses between them (an even number per burst, so the
+# names are as they started during a pause). Without the pauses a busy 2-core machine can lose
+# every one of the connects to the swapper, and the test would prove nothing about the winners.
 SWAPPER = r"""
-import ctypes, os, sys
+import ctypes, os, sys, time
 libc = ctypes.CDLL("libc.so.6", use_errno=True)
 a, b = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2])
 AT_FDCWD, RENAME_EXCHANGE, SYS_renameat2 = -100, 2, 316
 print("swapping", flush=True)
 while True:
-    libc.syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
+    for _ in range(400):
+        libc.syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
+    time.sleep(0.003)
 """
 
 
