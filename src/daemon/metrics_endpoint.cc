@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <vector>
@@ -24,6 +25,11 @@ constexpr size_t kWorkers = 8;
 // Between two reads or writes of a connection, and while it idles between requests: a scraper
 // sends its request at once and reads the answer at once; a client that does not is dropped.
 constexpr time_t kIdleSeconds = 2;
+// Accepted connections waiting for a worker. Each holds a file descriptor, and the serve's CSI
+// and node sockets draw on the same limit (often 1,024): a crowd that kept connecting would
+// otherwise exhaust it. Past this many, the accepting thread itself serves the oldest (bounded
+// by kIdleSeconds per exchange) before it accepts again, so the kernel's backlog holds the rest.
+constexpr size_t kMaxWaiting = 256;
 
 // cpp-httplib's own pool serves connections in the order they came. Behind a crowd of idle
 // connections, a scrape then waits for each of them to time out, a few at a time (200 of them
@@ -39,11 +45,17 @@ class NewestFirstQueue : public httplib::TaskQueue {
   ~NewestFirstQueue() override { shutdown(); }
 
   void enqueue(std::function<void()> connection) override {
+    std::function<void()> overflow;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       pending_.push_back(std::move(connection));
+      if (pending_.size() > kMaxWaiting) {
+        overflow = std::move(pending_.front());
+        pending_.pop_front();
+      }
     }
     ready_.notify_one();
+    if (overflow) overflow();  // on the accepting thread: no accept until it is done
   }
 
   // Serves what is pending (each task closes its socket; the server has stopped, so at once),
@@ -76,8 +88,8 @@ class NewestFirstQueue : public httplib::TaskQueue {
 
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::vector<std::function<void()>> pending_;  // guarded by mutex_; the newest at the back
-  bool stopping_ = false;                       // guarded by mutex_
+  std::deque<std::function<void()>> pending_;  // guarded by mutex_; the newest at the back
+  bool stopping_ = false;                      // guarded by mutex_
   std::vector<std::thread> workers_;
 };
 

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -193,3 +195,31 @@ def test_two_clients_trickling_a_request_do_not_hold_off_scrapes_and_an_idle_one
         except TimeoutError:
             dropped = False
         assert dropped, f"expected serve to drop a connection that sent nothing within {SCRAPE_WITHIN} s"
+
+
+def open_descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_a_crowd_of_connections_holds_a_bounded_number_of_descriptors_and_the_csi_socket_answers(start_serve):
+    # serve answers CSI and its metrics with one descriptor limit: 700 connections that send
+    # nothing once held 700 descriptors until a worker got to each, and a crowd that kept coming
+    # would have left the CSI socket unable to accept. Now at most 256 wait for a worker.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+    server = start_serve(extra=("--metrics-listen", "127.0.0.1:0"))
+    port = metrics_port(server)
+    before = open_descriptors(server.proc.pid)
+    with contextlib.ExitStack() as crowd:
+        for _ in range(700):
+            client = crowd.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            client.setblocking(False)  # the kernel's backlog may hold it: do not wait
+            client.connect_ex(("127.0.0.1", port))
+        held = 0
+        for _ in range(16):  # the kernel resends refused handshakes after 1 s, then 3 s
+            time.sleep(0.5)
+            held = max(held, open_descriptors(server.proc.pid) - before)
+        assert held <= 8 + 256 + 16, f"expected serve to hold at most ~280 descriptors for 700 idle connections, it held {held}"
+        assert server.identity.Probe(server.csi.pb2.ProbeRequest(), timeout=CALL_TIMEOUT).ready.value
+    scrape_past_slow_clients(port)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
