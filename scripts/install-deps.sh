@@ -1,32 +1,53 @@
 #!/usr/bin/env bash
-# Installs everything rosetctl needs to build, run and test, from Debian 12 packages only.
-# Safe to run again: it only calls apt when something is missing.
+# Installs what rosetctl needs, from Debian 12 packages only. Safe to run again: it only calls
+# apt when something is missing.
+#
+#   scripts/install-deps.sh --build   what building, installing and running rosetctl on one
+#                                     host needs (scripts/quickstart.sh; a few dozen packages)
+#   scripts/install-deps.sh           that and everything the test suite needs (QEMU, a kernel,
+#                                     podman, Ansible, tgt, ...; scripts/test.sh and .ci/run)
 set -euo pipefail
 
-packages=(
-  # toolchain
-  build-essential cmake ninja-build pkg-config git clang-format
-  # the asan preset (unit tests and the fuzz targets of tests/fuzz): clang 14 and its libFuzzer
-  # runtime; the sanitizers' runtimes come with clang
-  clang-14 libfuzzer-14-dev
-  # libraries (README.md "Dependencies" says why each one is here)
+case "${1:-}" in
+  --build) only_build=1 ;;
+  "") only_build=0 ;;
+  *)
+    echo "install-deps: unknown argument ${1}; use --build (build and run) or nothing (also the tests)" >&2
+    exit 2
+    ;;
+esac
+
+build_packages=(
+  # toolchain; python3 runs scripts/gen-manpage.py, which writes rosetctl(1) at build time
+  build-essential cmake ninja-build pkg-config python3
+  # libraries (docs say why each one is here)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libspdlog-dev libfmt-dev
-  libcurl4-openssl-dev catch2 libblkid-dev
+  libcurl4-openssl-dev libblkid-dev
   # `serve --metrics-listen`: prometheus-cpp's core keeps the counters and writes the text
   # format, cpp-httplib serves /metrics
   prometheus-cpp-dev libcpp-httplib-dev
-  # tests: `promtool check metrics` checks what /metrics serves
-  prometheus
   # what the node side uses at run time
   util-linux mount
   # image volumes: mkfs, e2fsck, resize2fs (ext4) and mkfs.xfs, xfs_growfs (xfs)
   e2fsprogs xfsprogs
   # the roset provider's nodes unmount FUSE clients with fusermount3
   fuse3
+)
+
+test_packages=(
+  # formatting check, and git for the tests that look at the tree
+  git clang-format
+  # the asan preset (unit tests and the fuzz targets of tests/fuzz): clang 14 and its libFuzzer
+  # runtime; the sanitizers' runtimes come with clang
+  clang-14 libfuzzer-14-dev
+  # the unit tests
+  catch2
+  # tests: `promtool check metrics` checks what /metrics serves
+  prometheus
   # test suites: Debian's Python with pytest and gRPC; bindfs is the stand-in roset-fuse's
   # real FUSE filesystem
-  python3 python3-pytest python3-grpcio python3-grpc-tools bindfs
+  python3-pytest python3-grpcio python3-grpc-tools bindfs
   # the multi-host tests' "hosts" are network namespaces (tests/integration/host_lab.py): `ip`
   # builds them, util-linux's nsenter runs commands in them
   iproute2
@@ -65,6 +86,9 @@ packages=(
   debootstrap podman runc
 )
 
+packages=("${build_packages[@]}")
+((only_build)) || packages+=("${test_packages[@]}")
+
 if [[ ${EUID} -ne 0 ]]; then
   echo "install-deps: run as root (apt-get installs system packages)" >&2
   exit 1
@@ -80,7 +104,7 @@ done
 # 1.20, kustomize v2) is enough: the manifests keep to what kustomize v2 knows. A kubectl that
 # is already there (another vendor's package owns /usr/bin/kubectl and would conflict) is used
 # as it is.
-if ! command -v kubectl >/dev/null; then
+if ((!only_build)) && ! command -v kubectl >/dev/null; then
   missing+=(kubernetes-client)
 fi
 

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# README command 1: install packages, build, install rosetctl to /usr/local, then run the main
-# job on the local provider: create a volume, connect it, write to it, commit it, disconnect it,
-# and show that the data is still there. Safe to run again (each run adds one snapshot).
+# README command 1: install the packages rosetctl needs, build it, install it to /usr/local,
+# then run the main job on the local provider: create a volume, connect it, write to it, commit
+# it, disconnect it, and show that the data is still there. Safe to run again (each run adds one
+# snapshot).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "installing packages"
-scripts/install-deps.sh
+step "installing the packages rosetctl builds and runs with (not the test suite's)"
+scripts/install-deps.sh --build
 
-step "building (release)"
-cmake --preset release >/dev/null
+# Only the binary and what installs with it (rosetctl(1), completions): the unit tests and the
+# test tools are scripts/test.sh's to build, in the same build tree, reusing what is built here.
+step "building rosetctl (release)"
+cmake --preset release -DROSETCTL_BUILD_TESTS=OFF >/dev/null
 cmake --build --preset release -j "$(nproc)"
 
 step "installing rosetctl to /usr/local (binary, rosetctl(1), completions, systemd units)"
