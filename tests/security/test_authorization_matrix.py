@@ -74,6 +74,7 @@ CALLS = [
     ("rosetctl", "Registry", "GetNode", {"node_id": A}, True, False),
     ("rosetctl", "Registry", "TouchNode", {"node_id": A}, True, False),
     ("rosetctl", "Registry", "ListNodes", {}, False, False),
+    ("rosetctl", "Registry", "CheckTransferGrant", {"node_id": A}, True, False),
     ("rosetctl", "Catalog", "FindVolume", {"name_or_id": "authz-none"}, False, False),
     ("rosetctl", "Catalog", "GetVolumeDetails", {"volume_ids": [PLACED_VOLUME]}, True, False),
     ("rosetctl", "Catalog", "FindSnapshot", {"reference": "authz-none"}, False, False),
@@ -144,8 +145,10 @@ def allowed(cell: str, caller: str, names_node: bool, answering_node: str | None
     if caller in ("admin", "controller"):
         return caller in entries
     node = {"node-a": A, "node-b": "consumer-b"}[caller]
-    if "any node" in entries or "node (any)" in entries:
+    if "any node" in entries:
         return True
+    if "node (itself, or granted)" in entries:
+        return answering_node == node  # no call here carries a transfer grant: test_transfer_grants.py's
     if "node (its own nodes)" in entries:
         return not names_node or node == A
     if "node (itself)" in entries:
