@@ -115,7 +115,7 @@ std::string callers_text(Callers callers, NodeBinding binding) {
         add("node (itself)");
         break;
       case kGrantedReceiver:
-        add("node (itself, or granted)");
+        add("node (itself or granted)");
         break;
     }
   }
