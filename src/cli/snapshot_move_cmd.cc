@@ -121,7 +121,10 @@ void setup_snapshot_move(CLI::App& snapshot, const GlobalOptions& globals, Actio
       "stored. Nothing appears on the receiver until the whole snapshot is there; an interrupted\n"
       "transfer (exit 6) resumes where it stopped when run again. A snapshot the receiver holds\n"
       "already is not sent again. Only the local provider's snapshots (directories and images)\n"
-      "move this way.";
+      "move this way. A node's certificate reads another node's store only for a transfer the\n"
+      "controller starts: move snapshots with an admin's certificate through the controller\n"
+      "(rosetctl --controller ADDRESS --on-node RECEIVER snapshot pull SNAPSHOT --from-node\n"
+      "SOURCE, or snapshot push).";
 
   auto pull_options = std::make_shared<MoveOptions>();
   CLI::App* pull = snapshot.add_subcommand(

@@ -14,6 +14,7 @@
 #include "daemon/convert.h"
 #include "daemon/placed_fields.h"
 #include "daemon/placed_id.h"
+#include "daemon/transfer_grants.h"
 
 namespace rosetctl {
 namespace {
@@ -58,6 +59,13 @@ void add_topology_nodes(const Message& message, std::vector<std::string>* nodes)
   });
 }
 
+constexpr std::string_view kNoGrant =
+    "a node reads another node's snapshots only for a transfer the controller started, and this "
+    "call carries no transfer grant of it. Move a snapshot between nodes through the controller "
+    "with an admin's certificate: rosetctl --controller ADDRESS --on-node RECEIVER snapshot pull "
+    "SNAPSHOT --from-node SOURCE (or snapshot push SNAPSHOT --from-node SOURCE --to-node "
+    "RECEIVER), or volume create NAME --node RECEIVER --from-snapshot SNAPSHOT-ID";
+
 Status refused(const CallToDecide& call, std::string_view where, std::string_view why) {
   return error(Code::kPermissionDenied, "{} may not call {} {}: {}", call.peer.describe(),
                call.method, where, why);
@@ -75,8 +83,11 @@ Status check_node_binding(const AnsweringServer& server, const CallToDecide& cal
   const std::string& self = call.peer.name;
   switch (binding) {
     case NodeBinding::kAnyNode:
-    case NodeBinding::kSnapshotReader:
       return Status::ok();
+    case NodeBinding::kGrantedReceiver:
+      if (answering_node == self) return Status::ok();
+      if (!call.carries_grant) return refused(call, where, kNoGrant);
+      return Status::ok();  // held to the grant where it is known (transfer_grants.h)
     case NodeBinding::kOwnNode:
       if (answering_node != self) {
         return refused(call, where, "a node acts only on itself");
@@ -199,7 +210,8 @@ Status decide_forwarded_bytes(const AnsweringServer& server, const grpc::ServerC
     return error(Code::kInvalidArgument, "{}: the request is not a {}", escape_text(method),
                  descriptor->input_type()->full_name());
   }
-  return decide(server, CallToDecide{peer, method, request.get(), forwarded_to});
+  bool carries_grant = call.client_metadata().contains(kTransferGrantKey);
+  return decide(server, CallToDecide{peer, method, request.get(), forwarded_to, carries_grant});
 }
 
 namespace {
@@ -269,6 +281,7 @@ class Authorize final : public grpc::experimental::Interceptor {
     auto named = metadata.find(kProxyNodeKey);
     if (named != metadata.end())
       facts.forwarded_to.emplace(named->second.data(), named->second.size());
+    facts.carries_grant = metadata.contains(kTransferGrantKey);
     decisions().put(&call, decide(server_, facts));
     decided_ = true;
   }

@@ -40,6 +40,9 @@ struct CallToDecide {
   std::string_view method;                       // the full name
   const google::protobuf::Message* request;      // null: not parsed here (the proxy's bytes)
   std::optional<std::string_view> forwarded_to;  // kProxyNodeKey's value, when present
+  // It carries a transfer grant (daemon/transfer_grants.h). Only whether: the grant is checked
+  // where it is known, by the source's handler or the controller's proxy.
+  bool carries_grant = false;
 };
 
 // OK when `call.peer` may make the call; PERMISSION_DENIED naming the certificate, the method

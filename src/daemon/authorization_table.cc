@@ -62,6 +62,9 @@ const std::vector<MethodAccess> kTable = {
     {"/rosetctl.v1.Registry/ListNodes", kEveryRole, kNobody, kAnyNode,
      "addresses, for direct pulls"},
     {"/rosetctl.v1.Registry/RemoveNode", kEveryRole, kNobody, kOwnNodes, "the node removed"},
+    // Asked by the source of a transfer about a grant a reader showed it: of its own store only.
+    {"/rosetctl.v1.Registry/CheckTransferGrant", kNodes, kNobody, kOwnNodes,
+     "a transfer grant of the node's own store"},
 
     // rosetctl.v1.Catalog: what the CLI asks a controller beside CSI.
     {"/rosetctl.v1.Catalog/FindVolume", kEveryRole, kNobody, kOwnNodes, "a volume by name"},
@@ -81,10 +84,11 @@ const std::vector<MethodAccess> kTable = {
     {"/rosetctl.v1.NodeState/HoldAttachLock", kNobody, kEveryRole, kOwnNode,
      "a connect's turn on the node"},
 
-    // rosetctl.v1.ObjectStore: snapshots moving between nodes; the receiver does the work.
-    {"/rosetctl.v1.ObjectStore/LookupSnapshot", kNobody, kEveryRole, kSnapshotReader,
+    // rosetctl.v1.ObjectStore: snapshots moving between nodes; the receiver does the work, and
+    // reads another node's store only with the controller's grant for that transfer.
+    {"/rosetctl.v1.ObjectStore/LookupSnapshot", kNobody, kEveryRole, kGrantedReceiver,
      "reads the node's store"},
-    {"/rosetctl.v1.ObjectStore/FetchObjects", kNobody, kEveryRole, kSnapshotReader,
+    {"/rosetctl.v1.ObjectStore/FetchObjects", kNobody, kEveryRole, kGrantedReceiver,
      "reads the node's store"},
     {"/rosetctl.v1.ObjectStore/PullSnapshot", kNobody, kEveryRole, kOwnNode,
      "writes into the node's store"},
@@ -110,8 +114,8 @@ std::string callers_text(Callers callers, NodeBinding binding) {
       case kOwnNode:
         add("node (itself)");
         break;
-      case kSnapshotReader:
-        add("node (any)");
+      case kGrantedReceiver:
+        add("node (itself or granted)");
         break;
     }
   }
@@ -142,7 +146,7 @@ bool node_side_service(std::string_view method) {
 
 bool reads_a_commit_store(std::string_view method) {
   const MethodAccess* access = find_method_access(method);
-  return access != nullptr && access->node_binding == kSnapshotReader;
+  return access != nullptr && access->node_binding == kGrantedReceiver;
 }
 
 std::string authorization_table_markdown() {

@@ -40,9 +40,11 @@ enum class NodeBinding {
   // Only on its own node: the node that answers (the server's own, or the node the call is
   // forwarded to) is the caller, and the request names no other node.
   kOwnNode,
-  // Reading a commit store to move a snapshot between nodes: the node itself, and any node
-  // (which is how a node pulls another node's snapshot today; see docs/SECURITY.md).
-  kSnapshotReader,
+  // Reading a commit store to move a snapshot between nodes: the node itself, and another node
+  // only for a transfer the controller started, with the grant it issued for it
+  // (daemon/transfer_grants.h): the call carries one, and the source (or the controller's proxy)
+  // holds the read to it.
+  kGrantedReceiver,
 };
 
 struct MethodAccess {

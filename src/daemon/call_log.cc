@@ -31,6 +31,12 @@ std::string subject_of(const google::protobuf::Message& request) {
 
 }  // namespace
 
+std::string carried_grant(const grpc::ServerContextBase& call) {
+  auto found = call.client_metadata().find(kTransferGrantKey);
+  if (found == call.client_metadata().end()) return "";
+  return std::string(found->second.data(), found->second.size());
+}
+
 void log_call_start(std::string_view method, const google::protobuf::Message& request) {
   if (spdlog::should_log(spdlog::level::debug)) {
     spdlog::debug("{} request: {}", method, redacted_text(request));

@@ -20,6 +20,7 @@
 #include "daemon/metrics.h"
 #include "daemon/peer_authority.h"
 #include "daemon/request_limits.h"
+#include "daemon/transfer_grants.h"
 
 namespace rosetctl {
 
@@ -28,6 +29,9 @@ void log_call_end(std::string_view method, const Peer& peer,
                   const google::protobuf::Message& request,
                   const google::protobuf::Message& response, const Status& status,
                   std::chrono::steady_clock::duration elapsed);
+
+// The transfer grant `call` carries in its metadata (daemon/transfer_grants.h); "" when none.
+std::string carried_grant(const grpc::ServerContextBase& call);
 
 // `handler` returns Status and fills `response`. It runs only when the caller may make the
 // call (daemon/authorization.h) and the request is within daemon/request_limits.h's bounds;
@@ -44,6 +48,7 @@ grpc::Status run_logged(grpc::ServerContextBase& call, std::string_view method,
   Status status = authorization_of(call);  // daemon/authorization.h: decided before we ran
   CallLimits limits(call.deadline(), [&call] { return call.IsCancelled(); });
   CurrentCall working_for(&limits);
+  CarriedGrant carried(carried_grant(call));          // for the transfers the handler starts
   if (status.is_ok()) status = check_current_call();  // it may have waited for a thread
   if (status.is_ok()) status = check_map_sizes(request);
   if (status.is_ok()) status = handler();

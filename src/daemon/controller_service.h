@@ -1,7 +1,9 @@
 // CSI Controller: volume lifecycle, publication to nodes, listing, capacity and snapshots.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "csi.grpc.pb.h"
@@ -107,6 +109,13 @@ class ControllerService final : public csi::v1::Controller::CallbackService {
   std::optional<std::string> placement_of(const csi::v1::CreateVolumeRequest& request) const;
   Status create_on_node(const std::string& node, const csi::v1::CreateVolumeRequest& request,
                         csi::v1::CreateVolumeResponse* response);
+  // The metadata that lets `receiver` read `snapshot` on the node holding it
+  // (daemon/transfer_grants.h): a new grant, none when the snapshot is the receiver's own.
+  std::map<std::string, std::string> grant_transfer(const std::string& receiver,
+                                                    const PlacedId& snapshot);
+  // grant_transfer() of a create on `node` from a snapshot another node holds; none otherwise.
+  std::map<std::string, std::string> transfer_to(const std::string& node,
+                                                 const csi::v1::CreateVolumeRequest& request);
   // cross_node_clone.cc: a clone of a volume on another node than the one it is to be made on.
   Status clone_on_node(const std::string& node, const PlacedId& source,
                        const csi::v1::CreateVolumeRequest& request,

@@ -157,12 +157,17 @@ Status ControllerService::clone_on_node(const std::string& node, const PlacedId&
                  escape_text(intent.status().message()));
   }
   crash_point("clone-snapshot-taken");
-  Status created =
-      node == context_.options.node_id
-          ? create_volume(request, response, *snapshot_id)  // the controller host's own
-          : nodes_.call(node, &csi::v1::Controller::Stub::CreateVolume, request, response,
-                        Code::kResourceExhausted, NodeControllers::kDataPatience,
-                        {{kCloneBySnapshotKey, *snapshot_id}});
+  // B reads the snapshot on A under a grant of this transfer; the controller host reads with
+  // its own certificate, which needs none.
+  Status created = Status::ok();
+  if (node == context_.options.node_id) {
+    created = create_volume(request, response, *snapshot_id);
+  } else {
+    auto metadata = grant_transfer(node, *snapshot);
+    metadata.emplace(kCloneBySnapshotKey, *snapshot_id);
+    created = nodes_.call(node, &csi::v1::Controller::Stub::CreateVolume, request, response,
+                          Code::kResourceExhausted, NodeControllers::kDataPatience, metadata);
+  }
   // Made or not, this snapshot has done its part: a retry takes another, and B skips whatever
   // objects it verified before (content addressing), so removing it loses no work done.
   if (remove_clone_snapshot(*snapshot, node) && intent) clone_intents_.forget(*intent);

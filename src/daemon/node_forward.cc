@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/validate.h"
+#include "daemon/granted_reads.h"
 #include "daemon/grpc_status.h"
 #include "daemon/peer_authority.h"
 
@@ -114,12 +115,19 @@ grpc::Status NodeHop::finish(const Status& status) {
   return to_grpc(status);
 }
 
+void NodeHop::pass_grant(const google::protobuf::Message& request) {
+  const auto* pull = dynamic_cast<const v1::PullSnapshotRequest*>(&request);
+  std::string grant = grant_to_forward(context_, *call_, method_, node_, pull);
+  if (!grant.empty()) forwarded_.AddMetadata(kTransferGrantKey, grant);
+}
+
 void NodeHop::start_unary(const std::shared_ptr<grpc::Channel>& channel,
                           const google::protobuf::Message& request, grpc::ByteBuffer* answer,
                           std::function<void(grpc::Status)> done) {
   request_ = forwarded_bytes(request);
   stub_ = std::make_unique<grpc::GenericStub>(channel);
   forwarded_.set_deadline(call_->deadline());
+  pass_grant(request);
   stub_->UnaryCall(&forwarded_, method_, grpc::StubOptions(), &request_, answer, std::move(done));
 }
 
@@ -130,6 +138,7 @@ void NodeHop::start_stream(const std::shared_ptr<grpc::Channel>& channel,
   request_ = forwarded_bytes(request);
   stub_ = std::make_unique<grpc::GenericStub>(channel);
   forwarded_.set_deadline(call_->deadline());
+  pass_grant(request);
   stub_->PrepareBidiStreamingCall(&forwarded_, method_, grpc::StubOptions(), reactor);
   reactor->StartWriteLast(&request_, grpc::WriteOptions());
   reactor->StartRead(first);

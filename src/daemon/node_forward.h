@@ -80,6 +80,9 @@ class NodeHop {
   const std::string& node() const { return node_; }
 
  private:
+  // The transfer grant the node gets with the call (granted_reads.h grant_to_forward).
+  void pass_grant(const google::protobuf::Message& request);
+
   ServiceContext& context_;
   grpc::CallbackServerContext* call_;
   std::string method_;

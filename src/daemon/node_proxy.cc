@@ -13,7 +13,9 @@
 #include "core/validate.h"
 #include "daemon/authorization.h"
 #include "daemon/authorization_table.h"
+#include "daemon/granted_reads.h"
 #include "daemon/grpc_status.h"
+#include "daemon/node_forward.h"
 #include "daemon/peer_authority.h"
 
 namespace rosetctl {
@@ -88,6 +90,8 @@ class ProxyReactor final : public grpc::ServerGenericBidiReactor {
       return;
     }
     forwarded_.set_deadline(call_->deadline());
+    if (std::string grant = grant_for_node(); !grant.empty())
+      forwarded_.AddMetadata(kTransferGrantKey, grant);
     stub_ = std::make_unique<grpc::GenericStub>(channel_);
     if (server_streaming(call_->method())) {
       stream_ = std::make_unique<StreamForward>(*this);
@@ -146,6 +150,19 @@ class ProxyReactor final : public grpc::ServerGenericBidiReactor {
     Finish(to_grpc(status));
   }
 
+  // The transfer grant the node gets with the call (granted_reads.h): a new one when this is a
+  // PullSnapshot the controller starts for its caller.
+  std::string grant_for_node() {
+    v1::PullSnapshotRequest pull;
+    bool is_pull = call_->method() == "/rosetctl.v1.ObjectStore/PullSnapshot";
+    if (is_pull) {
+      grpc::ByteBuffer copy(request_);  // parsing consumes its buffer
+      is_pull = parse_forwarded(&copy, &pull);
+    }
+    return grant_to_forward(proxy_.context(), *call_, call_->method(), node_,
+                            is_pull ? &pull : nullptr);
+  }
+
   void log(const Status& status) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
                     .count();
@@ -189,6 +206,8 @@ Expected<std::shared_ptr<grpc::Channel>> NodeProxy::route(const grpc::ServerCont
                                                           const std::string& node_id) {
   ROSETCTL_RETURN_IF_ERROR(authorization_of(call));  // daemon/authorization.h
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(node_id, "rosetctl-node"));
+  // A node reading another node's store through us: only with our grant naming it the receiver.
+  ROSETCTL_RETURN_IF_ERROR(check_proxied_read(context_, call, method, node_id));
   // This host's own commit store, read as any node's is (README "Moving snapshots between
   // nodes"): the calls were authorized as for a node above.
   if (node_id == context_.options.node_id && own_objects_ && reads_a_commit_store(method)) {

@@ -31,7 +31,7 @@ class NodeProxy final : public grpc::CallbackGenericService {
 
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* call) override;
 
-  const ServiceContext& context() const { return context_; }
+  ServiceContext& context() { return context_; }
 
   // The channel to a node's address (one per address, kept); UNAVAILABLE saying why there is
   // none. Also the authorization of the caller for `node_id`.

@@ -11,6 +11,7 @@
 #include "core/commit_store/sha256.h"
 #include "daemon/call_log.h"
 #include "daemon/catalog_convert.h"
+#include "daemon/granted_reads.h"
 #include "daemon/node_forward.h"
 #include "daemon/node_state_service.h"
 #include "daemon/snapshot_lookup.h"
@@ -152,8 +153,10 @@ grpc::ServerUnaryReactor* ObjectStoreService::LookupSnapshot(
   if (auto node = other_node_named(context_, *call)) {
     return forward_unary(context_, call, kLookupSnapshot, std::move(*node), *request, response);
   }
-  return answer(handlers_, call, kLookupSnapshot, request, response,
-                [=, this] { return lookup_snapshot(context_, *request, response); });
+  return answer(handlers_, call, kLookupSnapshot, request, response, [=, this] {
+    ROSETCTL_RETURN_IF_ERROR(check_granted_lookup(context_, *call, request->reference()));
+    return lookup_snapshot(context_, *request, response);
+  });
 }
 
 grpc::ServerWriteReactor<v1::ObjectChunk>* ObjectStoreService::FetchObjects(
@@ -162,10 +165,11 @@ grpc::ServerWriteReactor<v1::ObjectChunk>* ObjectStoreService::FetchObjects(
     return new ForwardedStream<v1::ObjectChunk>(context_, call, kFetchObjects, std::move(*node),
                                                 *request);
   }
-  return StreamReply<v1::ObjectChunk>::start(handlers_, call, kFetchObjects, request,
-                                             [this, request](const ChunkWrite& write) {
-                                               return fetch_objects(context_, *request, write);
-                                             });
+  return StreamReply<v1::ObjectChunk>::start(
+      handlers_, call, kFetchObjects, request, [this, call, request](const ChunkWrite& write) {
+        ROSETCTL_RETURN_IF_ERROR(check_granted_fetch(context_, *call, *request));
+        return fetch_objects(context_, *request, write);
+      });
 }
 
 grpc::ServerWriteReactor<v1::PullSnapshotProgress>* ObjectStoreService::PullSnapshot(

@@ -61,6 +61,24 @@ Expected<std::string> place_own_source(const std::string& own_node,
 
 }  // namespace
 
+std::map<std::string, std::string> ControllerService::grant_transfer(const std::string& receiver,
+                                                                     const PlacedId& snapshot) {
+  if (snapshot.node == receiver) return {};
+  return {{kTransferGrantKey,
+           context_.transfer_grants.issue({receiver, snapshot.node, snapshot.local_id})}};
+}
+
+// A create from a snapshot another node holds (the controller host included) is a transfer
+// this controller starts: the receiver gets a grant to read that snapshot there.
+std::map<std::string, std::string> ControllerService::transfer_to(
+    const std::string& node, const csi::v1::CreateVolumeRequest& request) {
+  const auto& source = request.volume_content_source();
+  if (!source.has_snapshot()) return {};
+  auto held = decode_placed_id(source.snapshot().snapshot_id());
+  if (!held) return {};
+  return grant_transfer(node, *held);
+}
+
 std::optional<std::string> ControllerService::placement_of(
     const csi::v1::CreateVolumeRequest& request) const {
   auto node = requested_node(request.accessibility_requirements());
@@ -91,7 +109,8 @@ Status ControllerService::create_on_node(const std::string& node,
                                          response, Code::kResourceExhausted,
                                          request.has_volume_content_source()
                                              ? NodeControllers::kDataPatience
-                                             : NodeControllers::kDefaultPatience));
+                                             : NodeControllers::kDefaultPatience,
+                                         transfer_to(node, forwarded)));
   }
   // The volume names its source as the caller did.
   if (!given->empty()) {

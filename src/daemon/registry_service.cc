@@ -91,6 +91,39 @@ grpc::ServerUnaryReactor* RegistryService::RemoveNode(Request* call,
                 [=, this] { return remove_node(*request, response); });
 }
 
+grpc::ServerUnaryReactor* RegistryService::CheckTransferGrant(
+    Request* call, const v1::CheckTransferGrantRequest* request,
+    v1::CheckTransferGrantResponse* response) {
+  return answer(handlers_, call, "CheckTransferGrant", request, response,
+                [=, this] { return check_transfer_grant(*call, *request, response); });
+}
+
+// What a grant of this controller lets a reader take from the node asking (the source). The
+// token comes in the metadata, so no log line shows it; a node asks only of its own store
+// (authorization_table.h), so it learns nothing of grants of others'.
+Status RegistryService::check_transfer_grant(const grpc::ServerContextBase& call,
+                                             const v1::CheckTransferGrantRequest& request,
+                                             v1::CheckTransferGrantResponse* response) {
+  ROSETCTL_RETURN_IF_ERROR(validate_node_id(request.node_id(), "node_id"));
+  std::string token = carried_grant(call);
+  if (token.empty()) {
+    return error(Code::kInvalidArgument,
+                 "the call carries no transfer grant (gRPC metadata \"{}\")", kTransferGrantKey);
+  }
+  TransferGrants::Clock::duration left{};
+  auto grant = context_.transfer_grants.find(token, &left);
+  if (!grant || grant->source != request.node_id()) {
+    return error(Code::kNotFound,
+                 "this controller issued no transfer grant of node {}'s store by that token, or "
+                 "it expired",
+                 display_quoted(request.node_id()));
+  }
+  response->set_receiver_node_id(grant->receiver);
+  response->set_reference(grant->reference);
+  response->set_valid_ms(std::chrono::duration_cast<std::chrono::milliseconds>(left).count());
+  return Status::ok();
+}
+
 namespace {
 
 // An address as compared for uniqueness: the port as a number, an IP literal in its canonical

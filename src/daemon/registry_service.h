@@ -26,6 +26,8 @@ class RegistryService final : public v1::Registry::CallbackService {
                                       v1::ListNodesResponse*) override;
   grpc::ServerUnaryReactor* RemoveNode(Request*, const v1::RemoveNodeRequest*,
                                        v1::RemoveNodeResponse*) override;
+  grpc::ServerUnaryReactor* CheckTransferGrant(Request*, const v1::CheckTransferGrantRequest*,
+                                               v1::CheckTransferGrantResponse*) override;
 
  private:
   Status check_address_free(const std::string& node_id, const std::string& address) const;
@@ -34,6 +36,9 @@ class RegistryService final : public v1::Registry::CallbackService {
   Status touch_node(const v1::TouchNodeRequest& request, v1::TouchNodeResponse* response);
   Status list_nodes(v1::ListNodesResponse* response);
   Status remove_node(const v1::RemoveNodeRequest& request, v1::RemoveNodeResponse* response);
+  Status check_transfer_grant(const grpc::ServerContextBase& call,
+                              const v1::CheckTransferGrantRequest& request,
+                              v1::CheckTransferGrantResponse* response);
   Expected<NodeRecord> registered_as(const std::string& id);
 
   ServiceContext& context_;

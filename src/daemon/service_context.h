@@ -16,6 +16,7 @@
 #include "core/progress.h"
 #include "core/state_layout.h"
 #include "core/state_store.h"
+#include "daemon/transfer_grants.h"
 #include "providers/registry.h"
 
 namespace rosetctl {
@@ -62,6 +63,9 @@ struct ServiceContext {
   std::function<Expected<std::shared_ptr<grpc::Channel>>(
       const grpc::ServerContextBase& call, const std::string& method, const std::string& node)>
       route_to_node;
+  // The transfer grants this host issued (a controller) or was told of by its controller (a
+  // node a grant names as the source): daemon/transfer_grants.h.
+  TransferGrants transfer_grants;
 };
 
 }  // namespace rosetctl

@@ -173,6 +173,7 @@ Status SourceNode::fetch(int lane, const std::vector<v1::ObjectRef>& wants,
 void SourceNode::prepare(grpc::ClientContext& call,
                          std::chrono::system_clock::duration deadline) const {
   if (!direct()) call.AddMetadata(kProxyNodeKey, node_);
+  if (!grant_.empty()) call.AddMetadata(kTransferGrantKey, grant_);
   call.set_deadline(std::chrono::system_clock::now() + deadline);
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "daemon/service_context.h"
+#include "daemon/transfer_grants.h"
 #include "rosetctl.grpc.pb.h"
 
 namespace rosetctl {
@@ -51,7 +52,10 @@ class SourceNode {
  private:
   SourceNode(std::string node, std::string address,
              std::vector<std::unique_ptr<v1::ObjectStore::Stub>> stubs)
-      : node_(std::move(node)), address_(std::move(address)), stubs_(std::move(stubs)) {}
+      : node_(std::move(node)),
+        address_(std::move(address)),
+        stubs_(std::move(stubs)),
+        grant_(CarriedGrant::current()) {}
   static SourceNode through_proxy(const ServiceContext& context, const std::string& node,
                                   int lanes);
   // The direct route, when there is one to try; the reason there is none otherwise.
@@ -69,6 +73,10 @@ class SourceNode {
   std::string node_;
   std::string address_;  // "" through the proxy
   std::vector<std::unique_ptr<v1::ObjectStore::Stub>> stubs_;
+  // The transfer grant the call that started this pull carries (transfer_grants.h), shown with
+  // every read: a source reads its store to a node's certificate only under the controller's
+  // grant. "" when none (a controller or this host's caller pulling needs none).
+  std::string grant_;
 };
 
 }  // namespace rosetctl

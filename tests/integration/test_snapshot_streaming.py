@@ -215,8 +215,9 @@ def test_a_snapshot_pulled_to_another_node_restores_there_exactly_and_a_change_s
     (source / "small.txt").write_text("small, changed\n")
     expected = describe_tree(source)
     a.ok_json("snapshot", "commit", "src", "--name", "s2")
-    # B's own CLI (its node certificate, --controller) pulls into B's store this time.
-    pulled = nodes.site.b.ok_json("snapshot", "pull", "s2", "--from-node", "consumer-a")
+    # The admin pulls into B's store this time, said from B's side (--on-node).
+    pulled = nodes.site.alice.ok_json("--on-node", "consumer-b", "snapshot", "pull", "s2", "--from-node",
+                                      "consumer-a")
     assert pulled["objects_sent"] == 3 and pulled["objects_skipped"] == 7, pulled
     assert pulled["bytes_sent"] < 8192, f"expected only the changed file, the tree and the commit to travel: {pulled}"
     b.ok("snapshot", "restore", "s2", "--name", "copy2")
@@ -273,16 +274,25 @@ def test_a_certificate_that_is_not_the_nodes_is_not_trusted_on_any_route(nodes):
     assert nodes.b.ok_json("snapshot", "list") == []
 
 
-def test_a_node_may_read_other_nodes_but_never_write_into_them(nodes):
+def test_a_node_reads_another_node_only_for_a_transfer_the_controller_started_and_never_writes_into_it(nodes):
     nodes.a.create("src")
     (nodes.volume_dir(nodes.a, "src") / "f").write_text("x")
     nodes.a.ok("snapshot", "commit", "src", "--name", "s1")
     # consumer-a's certificate may not have B pull (PullSnapshot writes into B's store)...
     refused = nodes.site.a.run("snapshot", "push", "s1", "--to-node", "consumer-b")
     assert refused.rc == EXIT_PERMISSION and 'node certificate "consumer-a"' in refused.stderr, refused.describe()
+    # ...nor may B read A's store on its own: not from its own CLI (dialling A), nor by having
+    # its own serve pull through the controller. Each is told the route that works.
+    for on_node in ([], ["--on-node", "consumer-b"]):
+        refused = nodes.site.b.run(*on_node, "snapshot", "pull", "s1", "--from-node", "consumer-a")
+        assert refused.rc == EXIT_PERMISSION, refused.describe()
+        assert 'node certificate "consumer-b" may not call /rosetctl.v1.ObjectStore/LookupSnapshot' in refused.stderr
+        assert "carries no transfer grant" in refused.stderr and "--on-node RECEIVER snapshot pull" in refused.stderr
+    assert "FetchObjects" not in nodes.serve_a.output(), "expected A to send B nothing"
     assert nodes.b.ok_json("snapshot", "list") == []
-    # ...while B itself may read A's store to pull into its own.
-    assert nodes.site.b.ok_json("snapshot", "pull", "s1", "--from-node", "consumer-a")["objects_sent"] == 3
+    # The route it names: the admin's pull into B, a transfer the controller starts.
+    pulled = nodes.site.alice.ok_json("--on-node", "consumer-b", "snapshot", "pull", "s1", "--from-node", "consumer-a")
+    assert pulled["objects_sent"] == 3 and pulled["route"].startswith("directly at"), pulled
 
 
 def test_a_source_killed_mid_transfer_fails_unavailable_and_a_retry_resumes(nodes):

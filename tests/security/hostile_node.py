@@ -17,6 +17,9 @@ to lie:
 - `endless_tree`: the tree is said to be `endless_tree_size` bytes and sent past that, forever
   (up to `endless_bytes`).
 
+Any csi.v1.Controller call the controller makes of it (a volume placed on it) is logged with the
+transfer grant it carries, and refused.
+
 Run as a program (`python3 hostile_node.py SPEC.json`) inside the evil host; `HostileNode` in
 hostile_node_fixtures.py starts it and writes its plans. What it served is logged, one JSON line
 per call, on stdout.
@@ -150,6 +153,26 @@ class Servicer:
                  receiver_hung_up=not context.is_active())
 
 
+class ControllerCalls(grpc.GenericRpcHandler):
+    """csi.v1.Controller, as the controller calls a node it places a volume on: every call is logged
+    with the transfer grant it carries (what a receiver gets to show the source), then refused."""
+
+    def __init__(self, servicer: Servicer):
+        self.servicer = servicer
+
+    def service(self, details):
+        if not details.method.startswith("/csi.v1.Controller/"):
+            return None
+        metadata = dict(details.invocation_metadata)
+
+        def refuse(request, context):
+            self.servicer.log(call=details.method.rsplit("/", 1)[1],
+                              grant=metadata.get("rosetctl-transfer-grant", ""))
+            context.abort(grpc.StatusCode.UNAVAILABLE, "this node makes no volumes")
+
+        return grpc.unary_unary_rpc_method_handler(refuse)
+
+
 def serve(spec: dict) -> None:
     sys.path.insert(0, spec["stubs"])
     pb2 = importlib.import_module("rosetctl_pb2")
@@ -159,6 +182,7 @@ def serve(spec: dict) -> None:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8),
                          options=[("grpc.max_send_message_length", 8 << 20)])
     services.add_ObjectStoreServicer_to_server(servicer, server)
+    server.add_generic_rpc_handlers([ControllerCalls(servicer)])
     read = lambda name: Path(spec[name]).read_bytes()
     credentials = grpc.ssl_server_credentials([(read("key"), read("cert"))], root_certificates=read("ca"),
                                               require_client_auth=True)

@@ -74,6 +74,7 @@ CALLS = [
     ("rosetctl", "Registry", "GetNode", {"node_id": A}, True, False),
     ("rosetctl", "Registry", "TouchNode", {"node_id": A}, True, False),
     ("rosetctl", "Registry", "ListNodes", {}, False, False),
+    ("rosetctl", "Registry", "CheckTransferGrant", {"node_id": A}, True, False),
     ("rosetctl", "Catalog", "FindVolume", {"name_or_id": "authz-none"}, False, False),
     ("rosetctl", "Catalog", "GetVolumeDetails", {"volume_ids": [PLACED_VOLUME]}, True, False),
     ("rosetctl", "Catalog", "FindSnapshot", {"reference": "authz-none"}, False, False),
@@ -87,7 +88,9 @@ CALLS = [
     ("rosetctl", "ObjectStore", "LookupSnapshot", {"reference": "authz-none"}, False, False),
     ("rosetctl", "ObjectStore", "FetchObjects", {}, False, True),
     ("rosetctl", "ObjectStore", "PullSnapshot",
-     {"node_id": A, "from_node_id": "consumer-b", "reference": "authz-none"}, True, True),
+     # From A itself: refused as no pull at all once allowed, so that no source is asked (one
+     # would refuse a pull the controller did not start: test_transfer_grants.py).
+     {"node_id": A, "from_node_id": A, "reference": "authz-none"}, True, True),
     # Last: it removes node A from the registry when allowed.
     ("rosetctl", "Registry", "RemoveNode", {"node_id": A}, True, False),
 ]
@@ -144,8 +147,10 @@ def allowed(cell: str, caller: str, names_node: bool, answering_node: str | None
     if caller in ("admin", "controller"):
         return caller in entries
     node = {"node-a": A, "node-b": "consumer-b"}[caller]
-    if "any node" in entries or "node (any)" in entries:
+    if "any node" in entries:
         return True
+    if "node (itself or granted)" in entries:
+        return answering_node == node  # no call here carries a transfer grant: test_transfer_grants.py's
     if "node (its own nodes)" in entries:
         return not names_node or node == A
     if "node (itself)" in entries:

@@ -147,6 +147,44 @@ TEST_CASE("authorization: NodeState and PullSnapshot name their node", "[authz]"
                 "node-b") == Code::kPermissionDenied);
 }
 
+TEST_CASE("authorization: a node reads another node's store only carrying a transfer grant",
+          "[authz]") {
+  rosetctl::v1::LookupSnapshotRequest lookup;
+  lookup.set_reference("snap-1");
+  const char* method = "/rosetctl.v1.ObjectStore/LookupSnapshot";
+  auto decided = [&](const AnsweringServer& server, const Peer& peer, bool carries_grant,
+                     std::optional<std::string_view> forwarded_to = std::nullopt) {
+    return decide(server, CallToDecide{peer, method, &lookup, forwarded_to, carries_grant});
+  };
+  // Issue 31, item 1: node-a's certificate at node-b's listener, or through the proxy to it.
+  rosetctl::Status refused = decided(kNodeB, kNodeAPeer, false);
+  CHECK(refused.code() == Code::kPermissionDenied);
+  CHECK_THAT(refused.message(), Catch::Contains("may not call " + std::string(method)) &&
+                                    Catch::Contains("carries no transfer grant") &&
+                                    Catch::Contains("snapshot pull SNAPSHOT --from-node SOURCE"));
+  CHECK(decided(kController, kNodeAPeer, false, "node-b").code() == Code::kPermissionDenied);
+  CHECK(decided(kAll, kNodeAPeer, false).code() == Code::kPermissionDenied);
+  // With a grant the call goes on, to be held to it where the grant is known (granted_reads.h).
+  CHECK(decided(kNodeB, kNodeAPeer, true).is_ok());
+  CHECK(decided(kController, kNodeAPeer, true, "node-b").is_ok());
+  // Its own store, and the controller's and admins' reads, need none.
+  CHECK(decided(kNodeA, kNodeAPeer, false).is_ok());
+  CHECK(decided(kNodeB, kControllerPeer, false).is_ok());
+  CHECK(decided(kNodeB, kAdmin, false).is_ok());
+  // FetchObjects alike.
+  rosetctl::v1::FetchObjectsRequest fetch;
+  CHECK(decide(kNodeB, CallToDecide{kNodeAPeer, "/rosetctl.v1.ObjectStore/FetchObjects", &fetch,
+                                    std::nullopt, false})
+            .code() == Code::kPermissionDenied);
+  // The source asks its controller about a grant of its own store, and no other node's.
+  rosetctl::v1::CheckTransferGrantRequest check;
+  check.set_node_id("node-a");
+  const char* check_method = "/rosetctl.v1.Registry/CheckTransferGrant";
+  CHECK(code_of(kController, kNodeAPeer, check_method, &check) == Code::kOk);
+  check.set_node_id("node-b");
+  CHECK(code_of(kController, kNodeAPeer, check_method, &check) == Code::kPermissionDenied);
+}
+
 TEST_CASE("authorization: a node manages the controller host's volumes and its own", "[authz]") {
   csi::v1::DeleteVolumeRequest remove;
   const char* method = "/csi.v1.Controller/DeleteVolume";
