@@ -379,7 +379,8 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
       context_.locks.try_lock(node_lock_key(request.node_id()), LockMode::kShared,
                               busy_message(fmt::format("node \"{}\"", request.node_id())));
   if (!node_lock) return node_lock.status();
-  ROSETCTL_RETURN_IF_ERROR(check_node_registered(context_, request.node_id()));
+  if (volume->provider->publish_needs_registered_node())
+    ROSETCTL_RETURN_IF_ERROR(check_node_registered(context_, request.node_id()));
   if (volume->provider->volumes_are_node_local() && request.node_id() != context_.options.node_id) {
     // The node exists (registered), but this volume cannot reach it: the spec's "volume
     // incompatible with the node" (FAILED_PRECONDITION), not an unknown node (NOT_FOUND).
