@@ -241,13 +241,16 @@ def test_the_local_overlay_as_a_cluster_runs_it(image, lab, csi):
     local_overlay_flow(image, lab, csi, restart_node_with_mounts=False)
 
 
-@pytest.mark.xfail(strict=True, reason=(
+def test_the_local_overlay_with_the_node_plugin_restarted_while_volumes_are_mounted(image, lab, csi):
+    """A rolling update of the DaemonSet while pods use volumes. Reported as xfail on exactly the
+    known failure (below); any other failure fails, and a fix makes it pass."""
+    local_overlay_flow(image, lab, csi, restart_node_with_mounts=True)
+
+
+KNOWN_RESTART_FAILURE = (
     "a restarted node plugin takes its own mounts for foreign ones: it records each mount's unique "
     "id (statx STATX_MNT_ID_UNIQUE), and a new container's mount namespace holds copies of the "
-    "host's mounts, with new ids (NodeGetVolumeStats abnormal, \"holds a foreign mount\"); "
-    "core/mount_ownership.h needs an identity that survives a namespace"))
-def test_the_local_overlay_with_the_node_plugin_restarted_while_volumes_are_mounted(image, lab, csi):
-    local_overlay_flow(image, lab, csi, restart_node_with_mounts=True)
+    "host's mounts, with new ids; core/mount_ownership.h needs an identity that survives a namespace")
 
 
 def local_overlay_flow(image, lab, csi, restart_node_with_mounts: bool):
@@ -325,6 +328,8 @@ def local_overlay_flow(image, lab, csi, restart_node_with_mounts: bool):
         assert (host_target / "data").read_text() == "written in a pod"
         stats = node_a.node.NodeGetVolumeStats(pb2.NodeGetVolumeStatsRequest(
             volume_id=volume.volume_id, volume_path=target, staging_target_path=staging), timeout=CALL_TIMEOUT)
+        if "holds a foreign mount" in stats.volume_condition.message:
+            pytest.xfail(f"{KNOWN_RESTART_FAILURE}: {stats.volume_condition.message}")
         assert stats.usage and not stats.volume_condition.abnormal, stats
 
     # csi-snapshotter (VolumeSnapshotClass parameters: none for local)
