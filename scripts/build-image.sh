@@ -9,12 +9,18 @@
 #   2. rosetctl: `cmake --install` of a build directory into a staging directory.
 #   3. The image: `podman build` FROM that base with the staged rosetctl, without network, tagged
 #      localhost/rosetctl:<version> (the name deploy/kubernetes uses).
+#   4. With --roset-fuse: the roset overlay's image, FROM that one with roset-fuse added
+#      (deploy/container/Containerfile.roset), tagged localhost/rosetctl-roset:<version>.
 #
 # Usage: scripts/build-image.sh [--build-dir DIR] [--cache-dir DIR] [--tag NAME:TAG]
+#                               [--roset-fuse FILE]
 #   --build-dir  the configured and built CMake build directory (default: build/release)
 #   --cache-dir  where the base's tarball is kept (default: build/container)
 #   --tag        the image's name (default: localhost/rosetctl:<rosetctl --version>)
-# ROSETCTL_DEBIAN_MIRROR overrides the mirror. Prints the image's name on the last line.
+#   --roset-fuse Roset's FUSE client (an executable; not a Debian package): also build the roset
+#                image, named like --tag with "-roset" after the name
+# ROSETCTL_DEBIAN_MIRROR overrides the mirror. Prints the image's name on the last line (with
+# --roset-fuse: the rosetctl image's, then the roset image's on the last).
 # Needs root, debootstrap and podman (scripts/install-deps.sh installs them).
 set -euo pipefail
 
@@ -22,12 +28,14 @@ source_dir=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${source_dir}/build/release
 cache_dir=${source_dir}/build/container
 tag=
+roset_fuse=
 
 while (($#)); do
   case $1 in
     --build-dir) build_dir=$2; shift 2 ;;
     --cache-dir) cache_dir=$2; shift 2 ;;
     --tag) tag=$2; shift 2 ;;
+    --roset-fuse) roset_fuse=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-image: unknown argument \"$1\" (see --help)" >&2; exit 2 ;;
   esac
@@ -44,6 +52,9 @@ for tool in debootstrap podman; do
 done
 rosetctl=${build_dir}/src/rosetctl
 [[ -x ${rosetctl} ]] || fail "no rosetctl in \"${build_dir}\" (build it: cmake --preset release && cmake --build --preset release)"
+if [[ -n ${roset_fuse} ]]; then
+  [[ -f ${roset_fuse} && -x ${roset_fuse} ]] || fail "--roset-fuse \"${roset_fuse}\" is not an executable file"
+fi
 
 # podman as root on a machine without systemd (CI runners, containers, VMs booted without it):
 # cgroupfs instead of systemd's cgroup manager, and events in a file rather than the journal.
@@ -138,13 +149,29 @@ if [[ -z ${tag} ]]; then
   version=$("${rosetctl}" --version | awk '{print $2}')
   tag=localhost/rosetctl:${version}
 fi
-echo "build-image: building ${tag} FROM ${base_image}" >&2
-previous=$("${podman[@]}" image inspect --format '{{.Id}}' "${tag}" 2>/dev/null || true)
-"${podman[@]}" build --quiet --network=none --pull=never --build-arg "BASE=${base_image}" \
-  -f "${source_dir}/deploy/container/Containerfile" -t "${tag}" "${context}" >/dev/null
-# The image this tag named before, now nameless: removed unless a container still uses it.
-current=$("${podman[@]}" image inspect --format '{{.Id}}' "${tag}")
-if [[ -n ${previous} && ${previous} != "${current}" ]]; then
-  "${podman[@]}" rmi "${previous}" >/dev/null 2>&1 || true
-fi
+# podman build of one Containerfile FROM a base into a tag; the image the tag named before, now
+# nameless, is removed unless a container still uses it.
+build() {
+  local containerfile=$1 from=$2 name=$3 context=$4 previous current
+  echo "build-image: building ${name} FROM ${from}" >&2
+  previous=$("${podman[@]}" image inspect --format '{{.Id}}' "${name}" 2>/dev/null || true)
+  "${podman[@]}" build --quiet --network=none --pull=never --build-arg "BASE=${from}" \
+    -f "${source_dir}/deploy/container/${containerfile}" -t "${name}" "${context}" >/dev/null
+  current=$("${podman[@]}" image inspect --format '{{.Id}}' "${name}")
+  if [[ -n ${previous} && ${previous} != "${current}" ]]; then
+    "${podman[@]}" rmi "${previous}" >/dev/null 2>&1 || true
+  fi
+}
+
+build Containerfile "${base_image}" "${tag}" "${context}"
 echo "${tag}"
+if [[ -n ${roset_fuse} ]]; then
+  # NAME:TAG -> NAME-roset:TAG (a registry's host:port before the name keeps its colon).
+  if [[ ${tag##*/} == *:* ]]; then roset_tag=${tag%:*}-roset:${tag##*:}; else roset_tag=${tag}-roset; fi
+  roset_context=${scratch}/roset-context
+  mkdir "${roset_context}"
+  cp "${roset_fuse}" "${roset_context}/roset-fuse"
+  chmod 0755 "${roset_context}/roset-fuse"
+  build Containerfile.roset "${tag}" "${roset_tag}" "${roset_context}"
+  echo "${roset_tag}"
+fi

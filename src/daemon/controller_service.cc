@@ -11,6 +11,7 @@
 #include "daemon/call_log.h"
 #include "daemon/content_source.h"
 #include "daemon/convert.h"
+#include "daemon/csi_secrets.h"
 #include "daemon/node_mapping.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
@@ -209,7 +210,7 @@ Expected<StringMap> ControllerService::map_to_node(
     const LoadedVolume& volume, const csi::v1::ControllerPublishVolumeRequest& request) {
   auto node = node_record(context_, request.node_id());
   if (!node) return node.status();
-  return map_volume_to_node(volume, *node, to_map(request.secrets()));
+  return map_volume_to_node(volume, *node, csi_secrets(request.secrets()));
 }
 
 StagingLocker ControllerService::staging_locker() const {
@@ -261,7 +262,7 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
 
   CreateVolumeSpec spec{request.name(), range->required,
                         range->limit,   provider_parameters(parameters),
-                        *capabilities,  to_map(request.secrets())};
+                        *capabilities,  csi_secrets(request.secrets())};
   spec.mutable_parameters = to_map(request.mutable_parameters());
   // Only the kind for now (the source is resolved below): a restore or clone is the kind of
   // volume its source is, which the provider checks once it knows.
@@ -347,7 +348,7 @@ Status ControllerService::delete_volume(const csi::v1::DeleteVolumeRequest& requ
   auto controller = controller_side(*volume->provider);
   if (!controller) return controller.status();
   ROSETCTL_RETURN_IF_ERROR(
-      (*controller)->delete_volume_with(volume->record, to_map(request.secrets())));
+      (*controller)->delete_volume_with(volume->record, csi_secrets(request.secrets())));
   return context_.store.delete_volume(volume->record.id);
 }
 
@@ -378,7 +379,8 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
       context_.locks.try_lock(node_lock_key(request.node_id()), LockMode::kShared,
                               busy_message(fmt::format("node \"{}\"", request.node_id())));
   if (!node_lock) return node_lock.status();
-  ROSETCTL_RETURN_IF_ERROR(check_node_registered(context_, request.node_id()));
+  if (volume->provider->publish_needs_registered_node())
+    ROSETCTL_RETURN_IF_ERROR(check_node_registered(context_, request.node_id()));
   if (volume->provider->volumes_are_node_local() && request.node_id() != context_.options.node_id) {
     // The node exists (registered), but this volume cannot reach it: the spec's "volume
     // incompatible with the node" (FAILED_PRECONDITION), not an unknown node (NOT_FOUND).

@@ -17,6 +17,7 @@
 #include "daemon/content_source.h"
 #include "daemon/controller_service.h"
 #include "daemon/convert.h"
+#include "daemon/csi_secrets.h"
 #include "daemon/snapshot_ids.h"
 #include "daemon/snapshot_locks.h"
 #include "daemon/volume_locks.h"
@@ -191,7 +192,7 @@ Status ControllerService::create_snapshot(const csi::v1::CreateSnapshotRequest& 
 
   auto done = background_.start([this, record, snapshots = *snapshots,
                                  held = std::make_shared<std::vector<HeldLock>>(std::move(locks)),
-                                 secrets = to_map(request.secrets())]() mutable {
+                                 secrets = csi_secrets(request.secrets())]() mutable {
     take_snapshot(record, snapshots, std::move(*held), secrets);
   });
   done.wait_for(context_.options.snapshot_wait);
@@ -234,7 +235,7 @@ Status ControllerService::delete_snapshot(const csi::v1::DeleteSnapshotRequest& 
   if (!provider) return provider.status();
   auto snapshots = snapshot_side(**provider);
   if (!snapshots) return snapshots.status();
-  return (*snapshots)->delete_snapshot_with(*record, to_map(request.secrets()), forget);
+  return (*snapshots)->delete_snapshot_with(*record, csi_secrets(request.secrets()), forget);
 }
 
 Status ControllerService::list_snapshots(const csi::v1::ListSnapshotsRequest& request,

@@ -12,6 +12,7 @@
 #include "core/validate.h"
 #include "daemon/call_log.h"
 #include "daemon/convert.h"
+#include "daemon/csi_secrets.h"
 #include "daemon/node_forward.h"
 #include "daemon/node_mounts.h"
 #include "daemon/node_paths.h"
@@ -150,7 +151,7 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
                  *capability,
                  to_map(request.publish_context()),
                  to_map(request.volume_context()),
-                 to_map(request.secrets())};
+                 csi_secrets(request.secrets())};
   if (Status status = (*node)->stage_volume(spec); !status) {
     (void)context_.store.delete_staging(request.volume_id(), *staging);
     if (staged.created_dir) (void)remove_directory(*staging);

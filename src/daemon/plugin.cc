@@ -249,6 +249,9 @@ Status Plugin::reload_tls(std::chrono::milliseconds grace) {
 
 Status Plugin::reconcile() {
   if (context_->options.role != PluginRole::kNode) reconcile_controller(*context_);
+  // A controller does not see the node's mounts (in Kubernetes it runs in another pod, without
+  // kubelet's directory): it would take every staging for one a crash left behind and forget it.
+  if (context_->options.role == PluginRole::kController) return Status::ok();
   return reconcile_node(*context_);
 }
 

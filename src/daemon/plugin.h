@@ -44,7 +44,8 @@ class Plugin {
                std::vector<int>* tcp_ports = nullptr);
   // A channel to the running services within this process.
   std::shared_ptr<grpc::Channel> in_process_channel();
-  // Startup reconcile (daemon/reconcile.h): undoes what a crash left on this node.
+  // Startup reconcile (daemon/reconcile.h): undoes what a crash left on this node (the node
+  // side only where this serve is a node: --role node or all).
   Status reconcile();
   // Stops taking calls, lets in-flight calls finish until `grace` has passed.
   void shutdown(std::chrono::milliseconds grace);

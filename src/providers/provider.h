@@ -324,6 +324,12 @@ class Provider {
   // True when a volume can only be used on the node that holds it (reported as topology).
   virtual bool volumes_are_node_local() const = 0;
 
+  // True when ControllerPublish needs what the node registered (an iSCSI initiator name), so
+  // publishing to a node the registry does not hold is NOT_FOUND. False where publishing is
+  // bookkeeping only and every node reaches the volumes by itself (roset: its own roset-fuse),
+  // so node ids from the CO (Kubernetes' spec.nodeName) need no `node register`.
+  virtual bool publish_needs_registered_node() const { return true; }
+
   // Ready to serve? (Probe.) A not-OK status says what is missing.
   virtual Status check_health() const = 0;
 

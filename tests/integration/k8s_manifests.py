@@ -186,3 +186,53 @@ def volume_identity(obj: dict, container_name: str, path: str) -> tuple[str, str
     """(volume name, path inside it): the same file for every container of the pod."""
     volume, mount = mount_path_of(obj, container_name, path)
     return volume["name"], path[len(mount["mountPath"].rstrip("/")) + 1:]
+
+
+def guide_commands(readme: Path) -> list[list[str]]:
+    """The commands of the README's Deploying guide (the first ```sh block of "To Kubernetes"),
+    each split into words with its comment dropped; `(cd DIR && CMD)` is kept as ["cd", DIR,
+    "&&", ...], the way the test runs it."""
+    import shlex
+
+    text = readme.read_text()
+    section = text[text.index("### To Kubernetes"):]
+    block = section[section.index("```sh\n") + len("```sh\n"):]
+    block = block[:block.index("```")]
+    commands = []
+    for line in block.splitlines():
+        words = shlex.split(line, comments=True)
+        if words and words[0].startswith("("):
+            words[0] = words[0][1:]
+            words[-1] = words[-1].removesuffix(")")
+        if words:
+            commands.append(words)
+    return commands
+
+
+def set_image(overlay_dir: Path, spec: str) -> None:
+    """`kustomize edit set image NAME=NEWNAME:TAG` run in `overlay_dir`: the kustomize binary
+    where there is one; else the entry it writes (kubectl renders kustomizations but cannot edit
+    them): the `images` entry named NAME replaced by (or added as) {name, newName, newTag}."""
+    kustomize = shutil.which("kustomize")
+    if kustomize is not None:
+        done = subprocess.run([kustomize, "edit", "set", "image", spec], cwd=overlay_dir,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, f"expected `kustomize edit set image {spec}` to work: {done.stderr}"
+        return
+    name, new = spec.split("=", 1)
+    entry = {"name": name}
+    last = new.rsplit("/", 1)[-1]
+    if ":" in last:
+        entry["newName"], entry["newTag"] = new.rsplit(":", 1)
+    else:
+        entry["newName"] = new
+    path = overlay_dir / "kustomization.yaml"
+    kustomization = yaml.safe_load(path.read_text())
+    images = [i for i in kustomization.get("images", []) if i["name"] != name]
+    kustomization["images"] = images + [entry]
+    path.write_text(yaml.safe_dump(kustomization, sort_keys=False))
+
+
+def plugin_images(objects: list[dict]) -> set[str]:
+    """The images of every rosetctl container (the controller's and the node plugin's)."""
+    return {container(o, "rosetctl")["image"] for o in objects if o["kind"] in ("Deployment", "DaemonSet")}

@@ -9,23 +9,20 @@ list, so later runs take seconds."""
 from __future__ import annotations
 
 import os
-import resource
-import shutil
-import subprocess
 import time
 import uuid
 from pathlib import Path
 
 import grpc
 import pytest
-import yaml
 
+import k8s_manifests as k8s
 from csi_server import CALL_TIMEOUT
+from podman_lab import build_images, podman_command, remove_podman_cgroups, run, run_options
 from rosetctl_cli import binary_path
 from rosetctl_fixtures import skip_or_fail
 
 SOURCE = Path(os.environ.get("ROSETCTL_SOURCE_DIR") or Path(__file__).resolve().parents[2])
-BUILD_TIMEOUT = 900
 
 # What rosetctl execs (src/core/run_program.h callers): each must be in the image.
 EXECUTED = {
@@ -35,66 +32,33 @@ EXECUTED = {
 }
 
 
-def podman_command() -> list[str]:
-    """podman as root on these machines (no systemd; cgroup v1 controllers with a cgroup2
-    hierarchy beside them, which crun refuses: runc runs the containers)."""
-    podman = shutil.which("podman")
-    if podman is None or shutil.which("runc") is None:
-        skip_or_fail("podman or runc is missing: install Debian's podman and runc (scripts/install-deps.sh)")
-    return [podman, "--cgroup-manager=cgroupfs", "--events-backend=file", "--runtime=runc"]
-
-
-def run_options() -> list[str]:
-    """podman sets containers' limits above this process's (1048576 open files), and without
-    CAP_SYS_RESOURCE the runtime may not raise them: ask for what this process has (processes at
-    most podman's own 32768)."""
-    _, files = resource.getrlimit(resource.RLIMIT_NOFILE)
-    _, procs = resource.getrlimit(resource.RLIMIT_NPROC)
-    procs = 32768 if procs == resource.RLIM_INFINITY else min(procs, 32768)
-    return ["--network=none", f"--ulimit=nofile={files}:{files}", f"--ulimit=nproc={procs}:{procs}"]
-
-
-def run(argv, timeout=120) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout)
-
-
 @pytest.fixture(scope="module")
-def image():
-    """Builds the image from the tree holding the tested binary; returns its name."""
-    podman_command()
-    if shutil.which("debootstrap") is None:
-        skip_or_fail("debootstrap is missing: install Debian's debootstrap (scripts/install-deps.sh)")
-    build_dir = Path(binary_path()).resolve().parents[1]
-    started = time.monotonic()
-    done = run([SOURCE / "scripts" / "build-image.sh", "--build-dir", build_dir], timeout=BUILD_TIMEOUT)
-    assert done.returncode == 0, f"expected build-image.sh to build the image:\n{done.stdout}{done.stderr}"
-    print(f"build-image.sh took {time.monotonic() - started:.0f}s")
-    yield done.stdout.strip().splitlines()[-1]
+def images() -> dict[str, str]:
+    """Builds the images from the tree holding the tested binary: {"rosetctl": name, "roset": name}."""
+    yield build_images(SOURCE)
     remove_podman_cgroups()
 
 
-def remove_podman_cgroups():
-    """With cgroupfs, podman leaves libpod_parent/ (and its conmon/) in each cgroup v1 hierarchy
-    once its containers are gone: removed when empty (rmdir refuses a cgroup still in use). The
-    last conmon leaves its cgroup a moment after `podman rm` returns: a few seconds of retries."""
-    deadline = time.monotonic() + 5
-    while True:
-        left = list(Path("/sys/fs/cgroup").glob("*/libpod_parent"))
-        for parent in left:
-            for directory in (parent / "conmon", parent):
-                try:
-                    directory.rmdir()
-                except OSError:
-                    pass
-        if not left or time.monotonic() > deadline:
-            return
-        time.sleep(0.1)
+@pytest.fixture(scope="module")
+def image(images) -> str:
+    return images["rosetctl"]
 
 
-def test_image_is_the_one_the_manifests_name(image):
-    kustomization = yaml.safe_load((SOURCE / "deploy/kubernetes/base/kustomization.yaml").read_text())
-    (entry,) = [i for i in kustomization["images"] if i["name"] == "rosetctl"]
-    assert f"{entry['newName']}:{entry['newTag']}" == image
+def rendered(overlay: str) -> list[dict]:
+    kubectl = k8s.kubectl_binary()
+    if kubectl is None:
+        skip_or_fail("kubectl is missing: install Debian's kubernetes-client (scripts/install-deps.sh)")
+    return k8s.render(kubectl, k8s.deploy_dir(SOURCE) / "overlays" / overlay)
+
+
+def test_each_overlay_runs_the_image_built_for_it(images):
+    """local and iscsi run the rosetctl image; roset the one with roset-fuse."""
+    for overlay in k8s.OVERLAYS:
+        wanted = images["roset" if overlay == "roset" else "rosetctl"]
+        assert k8s.plugin_images(rendered(overlay)) == {wanted}, overlay
+    done = run([*podman_command(), "run", "--rm", *run_options(), "--entrypoint", "/bin/sh", images["roset"],
+                "-c", "command -v roset-fuse"])
+    assert done.stdout.strip() == "/usr/bin/roset-fuse", done.stderr
 
 
 def test_image_runs_the_tested_rosetctl(image):
@@ -150,3 +114,44 @@ def test_serve_in_the_image_answers_csi_calls_through_the_socket(served, csi):
     version = run([binary_path(), "--version"]).stdout.split()[1]
     assert info.name and info.vendor_version == version, info
     assert probe.ready.value, f"expected serve in the container to be ready: {logs()}"
+
+
+def probe_roset_node(image: str, tmp_path: Path, csi):
+    """The roset overlay's node plugin as rendered (its args, ROSETCTL_NODE_ID) in `image`:
+    Probe's answer, or the gRPC error it gave."""
+    node = [o for o in rendered("roset") if o["kind"] == "DaemonSet"][0]
+    plugin = k8s.container(node, "rosetctl")
+    endpoint = k8s.flag_value(plugin["args"], "--endpoint").removeprefix("unix://")
+    socket_dir = tmp_path / uuid.uuid4().hex[:8]
+    socket_dir.mkdir()
+    name = f"rosetctl-test-{uuid.uuid4().hex[:12]}"
+    env = [f"--env={v['name']}=node-a" for v in plugin.get("env", [])]
+    podman = podman_command()
+    started = run([*podman, "run", "-d", "--name", name, *run_options(), *env, "-v",
+                   f"{socket_dir}:{Path(endpoint).parent}", image, *plugin["args"]])
+    try:
+        assert started.returncode == 0, f"expected the container to start: {started.stderr}"
+        socket = socket_dir / Path(endpoint).name
+        deadline = time.monotonic() + 30
+        while not socket.is_socket() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert socket.is_socket(), run([*podman, "logs", name]).stderr
+        with grpc.insecure_channel(f"unix://{socket}") as channel:
+            identity = csi.grpc.IdentityStub(channel)
+            try:
+                return identity.Probe(csi.pb2.ProbeRequest(), timeout=CALL_TIMEOUT)
+            except grpc.RpcError as failure:
+                return failure
+    finally:
+        run([*podman, "rm", "--force", "--time", "5", name])
+
+
+def test_the_roset_overlays_node_plugin_is_ready_in_its_image(images, tmp_path, csi):
+    """Issue 33 finding 4: in the plain image the roset node plugin's Probe fails (no roset-fuse),
+    the livenessprobe answers 500 and kubelet restarts it; in the roset overlay's image it is ready."""
+    ready = probe_roset_node(images["roset"], tmp_path, csi)
+    assert not isinstance(ready, grpc.RpcError), ready.details()
+    assert ready.ready.value
+    without = probe_roset_node(images["rosetctl"], tmp_path, csi)
+    assert isinstance(without, grpc.RpcError) and without.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "roset-fuse" in without.details()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -119,13 +120,19 @@ def test_names_and_sockets_agree(rendered, overlay):
 
 @pytest.mark.parametrize("overlay", k8s.OVERLAYS)
 def test_privilege_only_where_needed(rendered, overlay):
+    """A sidecar is privileged exactly when the plugin whose socket it dials is (on SELinux hosts
+    an unprivileged container may not connect to a privileged one's socket: csi-driver-host-path
+    marks its sidecars privileged for this)."""
     for obj in rendered[overlay]:
         if obj["kind"] not in ("Deployment", "DaemonSet"):
             continue
+        plugin_privileged = bool((k8s.container(obj, "rosetctl").get("securityContext") or {}).get("privileged"))
         for c in k8s.pod_spec(obj)["containers"]:
             privileged = (c.get("securityContext") or {}).get("privileged", False)
             if c["name"] != "rosetctl":
-                assert not privileged, f"sidecar {c['name']} of {obj['metadata']['name']} must not be privileged"
+                assert privileged == plugin_privileged, (
+                    f"sidecar {c['name']} of {obj['metadata']['name']} must be privileged exactly when the plugin is")
+                assert (c.get("securityContext") or {}).get("readOnlyRootFilesystem") or obj["kind"] == "Deployment"
             for mount in c.get("volumeMounts", []):
                 if mount.get("mountPropagation") == "Bidirectional":
                     assert privileged, f"{c['name']}: Bidirectional propagation needs (and is the reason for) privilege"
@@ -158,6 +165,16 @@ def test_no_two_containers_of_a_node_listen_on_one_port(rendered, overlay):
     pods = [o for o in rendered[overlay] if o["kind"] in ("Deployment", "DaemonSet")]
     host = [p for pod in pods if k8s.pod_spec(pod).get("hostNetwork") for p in ports(pod)]
     assert len(host) == len(set(host)), f"pods in the host's network share a port: {sorted(host)}"
+    # A pod in the host's network takes its ports on every node it runs on: not the ones other
+    # CSI drivers' pods and the sidecars' defaults take (livenessprobe 9808, 9809, 9810).
+    taken = {9808, 9809, 9810}
+    assert not taken & set(host), f"pods in the host's network listen on {sorted(taken & set(host))} of the node"
+    for pod in pods:
+        if k8s.pod_spec(pod).get("hostNetwork"):
+            annotated = pod["spec"]["template"]["metadata"].get("annotations", {}).get("prometheus.io/port")
+            declared = {p["name"]: p["containerPort"] for p in k8s.container(pod, "rosetctl")["ports"]}
+            metrics = k8s.flag_value(k8s.container(pod, "rosetctl")["args"], "--metrics-listen")
+            assert int(annotated) == declared["metrics"] == int(metrics.rsplit(":", 1)[1])
 
 
 def known_flags(cli) -> set[str]:
@@ -235,7 +252,8 @@ def check_controller(server, pb2, objects, pod, topology: bool):
         "attacher and attachRequired": RPC.PUBLISH_UNPUBLISH_VOLUME in caps,
         "snapshotter": RPC.CREATE_DELETE_SNAPSHOT in caps,
         "resizer and allowVolumeExpansion": RPC.EXPAND_VOLUME in caps,
-        "resizer's VolumeAttributesClass gate": RPC.MODIFY_VOLUME in caps,
+        # off by default: the API is off in stock 1.31 and 1.32 (the opt-in test below)
+        "resizer's VolumeAttributesClass gate": False,
         "provisioner --enable-capacity and storageCapacity": RPC.GET_CAPACITY in caps,
         "provisioner's Topology gate": topology,
     }
@@ -254,3 +272,129 @@ def check_controller(server, pb2, objects, pod, topology: bool):
     assert configured == expected, (
         "expected the sidecars to be set up for exactly what serve advertises; "
         f"differs in: {[k for k in expected if expected[k] != configured[k]]}")
+
+
+def test_the_namespace_allows_privileged_pods(rendered):
+    """Pod Security Admission: the node plugin is privileged with Bidirectional hostPath mounts;
+    a namespace without labels gets the cluster's default level, which may refuse them."""
+    for overlay, objects in rendered.items():
+        labels = the(objects, "Namespace")["metadata"].get("labels", {})
+        for mode in ("enforce", "audit", "warn"):
+            assert labels.get(f"pod-security.kubernetes.io/{mode}") == "privileged", (overlay, labels)
+
+
+@pytest.mark.parametrize("overlay", k8s.OVERLAYS)
+def test_every_container_requests_resources_and_the_plugin_has_no_memory_limit(rendered, overlay):
+    for obj in rendered[overlay]:
+        if obj["kind"] not in ("Deployment", "DaemonSet"):
+            continue
+        for c in k8s.pod_spec(obj)["containers"]:
+            requests = (c.get("resources") or {}).get("requests", {})
+            assert {"cpu", "memory"} <= requests.keys(), f"{obj['metadata']['name']}/{c['name']} requests {requests}"
+        # roset-fuse runs in the node plugin: an OOM kill would end every FUSE mount of the node.
+        node = the(rendered[overlay], "DaemonSet", "rosetctl-node")
+        assert "memory" not in (k8s.container(node, "rosetctl").get("resources") or {}).get("limits", {})
+
+
+# Host directories every Kubernetes node has (kubelet's, the devices): a hostPath of type
+# Directory elsewhere keeps a DaemonSet pod from starting on a node without that software.
+NODE_DIRECTORIES = {"/var/lib/kubelet", "/var/lib/kubelet/plugins_registry", "/dev"}
+
+
+@pytest.mark.parametrize("overlay", k8s.OVERLAYS)
+def test_node_pods_start_on_nodes_without_the_providers_software(rendered, overlay):
+    node = the(rendered[overlay], "DaemonSet", "rosetctl-node")
+    for volume in k8s.pod_spec(node)["volumes"]:
+        host = volume.get("hostPath")
+        if host and host.get("type") == "Directory":
+            assert host["path"] in NODE_DIRECTORIES, f"{volume['name']}: {host} (DirectoryOrCreate?)"
+
+
+@pytest.mark.parametrize("overlay", k8s.OVERLAYS)
+def test_controller_and_node_keep_their_own_state(rendered, overlay):
+    """A node's records of its stagings are its own: a controller sharing its database (the
+    controller's node runs a node plugin too) would read and write them. The local provider's
+    volumes are files of the node's state directory, whose records the node stages from: there,
+    and only there, the controller uses the node's (and runs no node-side clean-up: test_serve)."""
+    objects = rendered[overlay]
+    where = {}
+    for kind, role in (("Deployment", "controller"), ("DaemonSet", "node")):
+        pod = the(objects, kind, f"rosetctl-{role}")
+        state = k8s.flag_value(k8s.container(pod, "rosetctl")["args"], "--state-dir")
+        where[role] = k8s.host_path(pod, "rosetctl", state + "/state.db")
+        assert where[role] == state + "/state.db", f"{role}: the state directory is at its host path ({state})"
+    if overlay == "local":
+        assert where["controller"] == where["node"]
+    else:
+        controller, node = (where[r].rsplit("/", 1)[0] for r in ("controller", "node"))
+        assert controller != node and not node.startswith(controller + "/") and \
+            not controller.startswith(node + "/"), where
+
+
+def guide_steps():
+    return k8s.guide_commands(SOURCE / "README.md")
+
+
+def test_the_guide_creates_the_namespace_before_what_goes_into_it():
+    made = set()
+    commands = guide_steps()
+    assert commands, "expected the Deploying guide to hold commands"
+    for words in commands:
+        if words[:2] == ["kubectl", "apply"] and "-f" in words:
+            import yaml
+            for doc in yaml.safe_load_all((SOURCE / words[words.index("-f") + 1]).read_text()):
+                if doc and doc["kind"] == "Namespace":
+                    made.add(doc["metadata"]["name"])
+        if words[:3] == ["kubectl", "create", "namespace"]:
+            made.add(words[3])
+        for flag in ("-n", "--namespace"):
+            if flag in words:
+                namespace = words[words.index(flag) + 1]
+                assert namespace in made, f"`{' '.join(words)}` runs before namespace {namespace} exists"
+    applied = [w for w in commands if w[:2] == ["kubectl", "apply"] and "-k" in w]
+    assert applied, "expected the guide to apply an overlay"
+
+
+def copy_of_the_manifests(tmp_path: Path) -> Path:
+    copy = tmp_path / "deploy" / "kubernetes"
+    shutil.copytree(DEPLOY, copy)
+    return tmp_path
+
+
+@pytest.mark.parametrize("overlay", k8s.OVERLAYS)
+def test_the_documented_image_override_changes_what_kubelet_pulls(kubectl, rendered, overlay, tmp_path):
+    """The guide's `kustomize edit set image`, run in a copy of the overlay, changes the image of
+    every rosetctl container: the name it sets must be the one the containers have."""
+    (edit,) = [w for w in guide_steps() if "kustomize" in w and "set" in w]
+    assert edit[0] == "cd" and edit[2] == "&&" and edit[3:6] == ["kustomize", "edit", "set"], edit
+    name, new = edit[7].split("=", 1)
+    if overlay == "roset":
+        # the roset overlay's image holds roset-fuse (README: the image)
+        new = new.replace("/rosetctl:", "/rosetctl-roset:")
+    root = copy_of_the_manifests(tmp_path)
+    overlay_dir = root / edit[1].replace("/local", f"/{overlay}")
+    k8s.set_image(overlay_dir, f"{name}={new}")
+    before = k8s.plugin_images(rendered[overlay])
+    after = k8s.plugin_images(k8s.render(kubectl, overlay_dir))
+    assert after == {new}, f"expected `kustomize edit set image {name}={new}` to make kubelet pull {new}, not {after}"
+    assert before != after
+
+
+def test_the_volume_attributes_class_gate_is_opt_in(kubectl, rendered, tmp_path):
+    """Off as rendered (stock 1.31 and 1.32 serve no VolumeAttributesClass API, and the resizer's
+    modify controller fails to sync without it); the documented component turns it on, on the
+    resizer only."""
+    for overlay, objects in rendered.items():
+        for c in k8s.pod_spec(the(objects, "Deployment", "rosetctl-controller"))["containers"]:
+            assert "VolumeAttributesClass" not in " ".join(c.get("args", [])), (overlay, c["name"])
+    readme = (SOURCE / "README.md").read_text()
+    documented = re.search(r"`components: \[([^\]]+)\]`", readme)
+    assert documented, "expected the README to say how to turn the gate on"
+    root = copy_of_the_manifests(tmp_path)
+    overlay_dir = root / "deploy/kubernetes/overlays/local"
+    with open(overlay_dir / "kustomization.yaml", "a") as f:
+        f.write(f"components:\n  - {documented.group(1)}\n")
+    controller = the(k8s.render(kubectl, overlay_dir), "Deployment", "rosetctl-controller")
+    gated = [c["name"] for c in k8s.pod_spec(controller)["containers"]
+             if "--feature-gates=VolumeAttributesClass=true" in c.get("args", [])]
+    assert gated == ["csi-resizer"]

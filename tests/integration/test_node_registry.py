@@ -71,14 +71,19 @@ def test_unknown_nodes_and_bad_registrations(cli, state_dir):
                        "--iscsi-initiator", "")["address"] == "[fd00::1]:9443"
 
 
-def test_map_needs_a_registered_node(cli, roset):
-    cli.create("shared")
-    refused = cli.run("volume", "map", "shared", "--node", "worker-2")
+def test_map_to_an_unregistered_node_is_not_found_where_the_node_record_is_needed(cli):
+    """local (and iscsi, test_iscsi_provider) volumes: the node must be known. roset volumes need
+    no record of the node (test_roset: publishing is bookkeeping there)."""
+    cli.create("here")
+    refused = cli.run("volume", "map", "here", "--node", "worker-2")
     assert refused.rc == EXIT_NOT_FOUND, f"expected exit 3 mapping to an unregistered node: {refused.describe()}"
     assert 'node "worker-2" is not registered with this controller' in refused.stderr, refused.stderr
     assert "rosetctl node list" in refused.stderr, refused.stderr
-    assert cli.volume("shared")["published_nodes"] == [], "expected no mapping recorded"
+    assert cli.volume("here")["published_nodes"] == [], "expected no mapping recorded"
 
+
+def test_a_registered_node_with_mappings_is_removed_only_by_force(cli, roset):
+    cli.create("shared")
     cli.ok_json("--node-id", "worker-2", "node", "register")
     mapped = cli.ok_json("volume", "map", "shared", "--node", "worker-2")
     assert mapped["mapped"] is True and mapped["node"] == "worker-2", mapped

@@ -142,6 +142,30 @@ def test_serve_restart_keeps_mounts_working(cli, roset, workdir, start_serve, cs
     wait_until(lambda: not process_alive(pid), what="roset-fuse to stop after the last unstage")
 
 
+def test_controller_publish_to_a_node_the_registry_does_not_hold(cli, roset, start_serve, csi):
+    """Issue 33 finding 1: in Kubernetes node ids are spec.nodeName and no node runs `node
+    register`; roset's ControllerPublish is bookkeeping only (every node mounts with its own
+    roset-fuse), so the attacher's call for any node succeeds, is recorded, and is undone."""
+    pb2 = csi.pb2
+    server = start_serve()
+    capability = pb2.VolumeCapability(mount=pb2.VolumeCapability.MountVolume(),
+                                      access_mode=pb2.VolumeCapability.AccessMode(mode=pb2.VolumeCapability.AccessMode.MULTI_NODE_MULTI_WRITER))
+    volume = server.controller.CreateVolume(pb2.CreateVolumeRequest(name="pvc-attach", volume_capabilities=[capability])).volume
+    assert cli.ok_json("node", "list") == []
+    for node in ("worker-1", "worker-2"):
+        server.controller.ControllerPublishVolume(pb2.ControllerPublishVolumeRequest(
+            volume_id=volume.volume_id, node_id=node, volume_capability=capability, volume_context=volume.volume_context))
+    assert sorted(cli.volume(volume.volume_id)["published_nodes"]) == ["worker-1", "worker-2"]
+    for node in ("worker-1", "worker-2"):
+        server.controller.ControllerUnpublishVolume(pb2.ControllerUnpublishVolumeRequest(
+            volume_id=volume.volume_id, node_id=node))
+    assert cli.volume(volume.volume_id)["published_nodes"] == []
+    bad = pb2.ControllerPublishVolumeRequest(volume_id=volume.volume_id, node_id="../x", volume_capability=capability)
+    with pytest.raises(grpc.RpcError) as refused:
+        server.controller.ControllerPublishVolume(bad)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, refused.value.details()
+
+
 def test_startup_stops_orphaned_fuse_clients(cli, roset, workdir, start_serve):
     # A client running on our mount directory without a record: what a crash between starting
     # it and recording it leaves behind.

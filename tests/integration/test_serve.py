@@ -135,6 +135,53 @@ def test_a_publication_survives_a_kill_9_of_serve(csi, cli, workdir, start_serve
     assert cli.volumes() == [], "expected the volume deleted"
 
 
+def test_a_controller_that_cannot_see_the_nodes_mounts_forgets_none_of_its_stagings(csi, cli, workdir, start_serve):
+    """Issue 33 finding 2: a `serve --role controller` runs no node-side clean-up at start. In
+    Kubernetes it runs in a pod of its own, without kubelet's mounts; had it run the node's start-up
+    clean-up on a database holding the node's records, it would have taken every staging for one a
+    crash left behind, and kubelet's NodeUnpublish and NodeUnstage would fail for good. The
+    controller here starts in a mount namespace of its own where the node's mounts are gone."""
+    pb2, timeout = csi.pb2, CALL_TIMEOUT
+    node = start_serve()
+    capability = mount_capability(pb2)
+    vid = node.controller.CreateVolume(
+        pb2.CreateVolumeRequest(name="unseen", volume_capabilities=[capability]), timeout=timeout).volume.volume_id
+    staging, target = workdir / "unseen-staging", workdir / "pod" / "unseen-target"
+    target.parent.mkdir()
+    node.node.NodeStageVolume(pb2.NodeStageVolumeRequest(
+        volume_id=vid, staging_target_path=str(staging), volume_capability=capability), timeout=timeout)
+    node.node.NodePublishVolume(pb2.NodePublishVolumeRequest(
+        volume_id=vid, staging_target_path=str(staging), target_path=str(target),
+        volume_capability=capability), timeout=timeout)
+    assert node.stop() == 0
+
+    socket_path = workdir / "controller.sock"
+    log_path = workdir / "controller.log"
+    hide = 'umount -l "$1" && umount -l "$2" && shift 2 && exec "$@"'
+    with open(log_path, "wb") as log:
+        controller = cli.tracker.start(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", hide, "sh", str(target), str(staging),
+             *cli.argv(["serve", "--role", "controller", "--endpoint", f"unix://{socket_path}", "-v"])],
+            cwd=cli.cwd, env=cli.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.monotonic() + READY_DEADLINE
+    while not socket_path.is_socket() and controller.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert socket_path.is_socket(), f"expected the controller to serve: {log_path.read_text()}"
+    controller.send_signal(signal.SIGTERM)  # reconcile ran before the socket was made
+    assert controller.wait(timeout=20) == 0, log_path.read_text()
+    assert "forgot that staging" not in log_path.read_text()
+
+    assert is_mount_point(str(target)) and is_mount_point(str(staging))
+    again = start_serve(workdir / "node-again.sock")
+    assert [c["target"] for c in cli.volume(vid)["connections"]] == [str(target)], cli.volume(vid)
+    again.node.NodeUnpublishVolume(pb2.NodeUnpublishVolumeRequest(volume_id=vid, target_path=str(target)),
+                                   timeout=timeout)
+    again.node.NodeUnstageVolume(pb2.NodeUnstageVolumeRequest(volume_id=vid, staging_target_path=str(staging)),
+                                 timeout=timeout)
+    assert not is_mount_point(str(target)) and not is_mount_point(str(staging))
+    again.controller.DeleteVolume(pb2.DeleteVolumeRequest(volume_id=vid), timeout=timeout)
+
+
 def test_volume_created_by_the_cli_is_visible_over_grpc(csi, cli, server):
     volume_id = cli.create("from-cli")["id"]
     listed = server.controller.ListVolumes(csi.pb2.ListVolumesRequest(), timeout=CALL_TIMEOUT)

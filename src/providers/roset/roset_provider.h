@@ -26,6 +26,9 @@ class RosetProvider final : public Provider,
 
   std::string_view name() const override { return "roset"; }
   bool volumes_are_node_local() const override { return false; }
+  // Publishing records the mapping (for --max-volumes-per-node and `volume show`); nodes mount
+  // the folders with their own roset-fuse and key, nothing of a node's record is used.
+  bool publish_needs_registered_node() const override { return false; }
   Status check_health() const override;
   std::vector<ProviderGauge> gauges() override;
   std::vector<HostFinding> inspect_host() override;
