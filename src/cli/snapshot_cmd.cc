@@ -59,7 +59,7 @@ Expected<std::vector<SnapshotRecord>> recorded(Session& session,
   for (const std::string& id : ids) {
     bool found = std::any_of(records.begin(), records.end(),
                              [&](const SnapshotRecord& record) { return record.id == id; });
-    if (!found) return error(Code::kNotFound, "snapshot {} has no record on the controller", id);
+    if (!found) return error(Code::kNotFound, "snapshot {} has no record where it lives", id);
   }
   return records;
 }
@@ -224,8 +224,10 @@ Status run_delete(const GlobalOptions& globals, const SnapshotOptions& options) 
   if (!session) return session.status();
   auto record = resolve_snapshot(**session, options.snapshot);
   if (!record) {
-    // Deleting what is not there is done already: the answer DeleteSnapshot gives too.
-    if (record.status().code() != Code::kNotFound) return record.status();
+    // Deleting what is not there is done already: the answer DeleteSnapshot gives too. A name
+    // of several snapshots (copies on several nodes) is no such thing.
+    if (record.status().code() != Code::kNotFound || is_ambiguous_name(record.status()))
+      return record.status();
     print_line_or_json(
         globals.output,
         fmt::format("snapshot \"{}\" does not exist; nothing to delete", options.snapshot),

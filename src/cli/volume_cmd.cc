@@ -300,8 +300,10 @@ Status run_delete(const GlobalOptions& globals, const VolumeOptions& options) {
   if (!session) return session.status();
   auto info = resolve_volume(**session, options.volume);
   if (!info) {
-    // Deleting what is not there is done already: the same answer CSI's DeleteVolume gives.
-    if (info.status().code() != Code::kNotFound) return info.status();
+    // Deleting what is not there is done already: the same answer CSI's DeleteVolume gives. A
+    // name of several volumes is no such thing: the user names one by its id.
+    if (info.status().code() != Code::kNotFound || is_ambiguous_name(info.status()))
+      return info.status();
     print_line_or_json(
         globals.output,
         fmt::format("volume \"{}\" does not exist; nothing to delete", options.volume),
