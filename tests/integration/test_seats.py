@@ -1,6 +1,8 @@
 """Every verb from every seat (issue 32): volumes and snapshots placed on nodes are found by name
 and id wherever the user stands, through the controller's Catalog, which asks the node that holds
-them (as CSI calls on placed ids go there); a name of several is refused naming each id.
+them (as CSI calls on placed ids go there); a name of several is refused naming each id; a
+snapshot a node holds (taken there or pulled there) restores there with that node's normal
+configuration, and the controller's `snapshot list` says where each copy is.
 
 The lab of test_snapshot_streaming.py: a controller and two nodes (consumer-a, consumer-b), each
 running `serve --role node --listen`; alice is an admin working from consumer-a's host, and
@@ -105,3 +107,33 @@ def test_a_name_of_several_volumes_or_snapshots_is_refused_naming_each_id(nodes)
     refused = site.alice.run("snapshot", "delete", "same")
     assert refused.rc == EXIT_NOT_FOUND, refused.describe()
     assert len(site.alice.ok_json("snapshot", "list")) == 2
+
+
+def test_a_snapshot_pulled_to_a_node_restores_there_with_its_normal_configuration(nodes):
+    site = nodes.site
+    a = nodes.a
+    a.create("src")
+    (nodes.volume_dir(a, "src") / "f").write_text("from a\n")
+    taken = a.ok_json("snapshot", "commit", "src", "--name", "s1")
+
+    # consumer-b's CLI as README has it set up: its config names the controller.
+    pulled = site.b.run("snapshot", "pull", "s1", "--from-node", "consumer-a", "-o", "json")
+    assert pulled.rc == 0, pulled.describe()
+    restored = site.b.run("snapshot", "restore", "s1", "--name", "copy", "-o", "json")
+    assert restored.rc == 0, restored.describe()
+    copy = restored.json()
+    assert local_id(copy["id"], "consumer-b") in stored_volumes(nodes.b_host), copy
+    assert (nodes.b_host.state_dir / "volumes" / local_id(copy["id"], "consumer-b") / "f").read_text() == "from a\n"
+
+    # The controller lists each copy with where it is.
+    listed = site.alice.ok_json("snapshot", "list")
+    assert sorted((s["name"], s["node"]) for s in listed) == [("s1", "consumer-a"), ("s1", "consumer-b")], listed
+    assert {local_id(s["id"], s["node"]) for s in listed} == {taken["id"]}, listed
+
+    # The admin sees two copies: the name alone is refused naming both; --node picks one.
+    ambiguous = site.alice.run("snapshot", "restore", "s1", "--name", "copy-2")
+    assert ambiguous.rc == EXIT_NOT_FOUND, ambiguous.describe()
+    assert all(s["id"] in ambiguous.stderr for s in listed), ambiguous.stderr
+    picked = site.alice.run("snapshot", "restore", "s1", "--name", "copy-2", "--node", "consumer-b", "-o", "json")
+    assert picked.rc == 0, picked.describe()
+    assert local_id(picked.json()["id"], "consumer-b") in stored_volumes(nodes.b_host)
