@@ -2,7 +2,9 @@
 and id wherever the user stands, through the controller's Catalog, which asks the node that holds
 them (as CSI calls on placed ids go there); a name of several is refused naming each id; a
 snapshot a node holds (taken there or pulled there) restores there with that node's normal
-configuration, and the controller's `snapshot list` says where each copy is.
+configuration, and the controller's `snapshot list` says where each copy is; errors say which
+host lacks what (the controller's Roset settings, a consumer's key or roset-fuse), and `serve`
+logs which configuration file it read.
 
 The lab of test_snapshot_streaming.py: a controller and two nodes (consumer-a, consumer-b), each
 running `serve --role node --listen`; alice is an admin working from consumer-a's host, and
@@ -12,8 +14,9 @@ from __future__ import annotations
 
 import pytest
 
-from controller_site import build_site
-from rosetctl_cli import EXIT_NOT_FOUND
+from controller_site import EXIT_PERMISSION, Site, build_site
+from rosetctl_cli import EXIT_NOT_FOUND, EXIT_PRECONDITION
+from test_across_hosts import use_roset
 from test_placement import local_id, stored_volumes
 from test_snapshot_streaming import Nodes
 
@@ -23,6 +26,13 @@ def nodes(host_lab, rosetctl_binary) -> Nodes:
     site = build_site(host_lab)
     yield Nodes(site)
     site.assert_no_secrets_printed()
+
+
+@pytest.fixture
+def site(host_lab, rosetctl_binary) -> Site:
+    built = build_site(host_lab)
+    yield built
+    built.assert_no_secrets_printed()
 
 
 def names_in(listed: list[dict]) -> list[str]:
@@ -137,3 +147,34 @@ def test_a_snapshot_pulled_to_a_node_restores_there_with_its_normal_configuratio
     picked = site.alice.run("snapshot", "restore", "s1", "--name", "copy-2", "--node", "consumer-b", "-o", "json")
     assert picked.rc == 0, picked.describe()
     assert local_id(picked.json()["id"], "consumer-b") in stored_volumes(nodes.b_host)
+
+
+# ---------------------------------------------------------------- which host lacks what
+
+def test_errors_name_the_host_that_lacks_the_roset_key_or_roset_fuse(site):
+    # The controller has the Roset settings (build_site); consumer-a has neither key nor roset-fuse.
+    made = site.a.run("volume", "create", "team", "-p", "provider=roset", "-o", "json")
+    assert made.rc == 0, made.describe()
+    no_key = site.a.run("volume", "connect", "team", "--target", site.consumer_a.dir / "team")
+    assert no_key.rc == EXIT_PERMISSION, no_key.describe()
+    assert "no Roset API key on this host" in no_key.stderr and "roset-fuse" in no_key.stderr, no_key.stderr
+    use_roset(site, site.a)
+    site.a.env["ROSET_FUSE_BINARY"] = "roset-fuse-not-installed"
+    no_fuse = site.a.run("volume", "connect", "team", "--target", site.consumer_a.dir / "team")
+    assert no_fuse.rc == EXIT_PRECONDITION, no_fuse.describe()
+    assert "not on this host's PATH" in no_fuse.stderr, no_fuse.stderr
+
+    # A controller without Roset settings: the consumer's own key changes nothing, and the
+    # message says it is the controller host that lacks one.
+    site.kill_serve()
+    site.roset_env = {}
+    site.start_serve()
+    refused = site.a.run("volume", "create", "data", "-p", "provider=roset")
+    assert refused.rc == EXIT_PERMISSION, refused.describe()
+    assert "no Roset API key on the controller host" in refused.stderr, refused.stderr
+    assert "a consumer's own key does not reach it" in refused.stderr, refused.stderr
+
+
+def test_serve_logs_which_configuration_file_it_read(nodes):
+    config = nodes.b_host.config_dir / "config.toml"  # consumer-b's, which its serve reads
+    assert f'configuration file "{config}" read' in nodes.serve_b.output(), nodes.serve_b.output()

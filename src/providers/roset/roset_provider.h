@@ -61,7 +61,8 @@ class RosetProvider final : public Provider,
   // True when this host uses Roset at all (default provider, or a key configured); Probe
   // checks nothing for a provider nobody configured.
   bool configured() const;
-  Expected<RosetEndpoint> endpoint_for(const StringMap& context, const StringMap& secrets) const;
+  Expected<RosetEndpoint> endpoint_for(const StringMap& context, const StringMap& secrets,
+                                       KeyUse use = KeyUse::kApi) const;
   Status drop_snapshot_pin(const SnapshotRecord& snapshot, const StringMap& secrets);
   Status make_base_path(class RosetApi& api, const std::string& base_path);
   Status check_no_restores_of(const VolumeRecord& volume);
