@@ -409,8 +409,10 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
                      "Make the volume on this registered node (a local volume lives there; "
                      "with --controller, the controller has that node create it)");
   create->footer(
-      "Creating a name that exists returns the existing volume when size and parameters match,\n"
-      "and fails with exit code 4 when they differ. Image volumes take their space from the\n"
+      "Creating a name that exists returns the existing volume when it was made with the same\n"
+      "parameters and is at least --size (CSI's rule: the size is the least it must have; it\n"
+      "never shrinks), and fails with exit code 4 when it is smaller or was made otherwise\n"
+      "(another type, filesystem, provider or source). Image volumes take their space from the\n"
       "state directory's filesystem up front (see --capacity-overcommit). A volume made from a\n"
       "snapshot or another volume is of the same kind (dir, image with its filesystem, or block)\n"
       "and at least as big; asking for another kind is refused (exit 2).\n\n"

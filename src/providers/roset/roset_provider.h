@@ -48,6 +48,9 @@ class RosetProvider final : public Provider,
   Status delete_snapshot(const SnapshotRecord& snapshot) override;
   Status delete_snapshot_with(const SnapshotRecord& snapshot, const StringMap& secrets,
                               const ForgetSnapshot& forget) override;
+  // A commit per snapshot, asked of the API; Roset verifies the data itself.
+  Expected<SnapshotVerification> verify_snapshots(const std::vector<SnapshotRecord>& snapshots,
+                                                  ProgressSink* progress) override;
 
   Status check_volume_on_node(std::string_view volume_id) const override;
   Status stage_volume(const StageSpec& spec) override;
