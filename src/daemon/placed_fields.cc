@@ -75,7 +75,11 @@ std::vector<std::string> placed_nodes_of(const Message& message) {
 Status check_answer_names_its_own(const Message& message, std::string_view node) {
   const auto* reflection = message.GetReflection();
   const std::string& type = message.GetDescriptor()->full_name();
-  const char* own_id = type == "csi.v1.Volume"                 ? "volume_id"
+  // A Catalog answer names the node's own volume (a lookup by name) the same way: an id naming
+  // another node would have the controller's caller act there on the lying node's word.
+  bool volume = type == "csi.v1.Volume" || type == "rosetctl.v1.FindVolumeResponse" ||
+                type == "rosetctl.v1.VolumeDetails";
+  const char* own_id = volume                                  ? "volume_id"
                        : type == "csi.v1.Snapshot"             ? "snapshot_id"
                        : type == "rosetctl.v1.SnapshotDetails" ? "id"
                                                                : nullptr;

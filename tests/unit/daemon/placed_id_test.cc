@@ -107,6 +107,13 @@ TEST_CASE("a node's Catalog answers have their snapshot ids placed, never their 
   CHECK(details->parent_id() == std::string(64, 'a'));
   // A node that calls another node's snapshot its own is not believed.
   CHECK(check_answer_names_its_own(response, "node-a").code() == Code::kDataLoss);
+  // Nor one that answers a lookup by name with another node's volume.
+  v1::FindVolumeResponse found;
+  found.set_volume_id("n6.node-b.local-03");
+  CHECK(check_answer_names_its_own(found, "node-a").code() == Code::kDataLoss);
+  v1::GetVolumeDetailsResponse details_of;
+  details_of.add_volumes()->set_volume_id("n6.node-b.local-03");
+  CHECK(check_answer_names_its_own(details_of, "node-a").code() == Code::kDataLoss);
 }
 
 }  // namespace
