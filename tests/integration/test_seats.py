@@ -126,9 +126,10 @@ def test_a_snapshot_pulled_to_a_node_restores_there_with_its_normal_configuratio
     (nodes.volume_dir(a, "src") / "f").write_text("from a\n")
     taken = a.ok_json("snapshot", "commit", "src", "--name", "s1")
 
-    # consumer-b's CLI as README has it set up: its config names the controller.
-    pulled = site.b.run("snapshot", "pull", "s1", "--from-node", "consumer-a", "-o", "json")
-    assert pulled.rc == 0, pulled.describe()
+    # consumer-b comes to hold s1 (the admin has it pull from consumer-a; however it got there),
+    # then consumer-b's CLI as README has it set up, its config naming the controller, restores it.
+    pushed = nodes.push("s1")
+    assert pushed.rc == 0, pushed.describe()
     restored = site.b.run("snapshot", "restore", "s1", "--name", "copy", "-o", "json")
     assert restored.rc == 0, restored.describe()
     copy = restored.json()
