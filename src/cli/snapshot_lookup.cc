@@ -53,7 +53,10 @@ Expected<SnapshotRecord> resolve_snapshot_to_restore(Session& session, std::stri
         held->id = std::move(*id);
         return held;
       }
-      if (held.status().code() != Code::kNotFound) {
+      // A node's certificate may not read another node's store (issue 31's grants): the
+      // create placed there is then refused or allowed on its own, as without --node.
+      Code code = held.status().code();
+      if (code != Code::kNotFound && code != Code::kPermissionDenied) {
         return held.status().with_context(fmt::format("node \"{}\"", target_node));
       }
     }
