@@ -255,6 +255,9 @@ int run(int argc, char** argv) {
     std::reverse(args.begin(), args.end());
     app.parse(args);
     globals.provider_given = app.get_option("--provider")->count() > 0;
+    ConfigFileRead config = config_file_read(app);
+    globals.config_file = config.path;
+    globals.config_file_read = config.read;
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

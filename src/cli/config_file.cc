@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <filesystem>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -195,6 +196,22 @@ class TomlConfig : public CLI::Config {
 
 void read_config_as_toml(CLI::App& app) {
   app.config_formatter(std::make_shared<TomlConfig>(&app));
+}
+
+ConfigFileRead config_file_read(const CLI::App& app) {
+  const CLI::Option* option = app.get_config_ptr();
+  if (option == nullptr) return {};
+  ConfigFileRead file;
+  file.path = option->results().empty() ? option->get_default_str() : option->results().front();
+  std::error_code ignored;
+  file.read = !file.path.empty() && std::filesystem::exists(file.path, ignored);
+  return file;
+}
+
+std::string config_file_text(const std::string& path, bool read) {
+  if (read) return fmt::format("configuration file \"{}\" read", path);
+  return fmt::format("no configuration file: \"{}\" does not exist (flags and environment only)",
+                     path);
 }
 
 }  // namespace rosetctl::cli

@@ -15,4 +15,15 @@ namespace rosetctl::cli {
 // Unknown keys and tables, values of the wrong kind and values a flag's check refuses are errors.
 void read_config_as_toml(CLI::App& app);
 
+// The file of `app`'s --config option after parsing (given, else its default), and whether it
+// exists (CLI11 reads a default file only when it does).
+struct ConfigFileRead {
+  std::string path;
+  bool read = false;
+};
+ConfigFileRead config_file_read(const CLI::App& app);
+
+// One line saying which configuration file this run read, for `serve`'s log and `doctor`.
+std::string config_file_text(const std::string& path, bool read);
+
 }  // namespace rosetctl::cli

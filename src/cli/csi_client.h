@@ -56,6 +56,8 @@ class CsiClient {
         controller_channel_(std::move(controller)),
         controller_address_(std::move(controller_address)) {}
 
+  // Whether controller calls go to another host (--controller).
+  bool has_controller() const { return controller_channel_ != nullptr; }
   // Where controller calls go: "" for this host's plugin.
   const std::string& controller_address() const { return controller_address_; }
 

@@ -3,6 +3,7 @@
 
 #include <fmt/ranges.h>
 
+#include "cli/config_file.h"
 #include "cli/render.h"
 #include "cli/session.h"
 #include "daemon/plugin.h"
@@ -50,6 +51,9 @@ Status run_doctor(const GlobalOptions& globals, const DoctorOptions& options) {
     check_options.fix = options.fix;
     checks = (*plugin)->check_host(check_options);
   }
+  // Which settings this run checked with: the file it read (a stray one changes defaults).
+  checks.insert(checks.begin(), {"config-file", CheckState::kOk,
+                                 config_file_text(globals.config_file, globals.config_file_read)});
   nlohmann::json rows = report_of(checks);
   std::vector<Column> columns = {
       {"CHECK", [](const nlohmann::json& v) { return text_of(v["name"]); }},

@@ -33,6 +33,10 @@ struct GlobalOptions {
   std::map<std::string, ProviderSettings> provider_options;
   // Across hosts (README: rosetctl across hosts): the controller this host sends controller
   // calls to, and this host's mutual-TLS files (serve --listen uses them too).
+  // The configuration file looked at (--config, ROSETCTL_CONFIG or /etc/rosetctl/config.toml),
+  // and whether it was there to read: `serve` logs it and `doctor` shows it.
+  std::string config_file;
+  bool config_file_read = false;
   std::string controller;  // "HOST:PORT"; empty: this host is its own controller
   std::string on_node;     // node calls go to this node through the controller's proxy
   std::string tls_cert;

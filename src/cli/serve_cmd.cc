@@ -1,6 +1,7 @@
 // Flags of `serve` and the hand-over to the daemon layer.
 #include "cli/serve_cmd.h"
 
+#include "cli/config_file.h"
 #include "cli/node_announce.h"
 #include "cli/session.h"
 #include "core/log.h"
@@ -28,6 +29,9 @@ struct ServeOptions {
 
 Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
   setup_logging(globals.verbose ? Verbosity::kDebug : Verbosity::kNormal, /*long_running=*/true);
+  // A stray /etc/rosetctl/config.toml changes defaults (the provider, the controller) silently
+  // otherwise: the log says which file this serve took its settings from.
+  spdlog::info("{}", config_file_text(globals.config_file, globals.config_file_read));
   auto socket = parse_unix_endpoint(options.endpoint);
   if (!socket) return socket.status();
   for (const std::string& address : options.listen)

@@ -17,7 +17,9 @@
 #include "cli/volume_view.h"
 #include "core/random_id.h"
 #include "core/size.h"
+#include "core/validate.h"
 #include "daemon/catalog_convert.h"
+#include "daemon/convert.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -34,6 +36,7 @@ struct SnapshotOptions {
   std::string snapshot;
   std::string volume;      // list --volume
   std::string name;        // restore --name
+  std::string node;        // restore --node: the node to make the volume on
   bool read_only = false;  // restore --read-only
   std::optional<std::string> size;
 };
@@ -59,7 +62,7 @@ Expected<std::vector<SnapshotRecord>> recorded(Session& session,
   for (const std::string& id : ids) {
     bool found = std::any_of(records.begin(), records.end(),
                              [&](const SnapshotRecord& record) { return record.id == id; });
-    if (!found) return error(Code::kNotFound, "snapshot {} has no record on the controller", id);
+    if (!found) return error(Code::kNotFound, "snapshot {} has no record where it lives", id);
   }
   return records;
 }
@@ -185,12 +188,20 @@ Status run_show(const GlobalOptions& globals, const SnapshotOptions& options) {
 }
 
 Status run_restore(const GlobalOptions& globals, const SnapshotOptions& options) {
+  if (!options.node.empty()) ROSETCTL_RETURN_IF_ERROR(validate_node_id(options.node, "--node"));
   auto session = Session::open(globals);
   if (!session) return session.status();
-  auto record = resolve_snapshot(**session, options.snapshot);
+  // The snapshot's own place decides where the volume is made (the controller places a restore
+  // of a node's snapshot on that node); --node names another, or one of several copies.
+  auto record = resolve_snapshot_to_restore(**session, options.snapshot, options.node);
   if (!record) return record.status();
   csi::v1::CreateVolumeRequest request;
   request.set_name(options.name);
+  if (!options.node.empty()) {
+    auto* requirement = request.mutable_accessibility_requirements();
+    (*requirement->add_requisite()->mutable_segments())[kTopologyNodeKey] = options.node;
+    *requirement->add_preferred() = requirement->requisite(0);
+  }
   if (options.size) {
     auto bytes = parse_size(*options.size);
     if (!bytes) return bytes.status();
@@ -224,8 +235,10 @@ Status run_delete(const GlobalOptions& globals, const SnapshotOptions& options) 
   if (!session) return session.status();
   auto record = resolve_snapshot(**session, options.snapshot);
   if (!record) {
-    // Deleting what is not there is done already: the answer DeleteSnapshot gives too.
-    if (record.status().code() != Code::kNotFound) return record.status();
+    // Deleting what is not there is done already: the answer DeleteSnapshot gives too. A name
+    // of several snapshots (copies on several nodes) is no such thing.
+    if (record.status().code() != Code::kNotFound || is_ambiguous_name(record.status()))
+      return record.status();
     print_line_or_json(
         globals.output,
         fmt::format("snapshot \"{}\" does not exist; nothing to delete", options.snapshot),
@@ -308,9 +321,16 @@ void setup_snapshot(CLI::App& app, const GlobalOptions& globals, Action& action)
                     "A read-only volume (roset: the only kind a commit can be restored as)");
   restore->add_option("--size,-s", restore_options->size,
                       "Requested size (at least the snapshot's size, which is the default)");
+  restore->add_option("--node", restore_options->node,
+                      "Make the volume on this registered node (with --controller; default: where "
+                      "the snapshot is). Its own copy of the snapshot is used when it holds one; "
+                      "else it fetches what it lacks");
   restore->footer(
       "The new volume is the kind the snapshot holds: a directory volume, an image volume with\n"
-      "the same filesystem, or a raw block volume, of the snapshot's size or more.");
+      "the same filesystem, or a raw block volume, of the snapshot's size or more. It is made\n"
+      "where the snapshot is: a snapshot of a node (taken there, or pulled there) is restored\n"
+      "on that node. A name with copies on several nodes is refused (exit 3) naming each copy's\n"
+      "id: give the id, or --node.");
   on_run(restore, globals, action, restore_options, run_restore);
 
   auto delete_options = std::make_shared<SnapshotOptions>();

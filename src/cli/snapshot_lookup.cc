@@ -42,7 +42,26 @@ Expected<SnapshotRecord> look_up_on_node(Session& session, const std::string& no
 Expected<SnapshotRecord> resolve_snapshot_to_restore(Session& session, std::string_view reference,
                                                      std::string_view target_node) {
   auto placed = decode_placed_id(reference);
-  if (!placed) return resolve_snapshot(session, reference);
+  if (!placed) {
+    // A name or commit with the node the volume is to be made on: its copy there, if it has
+    // one (a snapshot pulled there, or taken there), else wherever the name leads.
+    if (!target_node.empty() && session.client().has_controller()) {
+      auto held = look_up_on_node(session, std::string(target_node), std::string(reference));
+      if (held) {
+        auto id = encode_placed_id(target_node, held->id);
+        if (!id) return id.status();
+        held->id = std::move(*id);
+        return held;
+      }
+      // A node's certificate may not read another node's store (issue 31's grants): the
+      // create placed there is then refused or allowed on its own, as without --node.
+      Code code = held.status().code();
+      if (code != Code::kNotFound && code != Code::kPermissionDenied) {
+        return held.status().with_context(fmt::format("node \"{}\"", target_node));
+      }
+    }
+    return resolve_snapshot(session, reference);
+  }
   // The node the volume is made on restores from its own copy when it holds the snapshot whole,
   // without asking the node the id names (daemon/content_source.cc): so it is asked first, and
   // a create there works while that node is down. Only a record of the very id counts.

@@ -20,7 +20,8 @@ Expected<SnapshotRecord> resolve_snapshot(Session& session, std::string_view ref
 // proxy, and keeps its placed id (the node the volume is made on fetches it from there); any
 // other reference as resolve_snapshot. Only ready snapshots of the local provider move
 // between nodes. `target_node` (the node the volume is to be made on, "" for the controller
-// host) is asked first: when it holds the snapshot whole, the node the id names is not asked.
+// host) is asked first: when it holds the snapshot whole, the node the id names is not asked,
+// and a name or commit is its copy there (so `--node` picks one of several copies).
 Expected<SnapshotRecord> resolve_snapshot_to_restore(Session& session, std::string_view reference,
                                                      std::string_view target_node = "");
 

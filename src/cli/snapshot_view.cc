@@ -5,6 +5,7 @@
 
 #include "cli/terminal_progress.h"
 #include "core/map_lookup.h"
+#include "daemon/placed_id.h"
 #include "providers/volume_context.h"
 
 namespace rosetctl::cli {
@@ -74,12 +75,24 @@ std::string display_path(std::string_view path) {
   return quote ? "\"" + out + "\"" : out;
 }
 
+namespace {
+
+std::string node_cell(const nlohmann::json& snapshot) {
+  return snapshot["node"].is_null() ? std::string("(controller host)") : text_of(snapshot["node"]);
+}
+
+}  // namespace
+
 nlohmann::json snapshot_json(const SnapshotRecord& record) {
   auto or_null = [](const std::string& text) {
     return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
   };
+  // Where this copy is: the node its placed id names; null for the controller host's own (this
+  // host's, without --controller). A snapshot pulled to another node is a copy there.
+  auto placed = decode_placed_id(record.id);
   return {
       {"id", record.id},
+      {"node", placed ? nlohmann::json(placed->node) : nlohmann::json(nullptr)},
       {"commit", or_null(record.commit_id)},
       {"name", record.name},
       {"volume_id", record.source_volume_id},
@@ -104,6 +117,7 @@ nlohmann::json snapshot_json(const SnapshotRecord& record) {
 std::vector<Column> snapshot_fields() {
   return {
       {"ID", [](const nlohmann::json& s) { return text_of(s["id"]); }},
+      {"Node", [](const nlohmann::json& s) { return node_cell(s); }},
       {"Commit", [](const nlohmann::json& s) { return text_of(s["commit"]); }},
       {"Name", [](const nlohmann::json& s) { return text_of(s["name"]); }},
       {"Volume",
@@ -146,6 +160,7 @@ std::vector<Column> snapshot_columns() {
          return text_of(s["commit"]).substr(0, kShortId);
        }},
       {"ID", [](const nlohmann::json& s) { return text_of(s["id"]); }},
+      {"NODE", [](const nlohmann::json& s) { return node_cell(s); }},
       {"VOLUME", [](const nlohmann::json& s) { return text_of(s["volume_name"]); }},
       {"MESSAGE",
        [](const nlohmann::json& s) { return one_line(text_of(s["message"]), kMessageColumn); }},

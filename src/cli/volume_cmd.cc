@@ -300,8 +300,10 @@ Status run_delete(const GlobalOptions& globals, const VolumeOptions& options) {
   if (!session) return session.status();
   auto info = resolve_volume(**session, options.volume);
   if (!info) {
-    // Deleting what is not there is done already: the same answer CSI's DeleteVolume gives.
-    if (info.status().code() != Code::kNotFound) return info.status();
+    // Deleting what is not there is done already: the same answer CSI's DeleteVolume gives. A
+    // name of several volumes is no such thing: the user names one by its id.
+    if (info.status().code() != Code::kNotFound || is_ambiguous_name(info.status()))
+      return info.status();
     print_line_or_json(
         globals.output,
         fmt::format("volume \"{}\" does not exist; nothing to delete", options.volume),
@@ -407,8 +409,10 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
                      "Make the volume on this registered node (a local volume lives there; "
                      "with --controller, the controller has that node create it)");
   create->footer(
-      "Creating a name that exists returns the existing volume when size and parameters match,\n"
-      "and fails with exit code 4 when they differ. Image volumes take their space from the\n"
+      "Creating a name that exists returns the existing volume when it was made with the same\n"
+      "parameters and is at least --size (CSI's rule: the size is the least it must have; it\n"
+      "never shrinks), and fails with exit code 4 when it is smaller or was made otherwise\n"
+      "(another type, filesystem, provider or source). Image volumes take their space from the\n"
       "state directory's filesystem up front (see --capacity-overcommit). A volume made from a\n"
       "snapshot or another volume is of the same kind (dir, image with its filesystem, or block)\n"
       "and at least as big; asking for another kind is refused (exit 2).\n\n"

@@ -100,7 +100,8 @@ Expected<VolumeInfo> resolve_volume(Session& session, std::string_view name_or_i
   find.set_name_or_id(std::string(name_or_id));
   v1::FindVolumeResponse found;
   Status looked_up = session.client().catalog(&v1::Catalog::Stub::FindVolume, find, &found);
-  if (!looked_up && looked_up.code() != Code::kNotFound) return looked_up;
+  if (!looked_up && (looked_up.code() != Code::kNotFound || is_ambiguous_name(looked_up)))
+    return looked_up;
   csi::v1::ControllerGetVolumeRequest request;
   request.set_volume_id(looked_up ? found.volume_id() : std::string(name_or_id));
   csi::v1::ControllerGetVolumeResponse response;

@@ -66,12 +66,14 @@ const std::vector<MethodAccess> kTable = {
     {"/rosetctl.v1.Registry/CheckTransferGrant", kNodes, kNobody, kOwnNodes,
      "a transfer grant of the node's own store"},
 
-    // rosetctl.v1.Catalog: what the CLI asks a controller beside CSI.
-    {"/rosetctl.v1.Catalog/FindVolume", kEveryRole, kNobody, kOwnNodes, "a volume by name"},
-    {"/rosetctl.v1.Catalog/GetVolumeDetails", kEveryRole, kNobody, kOwnNodes, "by volume id"},
-    {"/rosetctl.v1.Catalog/FindSnapshot", kEveryRole, kNobody, kOwnNodes, "a snapshot by name"},
-    {"/rosetctl.v1.Catalog/ListSnapshotDetails", kEveryRole, kNobody, kOwnNodes, "by volume id"},
-    {"/rosetctl.v1.Catalog/DiffSnapshots", kEveryRole, kNobody, kOwnNodes, "by snapshot id"},
+    // rosetctl.v1.Catalog: what the CLI asks a controller beside CSI. On a node, only its
+    // controller asks, about the node's volumes and snapshots (names and placed ids a node
+    // certificate gives are bound to its own nodes by the handler, catalog_everywhere.cc).
+    {"/rosetctl.v1.Catalog/FindVolume", kEveryRole, kPlacing, kOwnNodes, "a volume by name"},
+    {"/rosetctl.v1.Catalog/GetVolumeDetails", kEveryRole, kPlacing, kOwnNodes, "by volume id"},
+    {"/rosetctl.v1.Catalog/FindSnapshot", kEveryRole, kPlacing, kOwnNodes, "a snapshot by name"},
+    {"/rosetctl.v1.Catalog/ListSnapshotDetails", kEveryRole, kPlacing, kOwnNodes, "by volume id"},
+    {"/rosetctl.v1.Catalog/DiffSnapshots", kEveryRole, kPlacing, kOwnNodes, "by snapshot id"},
     {"/rosetctl.v1.Catalog/VerifySnapshots", kAdminsAndControllers, kNobody, kOwnNodes,
      "re-reads the controller host's store: an operator's"},
     {"/rosetctl.v1.Catalog/CollectGarbage", kAdminsAndControllers, kNobody, kOwnNodes,

@@ -63,7 +63,8 @@ const std::vector<MethodAccess>& authorization_table();
 const MethodAccess* find_method_access(std::string_view method);
 
 // Whether a node serves `method`'s service: Node, NodeState, ObjectStore (and, on a node
-// only, the Controller service its controller places volumes through).
+// only, the Controller service its controller places volumes through and the Catalog it asks
+// about them, which are never forwarded by their metadata).
 bool node_side_service(std::string_view method);
 
 // Whether `method` only reads a node's commit store to move a snapshot (LookupSnapshot,

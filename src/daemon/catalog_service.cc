@@ -21,7 +21,7 @@ grpc::ServerUnaryReactor* CatalogService::FindVolume(Request* call,
                                                      const v1::FindVolumeRequest* request,
                                                      v1::FindVolumeResponse* response) {
   return answer(handlers_, call, "FindVolume", request, response,
-                [=, this] { return find_volume(*request, response); });
+                [=, this] { return find_volume(*call, *request, response); });
 }
 
 grpc::ServerUnaryReactor* CatalogService::GetVolumeDetails(
@@ -35,9 +35,9 @@ grpc::ServerUnaryReactor* CatalogService::FindSnapshot(Request* call,
                                                        const v1::FindSnapshotRequest* request,
                                                        v1::FindSnapshotResponse* response) {
   return answer(handlers_, call, "FindSnapshot", request, response, [=, this] {
-    auto record = find_snapshot_by_reference(context_.store, request->reference());
-    if (!record) return record.status();
-    fill_snapshot_details(*record, response->mutable_snapshot());
+    auto located = locate_snapshot(*call, request->reference());
+    if (!located) return located.status();
+    *response->mutable_snapshot() = std::move(located->details);
     return Status::ok();
   });
 }
@@ -46,14 +46,14 @@ grpc::ServerUnaryReactor* CatalogService::ListSnapshotDetails(
     Request* call, const v1::ListSnapshotDetailsRequest* request,
     v1::ListSnapshotDetailsResponse* response) {
   return answer(handlers_, call, "ListSnapshotDetails", request, response,
-                [=, this] { return list_snapshots(*request, response); });
+                [=, this] { return list_snapshots(*call, *request, response); });
 }
 
 grpc::ServerUnaryReactor* CatalogService::DiffSnapshots(Request* call,
                                                         const v1::DiffSnapshotsRequest* request,
                                                         v1::DiffSnapshotsResponse* response) {
   return answer(handlers_, call, "DiffSnapshots", request, response,
-                [=, this] { return diff(*request, response); });
+                [=, this] { return diff(*call, *request, response); });
 }
 
 grpc::ServerUnaryReactor* CatalogService::VerifySnapshots(Request* call,
@@ -70,27 +70,26 @@ grpc::ServerUnaryReactor* CatalogService::CollectGarbage(Request* call,
                 [=, this] { return collect(*request, response); });
 }
 
-Status CatalogService::find_volume(const v1::FindVolumeRequest& request,
-                                   v1::FindVolumeResponse* response) {
-  ROSETCTL_RETURN_IF_ERROR(validate_name(request.name_or_id(), "volume name or id"));
-  auto named = context_.store.find_volume_by_name(request.name_or_id());
+Status CatalogService::find_volume_here(const std::string& name_or_id,
+                                        v1::FindVolumeResponse* response) {
+  auto named = context_.store.find_volume_by_name(name_or_id);
   if (!named) return named.status();
   if (named->has_value()) {
     response->set_volume_id((*named)->id);
     return Status::ok();
   }
-  auto by_id = context_.store.find_volume(request.name_or_id());
+  auto by_id = context_.store.find_volume(name_or_id);
   if (!by_id) return by_id.status();
   if (!by_id->has_value()) {
     return error(Code::kNotFound, "no volume is named {} or has that id",
-                 display_quoted(request.name_or_id()));
+                 display_quoted(name_or_id));
   }
   response->set_volume_id((*by_id)->id);
   return Status::ok();
 }
 
-Status CatalogService::volume_details(const v1::GetVolumeDetailsRequest& request,
-                                      v1::GetVolumeDetailsResponse* response) {
+Status CatalogService::volume_details_here(const v1::GetVolumeDetailsRequest& request,
+                                           v1::GetVolumeDetailsResponse* response) {
   for (const std::string& id : request.volume_ids()) {
     auto record = context_.store.find_volume(id);
     if (!record) return record.status();
@@ -102,8 +101,8 @@ Status CatalogService::volume_details(const v1::GetVolumeDetailsRequest& request
   return Status::ok();
 }
 
-Status CatalogService::list_snapshots(const v1::ListSnapshotDetailsRequest& request,
-                                      v1::ListSnapshotDetailsResponse* response) {
+Status CatalogService::list_snapshots_here(const v1::ListSnapshotDetailsRequest& request,
+                                           std::vector<v1::SnapshotDetails>* out) {
   std::vector<SnapshotRecord> records;
   if (request.snapshot_ids().empty()) {
     auto all = context_.store.list_snapshots("", 0, request.source_volume_id());
@@ -116,18 +115,16 @@ Status CatalogService::list_snapshots(const v1::ListSnapshotDetailsRequest& requ
       if (found->has_value()) records.push_back(std::move(**found));
     }
   }
-  std::stable_sort(records.begin(), records.end(),
-                   [](const auto& a, const auto& b) { return a.created_at_ns < b.created_at_ns; });
   for (const SnapshotRecord& record : records)
-    fill_snapshot_details(record, response->add_snapshots());
+    fill_snapshot_details(record, &out->emplace_back());
   return Status::ok();
 }
 
-Status CatalogService::diff(const v1::DiffSnapshotsRequest& request,
-                            v1::DiffSnapshotsResponse* response) {
-  auto from = find_snapshot_by_reference(context_.store, request.from());
+Status CatalogService::diff_here(const std::string& from_reference, const std::string& to_reference,
+                                 v1::DiffSnapshotsResponse* response) {
+  auto from = find_snapshot_by_reference(context_.store, from_reference);
   if (!from) return from.status();
-  auto to = find_snapshot_by_reference(context_.store, request.to());
+  auto to = find_snapshot_by_reference(context_.store, to_reference);
   if (!to) return to.status();
   if (from->provider != to->provider) {
     return error(Code::kInvalidArgument,

@@ -1,9 +1,20 @@
 // rosetctl.v1.Catalog: what the CLI asks a controller beside CSI (volumes by name, snapshot
 // details, the snapshot store's maintenance), answered from the controller's store and
 // providers. The CLI calls it the same way in its own process and across hosts.
+//
+// Volumes and snapshots placed on nodes live in the nodes' stores: a lookup by placed id is the
+// same Catalog call on the node its id names, sent the way CSI calls on placed ids are
+// (daemon/node_controllers.h), and a lookup by name (or commit) asks this host and every node the
+// caller may see (a node certificate: the controller host and itself), so a name unique in that
+// view resolves wherever the user stands and an ambiguous one is refused naming each id.
 #pragma once
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "daemon/handler_pool.h"
+#include "daemon/node_controllers.h"
 #include "daemon/service_context.h"
 #include "rosetctl.grpc.pb.h"
 
@@ -11,8 +22,8 @@ namespace rosetctl {
 
 class CatalogService final : public v1::Catalog::CallbackService {
  public:
-  CatalogService(ServiceContext& context, HandlerPool& handlers)
-      : context_(context), handlers_(handlers) {}
+  CatalogService(ServiceContext& context, HandlerPool& handlers, NodeControllers& nodes)
+      : context_(context), handlers_(handlers), nodes_(nodes) {}
 
   using Request = grpc::CallbackServerContext;
   grpc::ServerUnaryReactor* FindVolume(Request*, const v1::FindVolumeRequest*,
@@ -31,17 +42,48 @@ class CatalogService final : public v1::Catalog::CallbackService {
                                            v1::CollectGarbageResponse*) override;
 
  private:
-  Status find_volume(const v1::FindVolumeRequest& request, v1::FindVolumeResponse* response);
+  // Where a reference the caller gave lives: `node` "" for this host, with the reference as
+  // that host knows it (a placed id's local id).
+  struct Where {
+    std::string node;
+    std::string reference;
+  };
+  // A snapshot found by reference, its details as the caller sees them (a placed id).
+  struct Located {
+    std::string node;      // "" for this host
+    std::string local_id;  // its id where it lives
+    v1::SnapshotDetails details;
+  };
+
+  // catalog_everywhere.cc: the combined view over this host and its nodes.
+  Expected<Where> where_is(const grpc::CallbackServerContext& call, const std::string& reference);
+  Expected<std::vector<std::string>> nodes_to_ask(const grpc::CallbackServerContext& call);
+  Status find_volume(const grpc::CallbackServerContext& call, const v1::FindVolumeRequest& request,
+                     v1::FindVolumeResponse* response);
+  Expected<Located> locate_snapshot(const grpc::CallbackServerContext& call,
+                                    const std::string& reference);
   Status volume_details(const v1::GetVolumeDetailsRequest& request,
                         v1::GetVolumeDetailsResponse* response);
-  Status list_snapshots(const v1::ListSnapshotDetailsRequest& request,
+  Status list_snapshots(const grpc::CallbackServerContext& call,
+                        const v1::ListSnapshotDetailsRequest& request,
                         v1::ListSnapshotDetailsResponse* response);
-  Status diff(const v1::DiffSnapshotsRequest& request, v1::DiffSnapshotsResponse* response);
+  Status diff(const grpc::CallbackServerContext& call, const v1::DiffSnapshotsRequest& request,
+              v1::DiffSnapshotsResponse* response);
+
+  // catalog_service.cc: this host's own store.
+  Status find_volume_here(const std::string& name_or_id, v1::FindVolumeResponse* response);
+  Status volume_details_here(const v1::GetVolumeDetailsRequest& request,
+                             v1::GetVolumeDetailsResponse* response);
+  Status list_snapshots_here(const v1::ListSnapshotDetailsRequest& request,
+                             std::vector<v1::SnapshotDetails>* out);
+  Status diff_here(const std::string& from, const std::string& to,
+                   v1::DiffSnapshotsResponse* response);
   Status verify(const v1::VerifySnapshotsRequest& request, v1::VerifySnapshotsResponse* response);
   Status collect(const v1::CollectGarbageRequest& request, v1::CollectGarbageResponse* response);
 
   ServiceContext& context_;
   HandlerPool& handlers_;
+  NodeControllers& nodes_;
 };
 
 }  // namespace rosetctl

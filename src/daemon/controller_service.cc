@@ -223,6 +223,27 @@ StagingLocker ControllerService::staging_locker() const {
 
 // ---------------------------------------------------------------- CreateVolume / DeleteVolume
 
+Expected<Provider*> ControllerService::create_provider(
+    const StringMap& parameters, const csi::v1::CreateVolumeRequest& request) {
+  auto named = parameters.find(std::string(kProviderParameter));
+  if (named != parameters.end()) return context_.providers.by_name(named->second);
+  // A restore or clone is made by its source's provider: only it can (README's roset restore
+  // names none). A source of another node is that node's (local) and found there.
+  const auto& source = request.volume_content_source();
+  std::string provider;
+  if (source.has_snapshot() && !decode_placed_id(source.snapshot().snapshot_id())) {
+    auto snapshot = context_.store.find_snapshot(source.snapshot().snapshot_id());
+    if (!snapshot) return snapshot.status();
+    if (snapshot->has_value()) provider = (*snapshot)->provider;
+  } else if (source.has_volume() && !decode_placed_id(source.volume().volume_id())) {
+    auto volume = context_.store.find_volume(source.volume().volume_id());
+    if (!volume) return volume.status();
+    if (volume->has_value()) provider = (*volume)->provider;
+  }
+  if (provider.empty()) return &context_.providers.default_provider();
+  return context_.providers.by_name(provider);
+}
+
 Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& request,
                                         csi::v1::CreateVolumeResponse* response,
                                         const std::string& clone_by) {
@@ -237,9 +258,7 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
   if (!source_key) return source_key.status();
 
   StringMap parameters = to_map(request.parameters());
-  auto provider = parameters.contains(std::string(kProviderParameter))
-                      ? context_.providers.by_name(parameters.at(std::string(kProviderParameter)))
-                      : Expected<Provider*>(&context_.providers.default_provider());
+  auto provider = create_provider(parameters, request);
   if (!provider) return provider.status();
   auto controller = controller_side(**provider);
   if (!controller) return controller.status();

@@ -69,6 +69,9 @@ class ControllerService final : public csi::v1::Controller::CallbackService {
 
  private:
   // `clone_by`: the snapshot a clone of another node's volume is made by (kCloneBySnapshotKey).
+  // The provider a CreateVolume names, else its content source's, else the default one.
+  Expected<Provider*> create_provider(const StringMap& parameters,
+                                      const csi::v1::CreateVolumeRequest& request);
   Status create_volume(const csi::v1::CreateVolumeRequest& request,
                        csi::v1::CreateVolumeResponse* response, const std::string& clone_by = {});
   Status delete_volume(const csi::v1::DeleteVolumeRequest& request);

@@ -15,8 +15,8 @@ void NodeControllers::set_tls(TlsFiles tls) {
   channels_.clear();
 }
 
-Expected<std::shared_ptr<csi::v1::Controller::Stub>> NodeControllers::stub_for(
-    const std::string& node, Code unregistered) {
+Expected<std::shared_ptr<grpc::Channel>> NodeControllers::channel_for(const std::string& node,
+                                                                      Code unregistered) {
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(node, "node"));
   auto record = context_.store.find_node(node);
   if (!record) return record.status();
@@ -43,7 +43,7 @@ Expected<std::shared_ptr<csi::v1::Controller::Stub>> NodeControllers::stub_for(
   // By node and address: the channel checks that the node answering is `node` (tls_files.h).
   auto& channel = channels_[node + "@" + address];
   if (!channel) channel = kept_channel(address, peer_channel_credentials(tls_, "node", node));
-  return std::shared_ptr<csi::v1::Controller::Stub>(csi::v1::Controller::NewStub(channel));
+  return channel;
 }
 
 Expected<std::vector<std::string>> NodeControllers::other_nodes() {

@@ -2,6 +2,8 @@
 // the controller has the node that holds (or is to hold) a volume run the very same Controller
 // call on its own store, over the mutual-TLS channel the node proxy uses (daemon/node_proxy.h),
 // with the controller's certificate; a node takes Controller calls from no other certificate.
+// The Catalog calls about a node's volumes and snapshots (names, snapshot details) go the same
+// way to the node's own Catalog (daemon/catalog_service.h).
 // Ids are localized on the way there and placed on the way back (daemon/placed_fields.h).
 #pragma once
 
@@ -30,28 +32,29 @@ class NodeControllers {
   // The controller's own certificate files (serve --listen's); none: no node can be asked.
   void set_tls(TlsFiles tls);
 
-  template <typename Request, typename Response>
-  using Rpc = grpc::Status (csi::v1::Controller::Stub::*)(grpc::ClientContext*, const Request&,
-                                                          Response*);
+  template <typename Request, typename Response, typename Stub = csi::v1::Controller::Stub>
+  using Rpc = grpc::Status (Stub::*)(grpc::ClientContext*, const Request&, Response*);
 
   // Runs `rpc` on `node`'s Controller service. A node that is not registered is `unregistered`
   // (the code the spec wants for the call: RESOURCE_EXHAUSTED for a create, NOT_FOUND or
   // UNAVAILABLE otherwise), one that does not answer within `patience` (or the caller's deadline)
   // UNAVAILABLE; both name the node. The node's own errors come back with its name added.
   // `metadata` goes with the call (keys the node's handler reads: daemon/placed_id.h).
-  template <typename Request, typename Response>
-  Status call(const std::string& node, Rpc<Request, Response> rpc, Request request,
+  // `rpc` is a method of the node's Controller service, or of its Catalog.
+  template <typename Stub, typename Request, typename Response>
+  Status call(const std::string& node, Rpc<Request, Response, Stub> rpc, Request request,
               Response* response, Code unregistered,
               std::chrono::milliseconds patience = kDefaultPatience,
               const std::map<std::string, std::string>& metadata = {}) {
-    auto stub = stub_for(node, unregistered);
-    if (!stub) return stub.status();
+    auto channel = channel_for(node, unregistered);
+    if (!channel) return channel.status();
+    Stub stub(*channel);
     localize_ids(request, node);
     grpc::ClientContext call;
     call.set_deadline(deadline(patience));
     for (const auto& [key, value] : metadata)
       call.AddMetadata(key, value);
-    grpc::Status status = ((**stub).*rpc)(&call, request, response);
+    grpc::Status status = (stub.*rpc)(&call, request, response);
     if (!status.ok()) return failure(node, status, was_answered(call));
     // What a node calls its own volume or snapshot must be its own (a placed id there would
     // have the controller act on another node with its own certificate later).
@@ -71,8 +74,7 @@ class NodeControllers {
   static constexpr std::chrono::milliseconds kDataPatience{std::chrono::hours(24)};
 
  private:
-  Expected<std::shared_ptr<csi::v1::Controller::Stub>> stub_for(const std::string& node,
-                                                                Code unregistered);
+  Expected<std::shared_ptr<grpc::Channel>> channel_for(const std::string& node, Code unregistered);
   static std::chrono::system_clock::time_point deadline(std::chrono::milliseconds patience);
   // `answered`: the node's handler answered (daemon/grpc_status.h), so an UNAVAILABLE is the
   // node's own word about something else (a source node it could not reach), not its silence.

@@ -18,6 +18,8 @@ bool is_id_field(const FieldDescriptor& field) {
   if (field.cpp_type() != FieldDescriptor::CPPTYPE_STRING) return false;
   const std::string& name = field.name();
   if (field.is_repeated()) return name == "volume_ids" || name == "snapshot_ids";
+  // The Catalog's snapshot details name their snapshot `id` (their parent is a commit id).
+  if (name == "id") return field.containing_type()->full_name() == "rosetctl.v1.SnapshotDetails";
   return name == "volume_id" || name == "source_volume_id" || name == "snapshot_id";
 }
 
@@ -73,9 +75,14 @@ std::vector<std::string> placed_nodes_of(const Message& message) {
 Status check_answer_names_its_own(const Message& message, std::string_view node) {
   const auto* reflection = message.GetReflection();
   const std::string& type = message.GetDescriptor()->full_name();
-  const char* own_id = type == "csi.v1.Volume"     ? "volume_id"
-                       : type == "csi.v1.Snapshot" ? "snapshot_id"
-                                                   : nullptr;
+  // A Catalog answer names the node's own volume (a lookup by name) the same way: an id naming
+  // another node would have the controller's caller act there on the lying node's word.
+  bool volume = type == "csi.v1.Volume" || type == "rosetctl.v1.FindVolumeResponse" ||
+                type == "rosetctl.v1.VolumeDetails";
+  const char* own_id = volume                                  ? "volume_id"
+                       : type == "csi.v1.Snapshot"             ? "snapshot_id"
+                       : type == "rosetctl.v1.SnapshotDetails" ? "id"
+                                                               : nullptr;
   if (own_id != nullptr) {
     const FieldDescriptor* field = message.GetDescriptor()->FindFieldByName(own_id);
     const std::string& id = reflection->GetString(message, field);

@@ -5,7 +5,8 @@
 // the handlers on both sides are the code that runs without placement.
 //
 // The fields: every `volume_id`, `source_volume_id`, `snapshot_id`, `volume_ids` and
-// `snapshot_ids`, at any depth (a content source's too).
+// `snapshot_ids`, at any depth (a content source's too), and the `id` of rosetctl.v1's
+// SnapshotDetails.
 #pragma once
 
 #include <google/protobuf/message.h>
@@ -30,7 +31,8 @@ Status place_ids(google::protobuf::Message& message, std::string_view node);
 Status for_each_submessage(const google::protobuf::Message& message,
                            const std::function<Status(const google::protobuf::Message&)>& visit);
 
-// DATA_LOSS naming `node` unless every Volume's volume_id and Snapshot's snapshot_id in
+// DATA_LOSS naming `node` unless every Volume's volume_id and Snapshot's snapshot_id (and
+// SnapshotDetails' id) in
 // `message`, a node's answer, is a local id (content sources and source volumes may name other
 // nodes: a pulled snapshot's, a restore's source).
 Status check_answer_names_its_own(const google::protobuf::Message& message, std::string_view node);

@@ -64,4 +64,14 @@ inline constexpr const char* kUnreachableNodesKey = "rosetctl-unreachable-nodes"
 // the snapshot on A and B's copy afterwards. Only a controller's call carries it.
 inline constexpr const char* kCloneBySnapshotKey = "rosetctl-clone-by-snapshot";
 
+// A name (or commit) that matches more than one volume or snapshot in the controller's combined
+// view (daemon/catalog_everywhere.cc) finds nothing by itself: NOT_FOUND, its message holding
+// this phrase and each candidate's id and host. A verb that takes NOT_FOUND for "done already"
+// (delete) must not take this so: something of that name exists.
+inline constexpr std::string_view kAmbiguousName = "names more than one";
+inline bool is_ambiguous_name(const Status& status) {
+  return status.code() == Code::kNotFound &&
+         status.message().find(kAmbiguousName) != std::string::npos;
+}
+
 }  // namespace rosetctl

@@ -96,7 +96,8 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
   plugin->node_state_ = std::make_unique<NodeStateService>(*plugin->context_, *plugin->handlers_);
   plugin->objects_ = std::make_unique<ObjectStoreService>(*plugin->context_, *plugin->handlers_);
   plugin->registry_ = std::make_unique<RegistryService>(*plugin->context_, *plugin->handlers_);
-  plugin->catalog_ = std::make_unique<CatalogService>(*plugin->context_, *plugin->handlers_);
+  plugin->catalog_ = std::make_unique<CatalogService>(*plugin->context_, *plugin->handlers_,
+                                                      *plugin->node_controllers_);
   return plugin;
 }
 
@@ -191,10 +192,9 @@ void Plugin::register_services(grpc::ServerBuilder& builder, NodeProxy& proxy) {
   interceptors.insert(interceptors.begin(),
                       authorization_interceptor(answering_server(context_->options)));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
-  if (context_->options.role != PluginRole::kNode) {
-    builder.RegisterService(registry_.get());
-    builder.RegisterService(catalog_.get());
-  }
+  // The Catalog too: a controller asks a node's about the volumes and snapshots placed there.
+  builder.RegisterService(catalog_.get());
+  if (context_->options.role != PluginRole::kNode) builder.RegisterService(registry_.get());
   if (context_->options.role != PluginRole::kController) {
     builder.RegisterService(node_.get());
     builder.RegisterService(node_state_.get());

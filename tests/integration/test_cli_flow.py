@@ -202,6 +202,19 @@ def test_create_again_with_other_size_is_refused_with_exit_4(cli):
         "expected the existing volume to be unchanged")
 
 
+def test_help_and_behaviour_agree_on_a_create_of_an_existing_name_with_another_size(cli):
+    # Issue 32: the help said a differing size fails with exit 4 while a smaller one returned the
+    # volume. One rule, CSI's: the size is the least the volume must have.
+    help_text = cli.ok("volume", "create", "--help").stdout
+    assert "at least --size" in help_text and "smaller" in help_text, help_text
+    before = cli.create("sized", "--size", "1Gi")
+    smaller = cli.run("volume", "create", "sized", "--size", "512Mi", "-o", "json")
+    assert smaller.rc == 0 and smaller.json()["id"] == before["id"], smaller.describe()
+    assert smaller.json()["capacity_bytes"] == 2**30, "expected the existing volume as it is"
+    assert cli.run("volume", "create", "sized", "--size", "2Gi").rc == EXIT_CONFLICT
+    assert cli.run("volume", "create", "sized", "--size", "1Gi", "--type", "image").rc == EXIT_CONFLICT
+
+
 def test_connect_same_target_again_is_a_no_op(cli, workdir, mounts_in):
     cli.create("idem")
     target = workdir / "idem"

@@ -13,13 +13,13 @@ from rosetctl_mounts import is_mount_point
 LOOP_CTL_GET_FREE = 0x4C82
 LOOP_SET_FD = 0x4C00
 
-CHECKS = ["state-database", "mounts", "loop-devices", "fuse-clients", "iscsi-sessions", "providers",
+CHECKS = ["config-file", "state-database", "mounts", "loop-devices", "fuse-clients", "iscsi-sessions", "providers",
           "certificates", "free-space", "commit-store"]
 
 
-def doctor(cli, *args):
+def doctor(cli, *args, **kwargs):
     """(exit code, rows by check name)."""
-    result = cli.run("doctor", *args, "-o", "json")
+    result = cli.run("doctor", *args, "-o", "json", **kwargs)
     rows = result.json()
     return result.rc, {row["name"]: row for row in rows}, result
 
@@ -49,6 +49,18 @@ def attach_loop(path) -> str:
                 raise
         return device
     raise AssertionError(f"no free loop device for {path} after 20 tries (each taken by someone else first)")
+
+
+def test_doctor_says_which_configuration_file_it_read(cli, workdir):
+    # Issue 32: a stray config file silently changed a host's defaults; nothing said it was read.
+    config = workdir / "config.toml"
+    config.write_text('provider = "local"\n')
+    rc, rows, result = doctor(cli, "--config", str(config))
+    assert rc == 0, result.describe()
+    assert rows["config-file"]["message"] == f'configuration file "{config}" read', rows["config-file"]
+    missing = workdir / "absent.toml"
+    rc, rows, result = doctor(cli, env={**cli.env, "ROSETCTL_CONFIG": str(missing)})
+    assert rc == 0 and f'"{missing}" does not exist' in rows["config-file"]["message"], rows
 
 
 def test_clean_host_is_all_ok(cli):

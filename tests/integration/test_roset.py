@@ -536,7 +536,35 @@ def test_verify_of_every_snapshot_notes_roset_ones_and_still_checks_the_local_st
     cli.ok("--provider", "local", "volume", "create", "lv")
     cli.ok("snapshot", "commit", "lv", "--name", "lv-1")
     verified = cli.ok_json("snapshot", "verify")
-    assert verified["ok"] is True and verified["snapshots"] == 1, verified
-    assert any("rv-1" in note or "roset" in note for note in verified["notes"]), verified
-    asked = cli.run("snapshot", "verify", "rv-1")
-    assert asked.rc == 9 and "roset" in asked.stderr, f"expected naming it to stay UNIMPLEMENTED: {asked.describe()}"
+    assert verified["ok"] is True and verified["snapshots"] == 2, verified
+    assert any("Roset API" in note for note in verified["notes"]), verified
+
+
+def test_verify_of_a_roset_snapshot_checks_its_commit_with_the_api(cli, roset):
+    # Issue 32: naming a roset snapshot said "provider roset does not support snapshots" (exit 9).
+    cli.create("rv")
+    taken = cli.ok_json("snapshot", "commit", "rv", "--name", "rv-1")
+    asked = cli.run("snapshot", "verify", "rv-1", "-o", "json")
+    assert asked.rc == 0, asked.describe()
+    answer = asked.json()
+    assert answer["snapshots"] == 1 and answer["problems"] == [], answer
+    assert any("checked with the Roset API" in note for note in answer["notes"]), answer
+    assert "does not support" not in asked.stdout + asked.stderr
+    commit_id = taken["commit"][len("roset-"):]
+    assert roset.fake.requests("GET", f"/v1/commits/{commit_id}"), "expected the commit asked of the API"
+    # A commit the API no longer calls completed is a problem naming the snapshot (exit 1).
+    roset.fake.state.commits[commit_id]["status"] = "failed"
+    damaged = cli.run("snapshot", "verify", "rv-1", "-o", "json")
+    assert damaged.rc == 1 and damaged.json()["damaged"] == ["rv-1"], damaged.describe()
+    assert commit_id in damaged.json()["problems"][0], damaged.json()
+
+
+def test_a_restore_is_made_by_its_snapshots_provider_without_being_told(cli, roset):
+    # Issue 32: README's `snapshot restore epoch-3 --name ckpt-e3 --read-only` was exit 2 ("belongs
+    # to provider roset; it can only be restored there") where the default provider is another.
+    cli.create("ckpt")
+    cli.ok("snapshot", "commit", "ckpt", "--name", "epoch-3")
+    restored = cli.run("--provider", "local", "snapshot", "restore", "epoch-3", "--name", "ckpt-e3",
+                       "--read-only", "-o", "json")
+    assert restored.rc == 0, restored.describe()
+    assert restored.json()["provider"] == "roset" and restored.json()["context"]["readOnly"] == "true"

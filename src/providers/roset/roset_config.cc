@@ -69,7 +69,8 @@ Expected<std::string> read_api_key_file(const std::string& path) {
 
 Expected<RosetEndpoint> resolve_endpoint(const RosetConfig& config,
                                          const std::map<std::string, std::string>& secrets,
-                                         std::string_view context_url, std::string_view mount_id) {
+                                         std::string_view context_url, std::string_view mount_id,
+                                         KeyUse use) {
   RosetEndpoint endpoint;
   std::string url = secret_value(secrets, {"api-url", "apiUrl"});
   std::string_view url_source = "secret api-url";
@@ -94,9 +95,20 @@ Expected<RosetEndpoint> resolve_endpoint(const RosetConfig& config,
   }
   if (endpoint.api_key.empty()) endpoint.api_key = trim(config.api_key);
   if (endpoint.api_key.empty()) {
+    // Which host lacks it: across hosts the controller's answer is printed on a consumer,
+    // whose own key file changes nothing there.
+    if (use == KeyUse::kFuse) {
+      return error(Code::kUnauthenticated,
+                   "no Roset API key on this host, which mounts roset volumes with roset-fuse: "
+                   "give the CSI secret \"api-key\", or set roset-api-key-file "
+                   "(ROSET_API_KEY_FILE) or ROSET_API_KEY in this host's configuration");
+    }
     return error(Code::kUnauthenticated,
-                 "no Roset API key: give the CSI secret \"api-key\", --roset-api-key-file "
-                 "(ROSET_API_KEY_FILE) or ROSET_API_KEY");
+                 "no Roset API key on the controller host, which makes roset volumes and commits "
+                 "through the Roset API: give the CSI secret \"api-key\", or set "
+                 "roset-api-key-file (ROSET_API_KEY_FILE) or ROSET_API_KEY where the controller "
+                 "runs (its serve --role controller; this host's configuration without "
+                 "--controller); a consumer's own key does not reach it");
   }
   return endpoint;
 }

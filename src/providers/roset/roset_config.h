@@ -41,13 +41,18 @@ struct RosetEndpoint {
 // for anything else (other schemes, user info, query strings).
 Expected<std::string> normalize_api_url(std::string_view url, std::string_view what);
 
+// Who needs the key, for the message when there is none: the controller side calls the API
+// (on the controller host), a node mounts with roset-fuse (on the host that connects).
+enum class KeyUse { kApi, kFuse };
+
 // The endpoint for one call. The API key comes from `secrets` ("api-key", or "apiKey" as the
 // published driver reads it), else from the key file, else from ROSET_API_KEY; the URL from
 // `secrets` ("api-url"), else `context_url` (where the volume was created), else the config.
 // UNAUTHENTICATED, naming every place looked at, when there is no key.
 Expected<RosetEndpoint> resolve_endpoint(const RosetConfig& config,
                                          const std::map<std::string, std::string>& secrets,
-                                         std::string_view context_url, std::string_view mount_id);
+                                         std::string_view context_url, std::string_view mount_id,
+                                         KeyUse use = KeyUse::kApi);
 
 // Reads an API key file: it must be a regular file, not readable by group or others (else
 // PERMISSION_DENIED saying so), and holds the key on its first line.

@@ -90,9 +90,9 @@ bool RosetProvider::configured() const {
 }
 
 Expected<RosetEndpoint> RosetProvider::endpoint_for(const StringMap& context,
-                                                    const StringMap& secrets) const {
+                                                    const StringMap& secrets, KeyUse use) const {
   return resolve_endpoint(config_, secrets, value_or_empty(context, kRosetApiUrl),
-                          value_or_empty(context, kRosetMountId));
+                          value_or_empty(context, kRosetMountId), use);
 }
 
 std::vector<ProviderGauge> RosetProvider::gauges() {
@@ -312,7 +312,7 @@ Status RosetProvider::stage_volume(const StageSpec& spec) {
                  spec.volume_id);
   }
   ROSETCTL_RETURN_IF_ERROR(normalize_absolute_path(folder, "volume_context rootPath").status());
-  auto endpoint = endpoint_for(context, spec.secrets);
+  auto endpoint = endpoint_for(context, spec.secrets, KeyUse::kFuse);
   if (!endpoint) return endpoint.status();
   bool read_only = value_or_empty(context, kContextReadOnly) == "true" ||
                    reader_only(spec.capability.access_mode);

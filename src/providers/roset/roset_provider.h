@@ -51,6 +51,9 @@ class RosetProvider final : public Provider,
   Status delete_snapshot(const SnapshotRecord& snapshot) override;
   Status delete_snapshot_with(const SnapshotRecord& snapshot, const StringMap& secrets,
                               const ForgetSnapshot& forget) override;
+  // A commit per snapshot, asked of the API; Roset verifies the data itself.
+  Expected<SnapshotVerification> verify_snapshots(const std::vector<SnapshotRecord>& snapshots,
+                                                  ProgressSink* progress) override;
 
   Status check_volume_on_node(std::string_view volume_id) const override;
   Status stage_volume(const StageSpec& spec) override;
@@ -64,7 +67,8 @@ class RosetProvider final : public Provider,
   // True when this host uses Roset at all (default provider, or a key configured); Probe
   // checks nothing for a provider nobody configured.
   bool configured() const;
-  Expected<RosetEndpoint> endpoint_for(const StringMap& context, const StringMap& secrets) const;
+  Expected<RosetEndpoint> endpoint_for(const StringMap& context, const StringMap& secrets,
+                                       KeyUse use = KeyUse::kApi) const;
   Status drop_snapshot_pin(const SnapshotRecord& snapshot, const StringMap& secrets);
   Status make_base_path(class RosetApi& api, const std::string& base_path);
   Status check_no_restores_of(const VolumeRecord& volume);

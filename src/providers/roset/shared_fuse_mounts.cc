@@ -70,8 +70,9 @@ Expected<std::string> SharedFuseMounts::fuse_binary() const {
     auto found = find_program(binary, "roset-fuse (Roset's FUSE client)");
     if (!found) {
       return error(Code::kFailedPrecondition,
-                   "the Roset FUSE client \"{}\" is not on PATH; install roset-fuse or name it "
-                   "with --roset-fuse (ROSET_FUSE_BINARY)",
+                   "the Roset FUSE client \"{}\" is not on this host's PATH (the host that "
+                   "connects a roset volume mounts it with roset-fuse): install roset-fuse here "
+                   "or name it with roset-fuse (ROSET_FUSE_BINARY) in this host's configuration",
                    binary);
     }
     return found;

@@ -9,6 +9,7 @@
 #include "core/validate.h"
 #include "csi.pb.h"
 #include "daemon/placed_fields.h"
+#include "rosetctl.pb.h"
 
 namespace rosetctl {
 namespace {
@@ -88,6 +89,31 @@ TEST_CASE("a message's ids are placed and localized at any depth", "[placed_id]"
   CHECK(request.volume_content_source().snapshot().snapshot_id() == "n6.node-a.snap-02");
   localize_ids(request, "node-a");
   CHECK(request.volume_content_source().snapshot().snapshot_id() == "snap-02");
+}
+
+TEST_CASE("a node's Catalog answers have their snapshot ids placed, never their commits",
+          "[placed_id]") {
+  // The controller forwards Catalog calls on a node's snapshots to it (catalog_everywhere.cc):
+  // what it passes on must name the node, as a CSI answer's ids do.
+  v1::ListSnapshotDetailsResponse response;
+  v1::SnapshotDetails* details = response.add_snapshots();
+  details->set_id("snap-01");
+  details->set_source_volume_id("local-02");
+  details->set_parent_id(std::string(64, 'a'));  // a commit id: no node's
+  REQUIRE(check_answer_names_its_own(response, "node-a"));
+  REQUIRE(place_ids(response, "node-a"));
+  CHECK(details->id() == "n6.node-a.snap-01");
+  CHECK(details->source_volume_id() == "n6.node-a.local-02");
+  CHECK(details->parent_id() == std::string(64, 'a'));
+  // A node that calls another node's snapshot its own is not believed.
+  CHECK(check_answer_names_its_own(response, "node-a").code() == Code::kDataLoss);
+  // Nor one that answers a lookup by name with another node's volume.
+  v1::FindVolumeResponse found;
+  found.set_volume_id("n6.node-b.local-03");
+  CHECK(check_answer_names_its_own(found, "node-a").code() == Code::kDataLoss);
+  v1::GetVolumeDetailsResponse details_of;
+  details_of.add_volumes()->set_volume_id("n6.node-b.local-03");
+  CHECK(check_answer_names_its_own(details_of, "node-a").code() == Code::kDataLoss);
 }
 
 }  // namespace
