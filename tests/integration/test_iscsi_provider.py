@@ -225,7 +225,10 @@ df -B1 --output=size /mnt/data | tail -1
 iscsiadm -m node -o new -T {iqn_data} -p {HOST_ADDRESS}:{tgtd.port} >/dev/null
 iscsiadm -m node -T {iqn_data} -p {HOST_ADDRESS}:{tgtd.port} --login
 """, timeout=90)
-        assert refused.rc != 0, refused.describe()
+        # Refused by the target for who it is (tgtd's ACL), not for any other reason a login can
+        # fail for (a wrong portal, a target not there, a guest whose network is down).
+        assert refused.rc != 0 and "iSCSI login failed due to authorization failure" in refused.stdout, (
+            refused.describe())
 
         done = guest.run(f"""set -e
 {ctl} volume disconnect data
