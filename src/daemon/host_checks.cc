@@ -126,7 +126,8 @@ HostCheck check_providers(ServiceContext& context) {
 
 void check_certificate(const std::string& path, std::string_view what, int warn_days,
                        Problems& problems) {
-  auto text = read_certificate_file(path, what);
+  // Named with its path: "cannot open certificate" alone does not say which of the files.
+  auto text = read_certificate_file(path, fmt::format("{} \"{}\"", what, path));
   if (!text) {
     problems.failures.push_back(std::string(text.status().message()));
     return;

@@ -18,6 +18,7 @@
 #include "daemon/handler_pool.h"
 #include "daemon/host_checks.h"
 #include "daemon/identity_service.h"
+#include "daemon/metrics.h"
 #include "daemon/metrics_endpoint.h"
 #include "daemon/node_proxy.h"
 #include "daemon/node_service.h"
@@ -61,6 +62,8 @@ class Plugin {
   // Serves GET /metrics on `address` (daemon/metrics_endpoint.h) until shutdown; returns the
   // port bound (port 0 picks one).
   Expected<int> serve_metrics(const std::string& address);
+  // The page /metrics serves now (daemon/metrics.h).
+  std::string metrics_text() { return rosetctl::metrics_text(*context_); }
 
   const PluginOptions& options() const { return context_->options; }
   const StateLayout& layout() const { return context_->layout; }

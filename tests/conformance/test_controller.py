@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import grpc
 import pytest
@@ -126,10 +127,32 @@ def test_volumes_carry_this_nodes_topology_and_honour_requisites(co):
     assert co.create(accessibility_requirements=here).volume_id
 
 
-def test_delete_is_idempotent_and_unknown_ids_are_ok(co):
-    volume = co.create()
+def test_delete_is_idempotent_and_unknown_ids_are_ok(co, state_dir):
+    """Each DeleteVolume answers OK, and the volume is gone after the first: no record (NOT_FOUND,
+    not listed) and no data (a delete that answered OK and kept them would pass otherwise)."""
+    pb2 = co.pb2
+    volume, staging, target = co.attach()
+    Path(target).joinpath("kept").write_text("data\n")
+    co.node_unpublish(volume.volume_id, target)
+    co.unstage(volume.volume_id, staging)
+    co.unpublish(volume.volume_id)
+    data = state_dir / "volumes" / volume.volume_id
+    assert (data / "kept").read_text() == "data\n", f"expected the volume's data in {data}"
+    image = co.create(parameters={"type": "image"}, required=8 * 2**20)
+    image_file = state_dir / "images" / f"{image.volume_id}.img"
+    assert image_file.exists(), f"expected the image volume's file {image_file}"
     for _ in range(3):
         co.delete(volume.volume_id)
+        co.delete(image.volume_id)
+        for gone in (volume.volume_id, image.volume_id):
+            expect_code(lambda: co.server.controller.ControllerGetVolume(
+                pb2.ControllerGetVolumeRequest(volume_id=gone), timeout=CALL_TIMEOUT), NF,
+                f"ControllerGetVolume of the deleted volume {gone}")
+        listed = [e.volume.volume_id for e in co.server.controller.ListVolumes(
+            pb2.ListVolumesRequest(), timeout=CALL_TIMEOUT).entries]
+        assert volume.volume_id not in listed and image.volume_id not in listed, listed
+        assert not data.exists(), f"expected the deleted volume's data {data} gone"
+        assert not image_file.exists(), f"expected the deleted image {image_file} gone"
     co.delete("fake-vol-id")
     co.delete("local-ffffffffffffffff")
 

@@ -81,6 +81,27 @@ def stray_files(cli: Rosetctl) -> list[str]:
     return found
 
 
+STORE_LAYOUT = {"blobs", "trees", "commits", "index", "lock"}  # core/commit_store/commit_store.h
+
+
+def store_leftovers(cli: Rosetctl) -> list[str]:
+    """What a failed call left in the commit store: a commit no snapshot records (a snapshot that
+    failed after its commit was written), a stat cache of no volume or half written (*.tmp), or
+    anything outside the store's layout. Objects no commit reaches are garbage by design (the
+    next collection takes them), not leftovers."""
+    store = cli.state_dir / "store"
+    if not store.exists():
+        return []
+    recorded = {s["commit"] for s in cli.ok_json("snapshot", "list")}
+    ids = {v["id"] for v in cli.volumes()}
+    found = [str(p) for p in store.iterdir() if p.name not in STORE_LAYOUT]
+    found += [str(p) for p in (store / "commits").iterdir() if p.name not in recorded]
+    index = store / "index"
+    if index.exists():
+        found += [str(p) for p in index.iterdir() if p.name.endswith(".tmp") or p.name not in ids]
+    return found
+
+
 def test_a_full_state_filesystem_fails_calls_with_exit_8_and_damages_nothing(cli, workdir, small_fs):
     cli.state_dir = small_fs / "state"
     cli.create("d")
@@ -121,6 +142,9 @@ def test_a_full_state_filesystem_fails_calls_with_exit_8_and_damages_nothing(cli
     assert integrity(cli.state_dir / "state.db") == "ok"
     assert checksums(i) == image_content, "expected the connected image volume's files unchanged"
     assert stray_files(cli) == [], "expected no volume directory or image left by a failed call"
+    assert store_leftovers(cli) == [], "expected no commit or stat cache left in store/ by a failed call"
+    collected = cli.ok_json("snapshot", "gc")
+    assert collected["unrecorded_removed"] == 0, f"expected no unrecorded commit for gc to remove: {collected}"
 
     # Freeing space makes everything work again.
     for volume in cli.volumes():

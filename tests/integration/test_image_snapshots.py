@@ -18,6 +18,7 @@ import pytest
 
 from csi_server import CALL_TIMEOUT, expect_code
 from rosetctl_cli import EXIT_PRECONDITION, EXIT_USAGE
+from rosetctl_fixtures import skip_or_fail
 from rosetctl_loops import loop_devices_of
 from rosetctl_mounts import mount_at
 
@@ -429,7 +430,7 @@ def test_a_damaged_image_blob_fails_the_restore_and_leaves_nothing(cli):
 def reflink_xfs(workdir):
     """A 1 GiB sparse xfs with reflink=1 mounted at workdir/xfs (teardown unmounts and detaches it)."""
     if shutil.which("mkfs.xfs") is None:
-        pytest.skip("mkfs.xfs is not installed")
+        skip_or_fail("mkfs.xfs is not installed (scripts/install-deps.sh installs xfsprogs)")
     backing, mount_point = workdir / "xfs.img", workdir / "xfs"
     with open(backing, "wb") as out:
         out.truncate(1024 * MiB)

@@ -8,6 +8,7 @@ import os
 import signal
 import stat
 import struct
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -542,11 +543,26 @@ def test_image_volumes_bigger_than_the_free_space_are_refused_unless_overcommit(
     assert allowed["capacity_bytes"] >= too_big
 
 
-def test_images_beyond_the_filesystems_largest_file_are_out_of_range_and_leave_nothing(cli):
-    """ext4 (this host's /tmp) stores files up to just under 16 TiB: asking for more is a capacity
-    the plugin cannot provide (OUT_OF_RANGE, exit 2) naming that limit, not "File too large"."""
-    if _fs_type(cli.cwd) != "ext4":
-        pytest.skip("needs the test directory on ext4 (16 TiB file limit)")
+@pytest.fixture
+def ext4_state_dir(cli, workdir) -> Path:
+    """The state directory on an ext4 of the test's own (a loop device under workdir, which the
+    workdir fixture unmounts and detaches), whatever filesystem holds the test directory."""
+    backing, mount_point = workdir / "ext4.img", workdir / "ext4"
+    with open(backing, "wb") as out:
+        out.truncate(128 * 2**20)
+    # 4 KiB blocks, as a real disk gets: a filesystem this small would get 1 KiB blocks, whose
+    # largest file is 4 TiB.
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-b", "4096", str(backing)], check=True, capture_output=True)
+    mount_point.mkdir()
+    subprocess.run(["mount", "-o", "loop", str(backing), str(mount_point)], check=True)
+    cli.state_dir = mount_point / "state"
+    return cli.state_dir
+
+
+def test_images_beyond_the_filesystems_largest_file_are_out_of_range_and_leave_nothing(cli, ext4_state_dir):
+    """ext4 stores files up to just under 16 TiB: asking for more is a capacity the plugin cannot
+    provide (OUT_OF_RANGE, exit 2) naming that limit, not "File too large"."""
+    assert _fs_type(ext4_state_dir.parent) == "ext4"
     cli.create("img", "--size", "64Mi", "--type", "image")
     for args in (["volume", "create", "big", "--type", "image", "--size", "17Ti"],
                  ["volume", "expand", "img", "--size", "17Ti"]):

@@ -218,14 +218,31 @@ df -B1 --output=size /mnt/data | tail -1
         assert grown.rc == 0, grown.describe()
         assert int(grown.stdout.split()[-1]) > 80 * MiB, grown.describe()
 
-        # Another host cannot log in to a volume that is not mapped to it.
+        # Another host cannot log in to a volume that is not mapped to it, for that reason alone:
+        # the target rejects the login (iscsiadm's 19; not a connection or portal failure) while
+        # its ACL names guest-1 only, and the same commands log it in to a volume mapped to it.
         other.start()
         iqn_data = iqn(shown["id"])
-        refused = other.run(f"""
-iscsiadm -m node -o new -T {iqn_data} -p {HOST_ADDRESS}:{tgtd.port} >/dev/null
-iscsiadm -m node -T {iqn_data} -p {HOST_ADDRESS}:{tgtd.port} --login
+        cli.ok(*flags, "--node-id", "guest-2", "node", "register", "--iscsi-initiator", other.initiator)
+        cli.ok(*flags, "volume", "create", "theirs", "--size", "16Mi")
+        cli.ok(*flags, "volume", "map", "theirs", "--node", "guest-2")
+        iqn_theirs = iqn(cli.ok_json(*flags, "volume", "show", "theirs")["id"])
+        acl = tgtd.targets()[iqn_data]["acl"]
+        assert any(a.endswith(":guest-1") for a in acl) and not any("guest-2" in a for a in acl), acl
+
+        def login(target: str):
+            return other.run(f"""
+iscsiadm -m node -o new -T {target} -p {HOST_ADDRESS}:{tgtd.port} >/dev/null
+iscsiadm -m node -T {target} -p {HOST_ADDRESS}:{tgtd.port} --login
 """, timeout=90)
-        assert refused.rc != 0, refused.describe()
+        refused = login(iqn_data)
+        assert refused.rc == 19 and "non-retryable iSCSI login failure" in refused.stderr, refused.describe()
+        allowed = login(iqn_theirs)
+        assert allowed.rc == 0, allowed.describe()
+        logged_out = other.run(f"iscsiadm -m node -T {iqn_theirs} -p {HOST_ADDRESS}:{tgtd.port} --logout", timeout=90)
+        assert logged_out.rc == 0, logged_out.describe()
+        cli.ok(*flags, "volume", "unmap", "theirs", "--node", "guest-2")
+        cli.ok(*flags, "volume", "delete", "theirs")
 
         done = guest.run(f"""set -e
 {ctl} volume disconnect data

@@ -11,9 +11,11 @@ two consumers as node A (consumer-a) and node B (consumer-b), each running `serv
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import sqlite3
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -82,6 +84,27 @@ def stored_volumes(host: Host) -> set[str]:
         return {row[0] for row in db.execute("SELECT id FROM volumes")}
 
 
+def stored_snapshots(host: Host) -> set[str]:
+    """The snapshot ids in HOST's own state database."""
+    with sqlite3.connect(f"file:{host.state_dir / 'state.db'}?mode=ro", uri=True) as db:
+        return {row[0] for row in db.execute("SELECT id FROM snapshots")}
+
+
+def own_image_filesystem(host: Host) -> Path:
+    """Gives HOST's image directory (whose free space GetCapacity answers) a small filesystem of
+    its own: the lab's hosts share one filesystem, so any host's answer would match any other's."""
+    images = host.state_dir / "images"
+    images.mkdir(parents=True, mode=0o700)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m,mode=0700", "rosetctl-capacity", str(images)],
+                   check=True)
+    return images
+
+
+def free_bytes(path: Path) -> int:
+    fs = os.statvfs(path)
+    return fs.f_bavail * fs.f_frsize
+
+
 def walk_volumes(site: Site, csi) -> list[str]:
     """Every volume id of the controller's ListVolumes, one entry per page."""
     ids, token = [], ""
@@ -98,6 +121,7 @@ def walk_volumes(site: Site, csi) -> list[str]:
 
 
 def test_volumes_are_placed_on_nodes_routed_by_id_and_listed_as_one(site, csi):
+    images_a = own_image_filesystem(site.consumer_a)
     serve_a = start_node(site, site.consumer_a, site.a)
     serve_b = start_node(site, site.consumer_b, site.b)
 
@@ -141,11 +165,23 @@ def test_volumes_are_placed_on_nodes_routed_by_id_and_listed_as_one(site, csi):
     assert [e["snapshot"]["snapshot_id"] for e in listed["response"]["entries"]] == [snap_id], listed
     everything = csi_call(site, csi, "ListSnapshots", {})
     assert snap_id in [e["snapshot"]["snapshot_id"] for e in everything["response"]["entries"]], everything
+    # Deleted on A: A's serve answered it and A's database no longer has it (the controller
+    # answers OK for an id it does not know, so OK alone proves nothing).
+    on_a_snap = local_id(snap_id, "consumer-a")
+    assert on_a_snap in stored_snapshots(site.consumer_a)
     assert csi_call(site, csi, "DeleteSnapshot", {"snapshot_id": snap_id})["code"] == "OK"
+    assert on_a_snap not in stored_snapshots(site.consumer_a), "expected the snapshot deleted on node A"
+    assert re.search(rf'DeleteSnapshot snapshot_id="{on_a_snap}" peer=controller:\S+ .*status=OK',
+                     serve_a.output()), serve_a.output()
 
-    # GetCapacity for A's topology is A's answer.
+    # GetCapacity for A's topology is A's answer: the free space of A's own image filesystem,
+    # which no other host has (the controller's own answer is its disk's).
     capacity = csi_call(site, csi, "GetCapacity", {"accessible_topology": {"segments": {NODE_KEY: "consumer-a"}}})
-    assert capacity["code"] == "OK" and int(capacity["response"]["available_capacity"]) > 0, capacity
+    assert capacity["code"] == "OK", capacity
+    answered, on_a_fs = int(capacity["response"]["available_capacity"]), free_bytes(images_a)
+    assert answered == on_a_fs, f"expected A's free space {on_a_fs} (its own filesystem), got {answered}"
+    here = csi_call(site, csi, "GetCapacity", {})
+    assert here["code"] == "OK" and int(here["response"]["available_capacity"]) != on_a_fs, here
 
     # Delete is routed to A.
     assert csi_call(site, csi, "DeleteVolume", {"volume_id": id_a})["code"] == "OK"

@@ -10,12 +10,14 @@ import random
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from rosetctl_cli import EXIT_NOT_FOUND, EXIT_OK, EXIT_PRECONDITION, EXIT_USAGE, Rosetctl
+from rosetctl_fixtures import skip_or_fail
 from snapshot_trees import describe_tree, differences, fill_everything
 
 COMMIT_ID_LENGTH = 64
@@ -417,7 +419,7 @@ def xfs_state_dir(workdir):
     """A 512 MiB xfs with reflink on a loop device, mounted at workdir/xfs; always torn down."""
     for tool in ("mkfs.xfs", "losetup"):
         if subprocess.run(["which", tool], capture_output=True).returncode != 0:
-            pytest.skip(f"{tool} is not installed")
+            skip_or_fail(f"{tool} is not installed (scripts/install-deps.sh installs xfsprogs)")
     image = workdir / "xfs.img"
     with open(image, "wb") as f:
         f.truncate(512 * 2**20)
@@ -475,13 +477,16 @@ def test_restore_by_reflink_still_checks_every_blob(workdir, xfs_state_dir, proc
 
 # ---------------------------------------------------------------- progress
 
-def run_on_a_terminal(cli: Rosetctl, *args) -> tuple[int, str]:
-    """Runs rosetctl with stderr on a pseudo-terminal; returns the exit code and what it drew."""
+def run_on_a_terminal(cli: Rosetctl, *args, while_running=None) -> tuple[int, str]:
+    """Runs rosetctl with stderr on a pseudo-terminal; returns the exit code and what it drew.
+    `while_running(proc)`, if given, runs in a thread beside it."""
     import pty
     controller, terminal = pty.openpty()
     proc = subprocess.Popen(cli.argv(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=terminal, env=cli.env, cwd=cli.cwd)
     os.close(terminal)
+    if while_running is not None:
+        threading.Thread(target=while_running, args=(proc,), daemon=True).start()
     drawn = b""
     while True:
         try:
@@ -496,8 +501,31 @@ def run_on_a_terminal(cli: Rosetctl, *args) -> tuple[int, str]:
     return proc.returncode, drawn.decode(errors="replace")
 
 
+def pause_once_reading(proc: subprocess.Popen, opened: str, paused: threading.Event, seconds: float = 0.5):
+    """Stops PROC (SIGSTOP) for SECONDS once it holds a file whose path contains OPENED: a commit
+    reading its files then outlasts the progress bar's first draw (300 ms) on any machine, where
+    a fast disk once finished it first and the test had to skip."""
+    fds = f"/proc/{proc.pid}/fd"
+    while proc.returncode is None:
+        try:
+            names = os.listdir(fds)
+        except OSError:  # it ended
+            return
+        for name in names:
+            try:
+                target = os.readlink(f"{fds}/{name}")
+            except OSError:
+                continue
+            if opened in target:
+                os.kill(proc.pid, signal.SIGSTOP)
+                time.sleep(seconds)
+                os.kill(proc.pid, signal.SIGCONT)
+                paused.set()
+                return
+
+
 def test_progress_is_drawn_on_a_terminal_and_never_with_json(cli, workdir):
-    cli.create("slow")
+    volume_id = cli.create("slow")["id"]
     mount = Path(cli.connect("slow", workdir / "slow")["path"])
     rng = random.Random(11)
     for i in range(256):
@@ -511,10 +539,11 @@ def test_progress_is_drawn_on_a_terminal_and_never_with_json(cli, workdir):
         fd = os.open(path, os.O_RDONLY)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.close(fd)
-    rc, drawn = run_on_a_terminal(cli, "snapshot", "commit", "slow")
+    paused = threading.Event()
+    rc, drawn = run_on_a_terminal(cli, "snapshot", "commit", "slow",
+                                  while_running=lambda proc: pause_once_reading(proc, f"/{volume_id}/part", paused))
     assert rc == 0, f"expected the commit to succeed, got {rc}: {drawn!r}"
-    if "files" not in drawn:
-        pytest.skip("the commit finished before the progress bar's first draw (300 ms)")
+    assert paused.is_set(), "expected the commit paused while it read the volume's files"
     assert "committing slow:" in drawn and "/256 files" in drawn and "/s" in drawn, (
         f"expected a progress line with files, bytes and rate, got {drawn!r}")
     assert drawn.endswith("\r\x1b[K"), f"expected the bar erased at the end, got {drawn[-40:]!r}"

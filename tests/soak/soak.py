@@ -8,6 +8,12 @@ delete snapshot, delete. At random moments serve is killed with SIGKILL (and now
 run on the same state directory, mid-call), restarted, and, with the clients paused, checked:
 
 - every interrupted call, retried with the same request, succeeds (CSI's idempotency);
+- a call answered ABORTED (another operation on the volume is in progress) is made again with
+  exponential backoff, as a CO does; one still ABORTED after ABORTED_PATIENCE is a violation;
+- every restored or cloned volume holds exactly its source's content (the source volume's at
+  the clone, the snapshot's as recorded when it was taken): read from its storage as soon as
+  CreateVolume answers OK, and every publication holds the tree (or, on a block volume, the
+  bytes) the model says its volume has;
 - every call answered OK is reflected in state (ListVolumes, ListSnapshots, capacities,
   NodeGetVolumeStats of every publication) and on disk (each publication still shows the file
   written into it);
@@ -15,7 +21,8 @@ run on the same state directory, mid-call), restarted, and, with the clients pau
 - every recorded staging and publication is mounted, or is repaired by repeating its call;
 - `rosetctl snapshot verify` is clean.
 
-Everything is random but seeded: the seed is printed, and `--seed` replays the same choices
+Everything is random but seeded: the seed is printed, and `--seed` (or ROSETCTL_SOAK_SEED)
+replays the same choices
 (timings differ from run to run, so a replay is likely, not certain, to meet the same fault).
 Each client owns its own volumes, so a call's outcome depends only on the calls before it.
 
@@ -54,9 +61,16 @@ MiB = 2**20
 CALL_TIMEOUT = 60.0
 STANDIN_FUSE = HERE.parent / "integration" / "bin" / "roset-fuse"
 KINDS = ("dir", "image", "block", "roset")
-# Codes a call may meet from a concurrent one of the same client's (a background snapshot
-# still running): not a violation, the call is simply made again later.
-TRANSIENT = {grpc.StatusCode.ABORTED}
+# ABORTED says another operation on the volume is in progress (here: a snapshot still being
+# taken in the background, or a CLI run on the same state directory). A CO retries it with
+# exponential backoff (the external-provisioner and kubelet do); a call still ABORTED after
+# ABORTED_PATIENCE seconds is a violation: a volume stuck busy, or a lock nobody releases.
+ABORTED_FIRST_WAIT = 0.05
+ABORTED_LONGEST_WAIT = 2.0
+ABORTED_PATIENCE = 30.0
+# What the soak writes into a block volume and compares: its first bytes.
+BLOCK_HEAD = 128
+BLOCK = "<first bytes of the block device>"
 
 
 @dataclass
@@ -70,16 +84,63 @@ class Volume:
     target: Path | None = None
     marker: str | None = None  # written into the publication; must still be there
     snapshots: dict[str, str] = field(default_factory=dict)  # name -> id
+    # What the volume holds: path -> bytes (directories as "name/" -> b""), or for a block
+    # volume {BLOCK: its first BLOCK_HEAD bytes}.
+    content: dict[str, bytes] = field(default_factory=dict)
+
+
+def empty_content(kind: str) -> dict[str, bytes]:
+    return {BLOCK: bytes(BLOCK_HEAD)} if kind == "block" else {}
+
+
+def read_tree(root: Path) -> dict[str, bytes]:
+    """Every file (and directory) under `root`, but ext4's own lost+found at its top."""
+    found: dict[str, bytes] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if here == root:
+            dirnames[:] = [d for d in dirnames if d != "lost+found"]
+        for name in dirnames:
+            found[str((here / name).relative_to(root)) + "/"] = b""
+        for name in filenames:
+            found[str((here / name).relative_to(root))] = (here / name).read_bytes()
+    return found
+
+
+def read_block_head(device: Path) -> dict[str, bytes]:
+    fd = os.open(device, os.O_RDONLY)
+    try:
+        return {BLOCK: os.pread(fd, BLOCK_HEAD, 0)}
+    finally:
+        os.close(fd)
+
+
+def content_difference(found: dict[str, bytes], expected: dict[str, bytes]) -> str:
+    """'' when equal, else what differs, short."""
+    if found == expected:
+        return ""
+    missing = sorted(set(expected) - set(found))
+    extra = sorted(set(found) - set(expected))
+    changed = sorted(k for k in set(found) & set(expected) if found[k] != expected[k])
+    parts = [f"{label} {names[:5]}" for label, names in
+             (("missing", missing), ("unexpected", extra), ("different", changed)) if names]
+    if changed:
+        k = changed[0]
+        parts.append(f"{k!r} reads {found[k][:60]!r}, expected {expected[k][:60]!r}")
+    return "; ".join(parts)
 
 
 @dataclass
 class Stats:
+    seed: int = 0
     kills: int = 0
     cli_kills: int = 0
     calls: int = 0
     ok: int = 0
     retries: int = 0
-    refused: dict[str, int] = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=dict)  # answers retried, by code
+    ok_by_call: dict[str, int] = field(default_factory=dict)  # "create", "restore", "stage", ...
+    copies_checked: int = 0
     violations: list[str] = field(default_factory=list)
 
 
@@ -213,6 +274,7 @@ class Client(threading.Thread):
         self.volumes: dict[str, Volume] = {}
         self.counter = 0
         self.pending = None  # (what, call, request, apply) of a call a kill interrupted
+        self.snapshot_content: dict[str, dict[str, bytes]] = {}  # id -> its volume's content then
         self.dir = soak.workdir / f"c{index}"
         self.dir.mkdir()
         self.error: str | None = None
@@ -237,8 +299,8 @@ class Client(threading.Thread):
 
     # ---- the calls, each as (what, stub method name, request, apply on OK)
 
-    def op_create(self):
-        kind = self.rng.choice(KINDS)
+    def op_create(self, kind: str | None = None):
+        kind = kind or self.rng.choice(KINDS)
         name, size = self.next_name(kind), self.rng.choice((16, 24, 32)) * MiB
         request = self.pb2.CreateVolumeRequest(
             name=name, capacity_range=self.pb2.CapacityRange(required_bytes=size),
@@ -246,22 +308,30 @@ class Client(threading.Thread):
 
         def apply(response):
             v = response.volume
-            self.volumes[name] = Volume(name, v.volume_id, kind, v.capacity_bytes, dict(v.volume_context))
+            self.volumes[name] = Volume(name, v.volume_id, kind, v.capacity_bytes, dict(v.volume_context),
+                                        content=empty_content(kind))
         return f"create {kind} {name}", "controller", "CreateVolume", request, apply
 
-    def op_copy(self):
+    def op_copy(self, source: Volume | None = None, restore: bool | None = None):
         sources = [v for v in self.volumes.values() if v.kind != "roset"]
-        if not sources:
+        if source is None and not sources:
             return None
-        source = self.rng.choice(sources)
+        if source is None:
+            # Half of the copies are restores, from a volume that has snapshots when one has.
+            restore = self.rng.random() < 0.5 and any(v.snapshots for v in sources)
+            source = self.rng.choice([v for v in sources if v.snapshots or not restore])
         pb2 = self.pb2
-        if source.snapshots and self.rng.random() < 0.5:
+        if restore is None:
+            restore = bool(source.snapshots) and self.rng.random() < 0.5
+        if restore:
             snap_name, snap_id = self.rng.choice(sorted(source.snapshots.items()))
             content = pb2.VolumeContentSource(snapshot=pb2.VolumeContentSource.SnapshotSource(snapshot_id=snap_id))
             what = f"restore {snap_name}"
+            expected = dict(self.snapshot_content[snap_id])
         else:
             content = pb2.VolumeContentSource(volume=pb2.VolumeContentSource.VolumeSource(volume_id=source.id))
             what = f"clone {source.name}"
+            expected = dict(source.content)  # the model's now: every write of this client is done
         name = self.next_name(f"{source.kind}-copy")
         request = pb2.CreateVolumeRequest(
             name=name, capacity_range=pb2.CapacityRange(required_bytes=source.size),
@@ -270,7 +340,11 @@ class Client(threading.Thread):
 
         def apply(response):
             v = response.volume
-            self.volumes[name] = Volume(name, v.volume_id, source.kind, v.capacity_bytes, dict(v.volume_context))
+            made = Volume(name, v.volume_id, source.kind, v.capacity_bytes, dict(v.volume_context),
+                          content=expected)
+            self.volumes[name] = made
+            # OK means the copy is whole now: an empty or half-made one is a violation.
+            self.soak.check_copy(made, f"{what} as {name}")
         return f"{what} as {name}", "controller", "CreateVolume", request, apply
 
     def op_expand(self):
@@ -313,11 +387,23 @@ class Client(threading.Thread):
 
         def apply(_):
             v.target = target
-            if v.kind != "block":
-                v.marker = f"{v.name} {self.rng.random()}"
-                (target / "marker").write_text(v.marker)
-                with open(target / "marker") as f:
-                    os.fsync(f.fileno())
+            self.soak.check_published_content(v)
+            written = f"{v.name} {self.rng.random()}"
+            if v.kind == "block":
+                head = written.encode().ljust(BLOCK_HEAD, b"\0")[:BLOCK_HEAD]
+                fd = os.open(target, os.O_WRONLY)
+                try:
+                    os.pwrite(fd, head, 0)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                v.content = {BLOCK: head}
+                return
+            v.marker = written
+            (target / "marker").write_text(v.marker)
+            with open(target / "marker") as f:
+                os.fsync(f.fileno())
+            v.content["marker"] = v.marker.encode()
         return f"publish {v.name}", "node", "NodePublishVolume", request, apply
 
     def op_unpublish(self):
@@ -351,6 +437,9 @@ class Client(threading.Thread):
 
         def apply(response):
             v.snapshots[name] = response.snapshot.snapshot_id
+            # What a restore of it must hold: the volume's content now (no write of this
+            # client's is in flight).
+            self.snapshot_content[response.snapshot.snapshot_id] = dict(v.content)
         return f"snapshot {v.name} as {name}", "controller", "CreateSnapshot", request, apply
 
     def op_delete_snapshot(self):
@@ -427,42 +516,47 @@ class Client(threading.Thread):
             self.error = traceback.format_exc()
             self.soak.violation(f"client {self.index} crashed: {self.error}")
 
-    def attempt(self, made):
+    def attempt(self, made, after_kill: bool = False):
+        """Makes the call as a CO would: ABORTED is retried with exponential backoff up to
+        ABORTED_PATIENCE, then it is a violation; a kill's UNAVAILABLE leaves the call pending,
+        to be made again after the restart (retry_pending). Any other failure is a violation."""
         what, service, method, request, apply = made
-        self.soak.count_call()
-        try:
-            response = self.call(service, method, request)
-        except grpc.RpcError as e:
-            if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED) and self.soak.killing:
-                self.pending = made  # retried with the same request after the restart
+        label = f"retry of interrupted {what}" if after_kill else what
+        wait, waited, tries = ABORTED_FIRST_WAIT, 0.0, 0
+        while True:
+            tries += 1
+            if after_kill:
+                self.soak.stats.retries += 1
+            else:
+                self.soak.count_call()
+            try:
+                response = self.call(service, method, request)
+            except grpc.RpcError as e:
+                code = e.code()
+                if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED) and self.soak.killing:
+                    self.pending = made  # retried with the same request after the restart
+                    return
+                if code == grpc.StatusCode.ABORTED and waited < ABORTED_PATIENCE:
+                    self.soak.count_refused(code.name)
+                    time.sleep(wait)
+                    waited, wait = waited + wait, min(wait * 2, ABORTED_LONGEST_WAIT)
+                    continue
+                if code == grpc.StatusCode.ABORTED:
+                    self.soak.violation(f"{label}: {method} still ABORTED after {tries} tries over {waited:.1f} s: "
+                                        f"{e.details()}")
+                else:
+                    self.soak.violation(f"{label}: {method} failed {code.name}: {e.details()}")
                 return
-            if e.code() in TRANSIENT:
-                self.soak.count_refused(e.code().name)
-                return
-            self.soak.violation(f"{what}: {method} failed {e.code().name}: {e.details()}")
+            self.soak.count_ok(what.split()[0])
+            apply(response)
             return
-        self.soak.count_ok()
-        apply(response)
 
     def retry_pending(self):
         """After a restart: the interrupted call again, with the same request, must succeed."""
         if self.pending is None:
             return
-        what, service, method, request, apply = self.pending
-        self.pending = None
-        for _ in range(20):
-            self.soak.stats.retries += 1
-            try:
-                response = self.call(service, method, request)
-            except grpc.RpcError as e:
-                if e.code() in TRANSIENT:
-                    time.sleep(0.2)
-                    continue
-                self.soak.violation(f"retry of interrupted {what}: {method} failed {e.code().name}: {e.details()}")
-                return
-            apply(response)
-            return
-        self.soak.violation(f"retry of interrupted {what}: still ABORTED after 20 tries")
+        made, self.pending = self.pending, None
+        self.attempt(made, after_kill=True)
 
 
 class Soak:
@@ -470,7 +564,7 @@ class Soak:
         self.workdir, self.binary, self.seed, self.kills_wanted = workdir, binary, seed, kills
         self.rng = random.Random(seed)
         self.log = log
-        self.stats = Stats()
+        self.stats = Stats(seed=seed)
         self.lock = threading.Lock()
         self.killing = False
         self.gate = Gate()
@@ -500,9 +594,10 @@ class Soak:
         with self.lock:
             self.stats.calls += 1
 
-    def count_ok(self):
+    def count_ok(self, call: str):
         with self.lock:
             self.stats.ok += 1
+            self.stats.ok_by_call[call] = self.stats.ok_by_call.get(call, 0) + 1
 
     def count_refused(self, code: str):
         with self.lock:
@@ -664,6 +759,42 @@ class Soak:
                 found = f"<{e}>"
             if found != v.marker:
                 self.violation(f"{v.name}: the file written into {v.target} reads {found!r}, not {v.marker!r}")
+        if is_mount_point(str(v.target)):
+            self.check_published_content(v)
+
+    def stored_content(self, v: Volume) -> dict[str, bytes]:
+        """What a local volume holds, read from its storage without mounting it: a directory
+        volume's tree, an image's filesystem (debugfs rdump), a block volume's first bytes."""
+        if v.kind == "dir":
+            data = self.state_dir / "volumes" / v.id
+            return read_tree(data) if data.exists() else {}
+        image = self.state_dir / "images" / f"{v.id}.img"
+        if v.kind == "block":
+            with open(image, "rb") as f:
+                return {BLOCK: f.read(BLOCK_HEAD).ljust(BLOCK_HEAD, b"\0")}
+        dump = Path(tempfile.mkdtemp(prefix="dump-", dir=self.workdir))
+        try:
+            done = subprocess.run(["debugfs", "-R", f"rdump / {dump}", str(image)], capture_output=True,
+                                  text=True, timeout=60)
+            if done.returncode != 0:
+                raise RuntimeError(f"debugfs on {image}: {done.stderr.strip()}")
+            return read_tree(dump)
+        finally:
+            shutil.rmtree(dump, ignore_errors=True)
+
+    def check_copy(self, v: Volume, what: str):
+        with self.lock:
+            self.stats.copies_checked += 1
+        difference = content_difference(self.stored_content(v), v.content)
+        if difference:
+            self.violation(f"{what} answered OK, but {v.id} does not hold its source's content: {difference}")
+
+    def check_published_content(self, v: Volume):
+        """The publication just made shows what its volume holds, every file of it."""
+        found = read_block_head(v.target) if v.kind == "block" else read_tree(v.target)
+        difference = content_difference(found, v.content)
+        if difference:
+            self.violation(f"{v.name}: published at {v.target}, it does not hold what it should: {difference}")
 
     def check_nothing_unknown(self, volumes: list[Volume]):
         known = set()
@@ -697,7 +828,8 @@ class Soak:
     def summary(self) -> str:
         s = self.stats
         return (f"soak seed {self.seed}: {s.kills} serve kills, {s.cli_kills} CLI kills, {s.calls} calls "
-                f"({s.ok} OK, {s.retries} retries after kills, refused {s.refused}), "
+                f"({s.ok} OK: {dict(sorted(s.ok_by_call.items()))}; {s.retries} retries after kills, "
+                f"answers retried {s.refused}), {s.copies_checked} copies compared with their source, "
                 f"{len(s.violations)} violations")
 
     def close(self):
@@ -738,7 +870,8 @@ def run_soak(kills: int, seed: int | None = None, clients: int = 3, workdir: Pat
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=40)
-    parser.add_argument("--seed", type=int)
+    parser.add_argument("--seed", type=int, default=int(os.environ.get("ROSETCTL_SOAK_SEED") or 0) or None,
+                        help="replay a run (default: ROSETCTL_SOAK_SEED, else a new one, printed)")
     parser.add_argument("--clients", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the work directory (serve.log, state)")
     parser.add_argument("--json", help="write the figures to this file")
@@ -753,7 +886,8 @@ def main() -> int:
         print(f"  {v}")
     if args.json:
         Path(args.json).write_text(json.dumps({
-            "kills": stats.kills, "cli_kills": stats.cli_kills, "calls": stats.calls, "ok": stats.ok,
+            "seed": stats.seed, "kills": stats.kills, "cli_kills": stats.cli_kills, "calls": stats.calls,
+            "ok": stats.ok, "ok_by_call": stats.ok_by_call, "copies_checked": stats.copies_checked,
             "retries": stats.retries, "refused": stats.refused, "violations": stats.violations,
             "seconds": round(elapsed, 1)}, indent=2))
     print(f"took {elapsed:.0f}s")
