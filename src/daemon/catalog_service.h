@@ -29,6 +29,8 @@ class CatalogService final : public v1::Catalog::CallbackService {
                                             v1::VerifySnapshotsResponse*) override;
   grpc::ServerUnaryReactor* CollectGarbage(Request*, const v1::CollectGarbageRequest*,
                                            v1::CollectGarbageResponse*) override;
+  grpc::ServerUnaryReactor* GetPublishSecrets(Request*, const v1::GetPublishSecretsRequest*,
+                                              v1::GetPublishSecretsResponse*) override;
 
  private:
   Status find_volume(const v1::FindVolumeRequest& request, v1::FindVolumeResponse* response);

@@ -13,7 +13,7 @@ import shutil
 from typing import Callable
 
 from guest_lab import HOST_ADDRESS
-from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, free_port, read_lun
+from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, free_port, kept_chap, read_lun
 
 MiB = 1024 * 1024
 EXIT_NOT_FOUND = 3
@@ -35,7 +35,7 @@ def our_targets(tgtd) -> list[str]:
     return [line.split(": ", 1)[1] for line in shown.stdout.splitlines() if line.startswith("Target ")]
 
 
-def test_map_lets_only_the_mapped_node_in_and_the_database_rebuilds_a_restarted_tgtd(cli, tgtd):
+def test_map_lets_only_the_mapped_node_in_and_the_database_rebuilds_a_restarted_tgtd(cli, tgtd, state_dir):
     flags = provider_flags(tgtd)
     # Two nodes, registered as they would register themselves.
     cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
@@ -48,8 +48,10 @@ def test_map_lets_only_the_mapped_node_in_and_the_database_rebuilds_a_restarted_
     assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A), Lun)
 
     mapped = cli.ok_json(*flags, "volume", "map", "data", "--node", "node-a")
-    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A) == Lun(vid, 64 * MiB), mapped
-    refused = read_lun(tgtd.portal, iqn(vid), INITIATOR_B)
+    chap = kept_chap(state_dir, vid, "node-a")  # every publication has CHAP of its own
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=chap) == Lun(vid, 64 * MiB), mapped
+    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A), Lun), "let in without CHAP"
+    refused = read_lun(tgtd.portal, iqn(vid), INITIATOR_B, chap=chap)
     assert not isinstance(refused, Lun), "an initiator of a node the volume is not mapped to got in"
     # Idempotent: mapping again changes nothing.
     cli.ok(*flags, "volume", "map", "data", "--node", "node-a")
@@ -63,19 +65,19 @@ def test_map_lets_only_the_mapped_node_in_and_the_database_rebuilds_a_restarted_
     tgtd.restart()
     assert our_targets(tgtd) == []
     cli.ok(*flags, "volume", "map", "data", "--node", "node-a")
-    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A) == Lun(vid, 64 * MiB)
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=chap) == Lun(vid, 64 * MiB)
 
     # Expansion reaches the LUN.
     cli.ok(*flags, "volume", "expand", "data", "--size", "96Mi")
-    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A) == Lun(vid, 96 * MiB)
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=chap) == Lun(vid, 96 * MiB)
 
     cli.ok(*flags, "volume", "unmap", "data", "--node", "node-a")
-    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A), Lun), "unmapped, still let in"
+    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=chap), Lun), "unmapped, still let in"
     cli.ok(*flags, "volume", "delete", "data")
     assert our_targets(tgtd) == []
 
 
-def test_serve_restores_every_target_at_start(cli, tgtd, start_serve):
+def test_serve_restores_every_target_at_start(cli, tgtd, start_serve, state_dir):
     flags = provider_flags(tgtd)
     cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
     vid = cli.ok_json(*flags, "volume", "create", "kept", "--size", "32Mi")["id"]
@@ -83,8 +85,10 @@ def test_serve_restores_every_target_at_start(cli, tgtd, start_serve):
     tgtd.restart()
     assert our_targets(tgtd) == []
     server = start_serve(extra=["--role", "controller", *flags])
-    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A) == Lun(vid, 32 * MiB), server.log()
-    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_B), Lun)
+    chap = kept_chap(state_dir, vid, "node-a")
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=chap) == Lun(vid, 32 * MiB), server.log()
+    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A), Lun)
+    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_B, chap=chap), Lun)
     # Probe: a controller with iscsi volumes and no tgtd is not ready, and says why.
     assert cli.ok(*flags, "probe").stdout.strip() == "ready"
     tgtd.kill()
@@ -167,7 +171,7 @@ def start_controller(cli, tgtd, start_serve, workdir, *nodes: str) -> tuple[list
 
 
 def test_a_guest_consumer_connects_writes_disconnects_and_finds_its_data_again(
-        cli, tgtd, start_serve, workdir, guest_lab_factory, rosetctl_binary):
+        cli, tgtd, start_serve, workdir, state_dir, guest_lab_factory, rosetctl_binary):
     flags, consumer = start_controller(cli, tgtd, start_serve, workdir, "guest-1", "guest-2")
     cli.ok(*flags, "volume", "create", "data", "--size", "64Mi")
     cli.ok(*flags, "volume", "create", "raw", "--size", "32Mi", "--block")
@@ -218,14 +222,38 @@ df -B1 --output=size /mnt/data | tail -1
         assert grown.rc == 0, grown.describe()
         assert int(grown.stdout.split()[-1]) > 80 * MiB, grown.describe()
 
-        # Another host cannot log in to a volume that is not mapped to it.
+        # Another host cannot log in to a volume that is not mapped to it, nor by claiming the
+        # mapped node's initiator name (anyone can read it: node list) without its CHAP secret,
+        # which only guest-1 got, from the controller over its mutual TLS (issue 31, row 8).
         other.start()
         iqn_data = iqn(shown["id"])
+        portal = f"{HOST_ADDRESS}:{tgtd.port}"
         refused = other.run(f"""
-iscsiadm -m node -o new -T {iqn_data} -p {HOST_ADDRESS}:{tgtd.port} >/dev/null
-iscsiadm -m node -T {iqn_data} -p {HOST_ADDRESS}:{tgtd.port} --login
+iscsiadm -m node -o new -T {iqn_data} -p {portal} >/dev/null
+iscsiadm -m node -T {iqn_data} -p {portal} --login
 """, timeout=90)
         assert refused.rc != 0, refused.describe()
+        # An interface of its own that sends guest-1's initiator name (iface.initiatorname).
+        spoofed = other.run(f"""
+iscsiadm -m iface -I spoof -o new >/dev/null
+iscsiadm -m iface -I spoof -o update -n iface.initiatorname -v {guest.initiator} >/dev/null
+iscsiadm -m iface -I spoof | grep '^iface.initiatorname'
+iscsiadm -m node -o new -T {iqn_data} -p {portal} -I spoof >/dev/null
+iscsiadm -m node -T {iqn_data} -p {portal} -I spoof --login
+""", timeout=90)
+        assert spoofed.rc != 0 and guest.initiator in spoofed.stdout, spoofed.describe()
+        assert "authorization failure" in spoofed.stderr.lower(), spoofed.describe()
+        # The claim itself works (tgtd takes the name): only guest-1's secret is missing.
+        user, password = kept_chap(state_dir, shown["id"], "guest-1")
+        record = f"iscsiadm -m node -T {iqn_data} -p {portal} -I spoof -o update -n"
+        with_secret = other.run(f"""set -e
+{record} node.session.auth.authmethod -v CHAP
+{record} node.session.auth.username -v {user}
+{record} node.session.auth.password -v {password}
+iscsiadm -m node -T {iqn_data} -p {portal} -I spoof --login
+iscsiadm -m node -T {iqn_data} -p {portal} -I spoof --logout
+""", timeout=90)
+        assert with_secret.rc == 0, with_secret.describe()
 
         done = guest.run(f"""set -e
 {ctl} volume disconnect data
@@ -244,7 +272,7 @@ iscsiadm -m session 2>&1 || true
 
 
 def test_a_node_starting_logs_out_of_stray_sessions_and_back_in_for_staged_volumes(
-        cli, tgtd, start_serve, workdir, guest_lab_factory, rosetctl_binary):
+        cli, tgtd, start_serve, workdir, state_dir, guest_lab_factory, rosetctl_binary):
     """serve --role node's startup repairs: a session no staging knows (a crash between login and
     record) is logged out; a staged volume whose session is gone gets it back."""
     flags, consumer = start_controller(cli, tgtd, start_serve, workdir, "guest-1")
@@ -265,8 +293,13 @@ def test_a_node_starting_logs_out_of_stray_sessions_and_back_in_for_staged_volum
         assert setup.rc == 0, setup.describe()
         # The stray volume is mapped to this node, and logged in to behind rosetctl's back.
         cli.ok(*flags, "volume", "map", "stray", "--node", "guest-1")
+        user, password = kept_chap(state_dir, stray_id, "guest-1")
+        stray_record = f"iscsiadm -m node -T {iqn(stray_id)} -p {portal} -o update -n"
         repaired = guest.run(f"""set -e
 iscsiadm -m node -o new -T {iqn(stray_id)} -p {portal} >/dev/null
+{stray_record} node.session.auth.authmethod -v CHAP
+{stray_record} node.session.auth.username -v {user}
+{stray_record} node.session.auth.password -v {password}
 iscsiadm -m node -T {iqn(stray_id)} -p {portal} --login >/dev/null
 iscsiadm -m node -T {iqn(staged_id)} -p {portal} --logout >/dev/null
 {serve_node}

@@ -23,7 +23,8 @@ IscsiProvider::IscsiProvider(const StateLayout& layout, StateStore& store, bool 
   if (backend) {
     exports_ = std::make_unique<IscsiExports>(
         std::string(name()), std::move(backend), settings_.portal, store,
-        [this](std::string_view volume_id) { return images_.image_path(volume_id); });
+        [this](std::string_view volume_id) { return images_.image_path(volume_id); },
+        ChapRecords(layout.root + "/iscsi/chap"));
   }
 }
 
@@ -168,6 +169,13 @@ Status IscsiProvider::unmap_from_node(const VolumeRecord& volume, const NodeReco
   auto exports = this->exports();
   if (!exports) return exports.status();
   return (*exports)->unmap(volume.id, node);
+}
+
+Expected<StringMap> IscsiProvider::publish_secrets(const VolumeRecord& volume,
+                                                   const NodeRecord& node) {
+  auto exports = this->exports();
+  if (!exports) return exports.status();
+  return (*exports)->secrets_of(volume.id, node);
 }
 
 Status IscsiProvider::reconcile_controller() {
