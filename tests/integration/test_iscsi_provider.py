@@ -10,10 +10,11 @@ import json
 import os
 import secrets
 import shutil
+import time
 from typing import Callable
 
 from guest_lab import HOST_ADDRESS
-from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, free_port, kept_chap, read_lun
+from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, free_port, kept_chap, read_lun, wait_until
 
 MiB = 1024 * 1024
 EXIT_NOT_FOUND = 3
@@ -221,6 +222,35 @@ df -B1 --output=size /mnt/data | tail -1
 """, timeout=120)
         assert grown.rc == 0, grown.describe()
         assert int(grown.stdout.split()[-1]) > 80 * MiB, grown.describe()
+
+        # kill -9 tgtd under a writer, restart it empty: the controller's watcher makes the
+        # target, ACL and CHAP accounts again within seconds, and open-iscsi's session recovery
+        # (replacement_timeout, 120 s by default) holds the writes meanwhile: no I/O error
+        # reaches the writer or the kernel log (issue 31, row 10).
+        writer = guest.run(r"""
+rm -f /run/writer.*
+( for i in $(seq 1 30); do
+    dd if=/dev/urandom of=/mnt/data/w$i bs=64k count=4 conv=fsync status=none 2>>/run/writer.err || echo "FAILED $i" >> /run/writer.err
+    echo $i > /run/writer.at; sleep 0.3
+  done; echo done > /run/writer.end ) >/dev/null 2>&1 &
+for t in $(seq 100); do [ -e /run/writer.at ] && break; sleep 0.1; done
+cat /run/writer.at
+""", timeout=60)
+        assert writer.rc == 0 and writer.stdout.strip(), writer.describe()
+        tgtd.kill()
+        time.sleep(2)  # the writer is held meanwhile
+        tgtd.start()
+        wait_until(lambda: iqn(shown["id"]) in tgtd.targets(), 20, "the watcher to restore the target")
+        finished = guest.run(r"""
+for t in $(seq 900); do [ -e /run/writer.end ] && break; sleep 0.1; done
+cat /run/writer.end /run/writer.at
+cat /run/writer.err 2>/dev/null
+dmesg | grep -i -E 'i/o error|rejecting i/o' || true
+cat /mnt/data/w30 | wc -c
+""", timeout=150)
+        assert finished.rc == 0 and finished.stdout.startswith("done\n30\n"), finished.describe()
+        assert "FAILED" not in finished.stdout and "error" not in finished.stdout.lower(), finished.describe()
+        assert finished.stdout.strip().endswith(str(4 * 64 * 1024)), finished.describe()
 
         # Another host cannot log in to a volume that is not mapped to it, nor by claiming the
         # mapped node's initiator name (anyone can read it: node list) without its CHAP secret,

@@ -2,7 +2,8 @@
 // MapVolume/UnmapVolume): one target per volume, its ACL holding exactly the initiator names of
 // the nodes the volume is published to. The state database is the truth and the target daemon a
 // cache: whatever the daemon lost (it keeps nothing across its restart) is made again from the
-// database and the CHAP records, at start and whenever a call finds a target missing.
+// database and the CHAP records, at start, whenever a call finds a target missing, and when the
+// target watcher (target_watcher.h) sees tgtd restarted or emptied.
 //
 // CHAP is on for every publication: map gives each node its own account on the volume's target
 // (made at random, or the caller's chap-user and chap-password secrets), kept in ChapRecords so
@@ -11,7 +12,9 @@
 // its mutual TLS (publish_secrets); the publish context carries only the account's name.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -65,7 +68,28 @@ class IscsiExports {
   // until the volume is published to it again.
   Expected<std::vector<std::string>> restore();
 
+  // The target watcher's check (target_watcher.h): one look at the daemon's targets; when a
+  // volume's target is missing, has no LUN, or lets none of the nodes it is published to in (a
+  // tgtd restarted or emptied), it says so in the log and restores. What it saw is what
+  // target_condition and targets_problem report until the next look.
+  void check_targets();
+  // The volume's target as the database says it should be, or abnormal saying what is missing;
+  // from a look at most a few seconds old (taken now when older: the CLI runs no watcher).
+  VolumeCondition target_condition(std::string_view volume_id);
+  // OK, or UNAVAILABLE naming the volumes whose targets are missing (Probe).
+  Status targets_problem();
+
  private:
+  // What one look found wrong, by volume id; `reachable` false when the daemon did not answer.
+  struct Look {
+    std::map<std::string, std::string> wrong;
+    bool reachable = true;
+  };
+  Expected<Look> look();
+  // The last look, or a new one when it is older than kLookTtl.
+  Expected<Look> recent_look();
+  void remember(const Look& look);
+
   // Makes the target's CHAP accounts those of the records: every node's and the target's own.
   // `force`: set them even when the target already lists accounts of those names (a password
   // changed). No records: the target takes no CHAP. Whether it changed anything; NOT_FOUND
@@ -79,6 +103,10 @@ class IscsiExports {
   StateStore& store_;
   std::function<std::string(std::string_view)> image_of_;
   ChapRecords chap_;
+  std::mutex looked_mutex_;
+  std::optional<Look> looked_;                         // guarded by looked_mutex_
+  std::chrono::steady_clock::time_point looked_at_{};  // guarded by looked_mutex_
+  std::string reported_down_;  // why the daemon last did not answer, as logged; the watcher's
   std::string provider_name_;  // whose volume records are ours
   // Held by map, unmap and restore, whose record reads and target changes must not interleave
   // (restore runs inside map when a target is found missing: hence recursive).

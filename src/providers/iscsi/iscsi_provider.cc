@@ -10,6 +10,13 @@
 #include "providers/volume_context.h"
 
 namespace rosetctl::iscsi {
+namespace {
+
+// How often the controller looks at tgtd: a restarted or emptied tgtd gets its targets back
+// within about this long (issue 31, row 10), well inside open-iscsi's replacement timeout.
+constexpr auto kWatchInterval = std::chrono::seconds(2);
+
+}  // namespace
 
 IscsiProvider::IscsiProvider(const StateLayout& layout, StateStore& store, bool capacity_overcommit,
                              IscsiSettings settings, std::unique_ptr<TargetBackend> backend,
@@ -66,6 +73,7 @@ Status IscsiProvider::check_health() const {
     if (!exports) return exports.status();
     Status target = (*exports)->backend().check_health();
     if (!target) return target;
+    ROSETCTL_RETURN_IF_ERROR((*exports)->targets_problem());
   }
   if (settings_.node_role && settings_.is_default) return node_.check_installed();
   return Status::ok();
@@ -126,7 +134,9 @@ Expected<int64_t> IscsiProvider::available_capacity() const {
 }
 
 VolumeCondition IscsiProvider::volume_condition(const VolumeRecord& volume) const {
-  return images_.volume_condition(volume);
+  VolumeCondition image = images_.volume_condition(volume);
+  if (image.abnormal || !exports_) return image;
+  return exports_->target_condition(volume.id);
 }
 
 std::string IscsiProvider::incompatibility(const VolumeRecord& existing,
@@ -180,6 +190,11 @@ Expected<StringMap> IscsiProvider::publish_secrets(const VolumeRecord& volume,
 
 Status IscsiProvider::reconcile_controller() {
   if (!exports_) return Status::ok();  // no target daemon here to restore
+  // Watching first: a tgtd that is down now gets its targets once it answers.
+  if (!watcher_) {
+    watcher_ =
+        std::make_unique<TargetWatcher>([this] { exports_->check_targets(); }, kWatchInterval);
+  }
   auto restored = exports_->restore();
   if (!restored) return restored.status();
   for (const std::string& line : *restored)

@@ -14,6 +14,7 @@
 
 #include "providers/iscsi/iscsi_exports.h"
 #include "providers/iscsi/iscsi_node.h"
+#include "providers/iscsi/target_watcher.h"
 #include "providers/local/local_provider.h"
 #include "providers/provider.h"
 
@@ -88,6 +89,9 @@ class IscsiProvider final : public Provider, public ControllerSide, public NodeS
   std::unique_ptr<IscsiExports> exports_;  // null without a controller side
   Status backend_problem_;
   IscsiNode node_;
+  // Started by reconcile_controller (serve, doctor --fix); last, so it stops before the exports
+  // it checks go.
+  std::unique_ptr<TargetWatcher> watcher_;
 };
 
 }  // namespace rosetctl::iscsi
