@@ -78,6 +78,10 @@ const std::vector<MethodAccess> kTable = {
      "re-reads the controller host's store: an operator's"},
     {"/rosetctl.v1.Catalog/CollectGarbage", kAdminsAndControllers, kNobody, kOwnNodes,
      "the controller host's store: an operator's"},
+    // A node's CHAP secrets: only its own (the request's node_id is the caller), and only of a
+    // volume published to it (publish_secrets_here checks).
+    {"/rosetctl.v1.Catalog/GetPublishSecrets", kEveryRole, kNobody, kOwnNodes,
+     "the node's secrets of a volume published to it"},
 
     // rosetctl.v1.NodeState: a node's own mounts and the attach lock of its CLI runs.
     {"/rosetctl.v1.NodeState/GetNodeVolumes", kNobody, kEveryRole, kOwnNode,

@@ -8,6 +8,7 @@
 #include "daemon/call_log.h"
 #include "daemon/catalog_convert.h"
 #include "daemon/convert.h"
+#include "daemon/publish_secrets.h"
 #include "daemon/snapshot_lookup.h"
 
 namespace rosetctl {
@@ -22,6 +23,17 @@ grpc::ServerUnaryReactor* CatalogService::FindVolume(Request* call,
                                                      v1::FindVolumeResponse* response) {
   return answer(handlers_, call, "FindVolume", request, response,
                 [=, this] { return find_volume(*call, *request, response); });
+}
+
+grpc::ServerUnaryReactor* CatalogService::GetPublishSecrets(
+    Request* call, const v1::GetPublishSecretsRequest* request,
+    v1::GetPublishSecretsResponse* response) {
+  return answer(handlers_, call, "GetPublishSecrets", request, response, [=, this] {
+    auto secrets = publish_secrets_here(context_, request->volume_id(), request->node_id());
+    if (!secrets) return secrets.status();
+    response->mutable_secrets()->insert(secrets->begin(), secrets->end());
+    return Status::ok();
+  });
 }
 
 grpc::ServerUnaryReactor* CatalogService::GetVolumeDetails(

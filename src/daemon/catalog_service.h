@@ -40,6 +40,8 @@ class CatalogService final : public v1::Catalog::CallbackService {
                                             v1::VerifySnapshotsResponse*) override;
   grpc::ServerUnaryReactor* CollectGarbage(Request*, const v1::CollectGarbageRequest*,
                                            v1::CollectGarbageResponse*) override;
+  grpc::ServerUnaryReactor* GetPublishSecrets(Request*, const v1::GetPublishSecretsRequest*,
+                                              v1::GetPublishSecretsResponse*) override;
 
  private:
   // Where a reference the caller gave lives: `node` "" for this host, with the reference as

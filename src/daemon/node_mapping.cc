@@ -38,7 +38,11 @@ Expected<std::vector<std::string>> move_node_mappings(const ServiceContext& cont
       if (!mapped) closed.push_back(mapped.status().message());
     }
     if (!before.iscsi_initiator.empty()) {
-      ROSETCTL_RETURN_IF_ERROR(unmap_volume_from_node(*volume, before).with_context(what));
+      // Only the old name goes, not the node's publication: a record of the name alone (no node
+      // id), so that what the provider keeps for the node (its CHAP account) stays.
+      NodeRecord old_name;
+      old_name.iscsi_initiator = before.iscsi_initiator;
+      ROSETCTL_RETURN_IF_ERROR(unmap_volume_from_node(*volume, old_name).with_context(what));
     }
   }
   return closed;

@@ -17,6 +17,7 @@
 #include "daemon/node_mounts.h"
 #include "daemon/node_paths.h"
 #include "daemon/node_repair.h"
+#include "daemon/publish_secrets.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
 
@@ -140,6 +141,13 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
     return Status::ok();
   }
 
+  // Secrets the controller keeps for this node's publication: asked for before anything is made.
+  StringMap no_secrets;
+  auto kept = request.publish_context().count(kPublishSecretsFromController) > 0
+                  ? fetch_publish_secrets(context_, request.volume_id())
+                  : Expected<StringMap>(no_secrets);
+  if (!kept) return kept.status();
+
   auto created = ensure_directory(*staging, "staging_target_path");
   if (!created) return created.status();
   Staging staged{request.volume_id(), *staging, key,
@@ -152,6 +160,8 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
                  to_map(request.publish_context()),
                  to_map(request.volume_context()),
                  csi_secrets(request.secrets())};
+  for (auto& [key, value] : *kept)
+    spec.secrets[key] = std::move(value);  // the controller's for this node win
   if (Status status = (*node)->stage_volume(spec); !status) {
     (void)context_.store.delete_staging(request.volume_id(), *staging);
     if (staged.created_dir) (void)remove_directory(*staging);

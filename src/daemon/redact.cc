@@ -5,6 +5,7 @@
 #include <google/protobuf/text_format.h>
 
 #include "csi.pb.h"
+#include "rosetctl.pb.h"
 
 namespace rosetctl {
 namespace {
@@ -40,7 +41,8 @@ void redact_in_place(Message* message) {
   std::vector<const FieldDescriptor*> fields;
   reflection->ListFields(*message, &fields);
   for (const FieldDescriptor* field : fields) {
-    if (field->options().GetExtension(csi::v1::csi_secret)) {
+    if (field->options().GetExtension(csi::v1::csi_secret) ||
+        field->options().GetExtension(v1::secret)) {
       redact_secret_field(message, field);
       continue;
     }

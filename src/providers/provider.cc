@@ -55,6 +55,10 @@ Status ControllerSide::unmap_from_node(const VolumeRecord&, const NodeRecord&) {
   return Status::ok();
 }
 
+Expected<StringMap> ControllerSide::publish_secrets(const VolumeRecord&, const NodeRecord&) {
+  return StringMap{};
+}
+
 Status ControllerSide::reconcile_controller() {
   return Status::ok();
 }

@@ -232,6 +232,11 @@ class ControllerSide {
                                           const StringMap& secrets);
   // The reverse, before the publication record goes; idempotent. Default: nothing to do.
   virtual Status unmap_from_node(const VolumeRecord& volume, const NodeRecord& node);
+  // The secrets map_to_node made for `node` (an iscsi volume's CHAP credentials), which the
+  // node asks for at NodeStage when the publish context names them
+  // (kPublishSecretsFromController) and only over its own mutual TLS: they never travel in the
+  // publish context. The daemon has checked the volume is published to the node. Default: none.
+  virtual Expected<StringMap> publish_secrets(const VolumeRecord& volume, const NodeRecord& node);
   // A controller starts: external state the provider keeps (targets of a target daemon) is
   // brought in line with the state database. Default: nothing to do.
   virtual Status reconcile_controller();

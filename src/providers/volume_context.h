@@ -26,6 +26,13 @@ inline constexpr std::string_view kTypeFolder = "folder";
 inline constexpr std::string_view kAccessMount = "mount";
 inline constexpr std::string_view kAccessBlock = "block";
 
+// --- the publish context ---
+// Present ("controller"): the controller keeps secrets for this node's publication
+// (ControllerSide::publish_secrets) that NodeStage must fetch from it over mutual TLS
+// (Catalog/GetPublishSecrets) and hand to the provider beside the request's own secrets. The
+// secrets themselves never travel in a publish context, which COs keep in plain sight.
+inline constexpr const char* kPublishSecretsFromController = "rosetctl.io/secrets";
+
 // --- the roset provider's volumes (the published driver's names, so PVs read the same) ---
 inline constexpr const char* kRosetMountId = "mountId";
 inline constexpr const char* kRosetNodeId = "nodeId";

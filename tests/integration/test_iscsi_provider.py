@@ -10,10 +10,11 @@ import json
 import os
 import secrets
 import shutil
+import time
 from typing import Callable
 
 from guest_lab import HOST_ADDRESS
-from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, free_port, read_lun
+from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, free_port, kept_chap, read_lun, wait_until
 
 MiB = 1024 * 1024
 EXIT_NOT_FOUND = 3
@@ -35,7 +36,7 @@ def our_targets(tgtd) -> list[str]:
     return [line.split(": ", 1)[1] for line in shown.stdout.splitlines() if line.startswith("Target ")]
 
 
-def test_map_lets_only_the_mapped_node_in_and_the_database_rebuilds_a_restarted_tgtd(cli, tgtd):
+def test_map_lets_only_the_mapped_node_in_and_the_database_rebuilds_a_restarted_tgtd(cli, tgtd, state_dir):
     flags = provider_flags(tgtd)
     # Two nodes, registered as they would register themselves.
     cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
@@ -48,8 +49,10 @@ def test_map_lets_only_the_mapped_node_in_and_the_database_rebuilds_a_restarted_
     assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A), Lun)
 
     mapped = cli.ok_json(*flags, "volume", "map", "data", "--node", "node-a")
-    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A) == Lun(vid, 64 * MiB), mapped
-    refused = read_lun(tgtd.portal, iqn(vid), INITIATOR_B)
+    chap = kept_chap(state_dir, vid, "node-a")  # every publication has CHAP of its own
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=chap) == Lun(vid, 64 * MiB), mapped
+    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A), Lun), "let in without CHAP"
+    refused = read_lun(tgtd.portal, iqn(vid), INITIATOR_B, chap=chap)
     assert not isinstance(refused, Lun), "an initiator of a node the volume is not mapped to got in"
     # Idempotent: mapping again changes nothing.
     cli.ok(*flags, "volume", "map", "data", "--node", "node-a")
@@ -63,19 +66,19 @@ def test_map_lets_only_the_mapped_node_in_and_the_database_rebuilds_a_restarted_
     tgtd.restart()
     assert our_targets(tgtd) == []
     cli.ok(*flags, "volume", "map", "data", "--node", "node-a")
-    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A) == Lun(vid, 64 * MiB)
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=chap) == Lun(vid, 64 * MiB)
 
     # Expansion reaches the LUN.
     cli.ok(*flags, "volume", "expand", "data", "--size", "96Mi")
-    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A) == Lun(vid, 96 * MiB)
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=chap) == Lun(vid, 96 * MiB)
 
     cli.ok(*flags, "volume", "unmap", "data", "--node", "node-a")
-    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A), Lun), "unmapped, still let in"
+    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=chap), Lun), "unmapped, still let in"
     cli.ok(*flags, "volume", "delete", "data")
     assert our_targets(tgtd) == []
 
 
-def test_serve_restores_every_target_at_start(cli, tgtd, start_serve):
+def test_serve_restores_every_target_at_start(cli, tgtd, start_serve, state_dir):
     flags = provider_flags(tgtd)
     cli.ok(*flags, "--node-id", "node-a", "node", "register", "--iscsi-initiator", INITIATOR_A)
     vid = cli.ok_json(*flags, "volume", "create", "kept", "--size", "32Mi")["id"]
@@ -83,8 +86,10 @@ def test_serve_restores_every_target_at_start(cli, tgtd, start_serve):
     tgtd.restart()
     assert our_targets(tgtd) == []
     server = start_serve(extra=["--role", "controller", *flags])
-    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A) == Lun(vid, 32 * MiB), server.log()
-    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_B), Lun)
+    chap = kept_chap(state_dir, vid, "node-a")
+    assert read_lun(tgtd.portal, iqn(vid), INITIATOR_A, chap=chap) == Lun(vid, 32 * MiB), server.log()
+    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_A), Lun)
+    assert not isinstance(read_lun(tgtd.portal, iqn(vid), INITIATOR_B, chap=chap), Lun)
     # Probe: a controller with iscsi volumes and no tgtd is not ready, and says why.
     assert cli.ok(*flags, "probe").stdout.strip() == "ready"
     tgtd.kill()
@@ -167,7 +172,7 @@ def start_controller(cli, tgtd, start_serve, workdir, *nodes: str) -> tuple[list
 
 
 def test_a_guest_consumer_connects_writes_disconnects_and_finds_its_data_again(
-        cli, tgtd, start_serve, workdir, guest_lab_factory, rosetctl_binary):
+        cli, tgtd, start_serve, workdir, state_dir, guest_lab_factory, rosetctl_binary):
     flags, consumer = start_controller(cli, tgtd, start_serve, workdir, "guest-1", "guest-2")
     cli.ok(*flags, "volume", "create", "data", "--size", "64Mi")
     cli.ok(*flags, "volume", "create", "raw", "--size", "32Mi", "--block")
@@ -218,31 +223,67 @@ df -B1 --output=size /mnt/data | tail -1
         assert grown.rc == 0, grown.describe()
         assert int(grown.stdout.split()[-1]) > 80 * MiB, grown.describe()
 
-        # Another host cannot log in to a volume that is not mapped to it, for that reason alone:
-        # the target rejects the login (iscsiadm's 19; not a connection or portal failure) while
-        # its ACL names guest-1 only, and the same commands log it in to a volume mapped to it.
+        # kill -9 tgtd under a writer, restart it empty: the controller's watcher makes the
+        # target, ACL and CHAP accounts again within seconds, and open-iscsi's session recovery
+        # (replacement_timeout, 120 s by default) holds the writes meanwhile: no I/O error
+        # reaches the writer or the kernel log (issue 31, row 10).
+        writer = guest.run(r"""
+rm -f /run/writer.*
+( for i in $(seq 1 30); do
+    dd if=/dev/urandom of=/mnt/data/w$i bs=64k count=4 conv=fsync status=none 2>>/run/writer.err || echo "FAILED $i" >> /run/writer.err
+    echo $i > /run/writer.at; sleep 0.3
+  done; echo done > /run/writer.end ) >/dev/null 2>&1 &
+for t in $(seq 100); do [ -e /run/writer.at ] && break; sleep 0.1; done
+cat /run/writer.at
+""", timeout=60)
+        assert writer.rc == 0 and writer.stdout.strip(), writer.describe()
+        tgtd.kill()
+        time.sleep(2)  # the writer is held meanwhile
+        tgtd.start()
+        wait_until(lambda: iqn(shown["id"]) in tgtd.targets(), 20, "the watcher to restore the target")
+        finished = guest.run(r"""
+for t in $(seq 900); do [ -e /run/writer.end ] && break; sleep 0.1; done
+cat /run/writer.end /run/writer.at
+cat /run/writer.err 2>/dev/null
+dmesg | grep -i -E 'i/o error|rejecting i/o' || true
+cat /mnt/data/w30 | wc -c
+""", timeout=150)
+        assert finished.rc == 0 and finished.stdout.startswith("done\n30\n"), finished.describe()
+        assert "FAILED" not in finished.stdout and "error" not in finished.stdout.lower(), finished.describe()
+        assert finished.stdout.strip().endswith(str(4 * 64 * 1024)), finished.describe()
+
+        # Another host cannot log in to a volume that is not mapped to it, nor by claiming the
+        # mapped node's initiator name (anyone can read it: node list) without its CHAP secret,
+        # which only guest-1 got, from the controller over its mutual TLS (issue 31, row 8).
         other.start()
         iqn_data = iqn(shown["id"])
-        cli.ok(*flags, "--node-id", "guest-2", "node", "register", "--iscsi-initiator", other.initiator)
-        cli.ok(*flags, "volume", "create", "theirs", "--size", "16Mi")
-        cli.ok(*flags, "volume", "map", "theirs", "--node", "guest-2")
-        iqn_theirs = iqn(cli.ok_json(*flags, "volume", "show", "theirs")["id"])
-        acl = tgtd.targets()[iqn_data]["acl"]
-        assert any(a.endswith(":guest-1") for a in acl) and not any("guest-2" in a for a in acl), acl
-
-        def login(target: str):
-            return other.run(f"""
-iscsiadm -m node -o new -T {target} -p {HOST_ADDRESS}:{tgtd.port} >/dev/null
-iscsiadm -m node -T {target} -p {HOST_ADDRESS}:{tgtd.port} --login
+        portal = f"{HOST_ADDRESS}:{tgtd.port}"
+        refused = other.run(f"""
+iscsiadm -m node -o new -T {iqn_data} -p {portal} >/dev/null
+iscsiadm -m node -T {iqn_data} -p {portal} --login
 """, timeout=90)
-        refused = login(iqn_data)
-        assert refused.rc == 19 and "non-retryable iSCSI login failure" in refused.stderr, refused.describe()
-        allowed = login(iqn_theirs)
-        assert allowed.rc == 0, allowed.describe()
-        logged_out = other.run(f"iscsiadm -m node -T {iqn_theirs} -p {HOST_ADDRESS}:{tgtd.port} --logout", timeout=90)
-        assert logged_out.rc == 0, logged_out.describe()
-        cli.ok(*flags, "volume", "unmap", "theirs", "--node", "guest-2")
-        cli.ok(*flags, "volume", "delete", "theirs")
+        assert refused.rc != 0, refused.describe()
+        # An interface of its own that sends guest-1's initiator name (iface.initiatorname).
+        spoofed = other.run(f"""
+iscsiadm -m iface -I spoof -o new >/dev/null
+iscsiadm -m iface -I spoof -o update -n iface.initiatorname -v {guest.initiator} >/dev/null
+iscsiadm -m iface -I spoof | grep '^iface.initiatorname'
+iscsiadm -m node -o new -T {iqn_data} -p {portal} -I spoof >/dev/null
+iscsiadm -m node -T {iqn_data} -p {portal} -I spoof --login
+""", timeout=90)
+        assert spoofed.rc != 0 and guest.initiator in spoofed.stdout, spoofed.describe()
+        assert "authorization failure" in spoofed.stderr.lower(), spoofed.describe()
+        # The claim itself works (tgtd takes the name): only guest-1's secret is missing.
+        user, password = kept_chap(state_dir, shown["id"], "guest-1")
+        record = f"iscsiadm -m node -T {iqn_data} -p {portal} -I spoof -o update -n"
+        with_secret = other.run(f"""set -e
+{record} node.session.auth.authmethod -v CHAP
+{record} node.session.auth.username -v {user}
+{record} node.session.auth.password -v {password}
+iscsiadm -m node -T {iqn_data} -p {portal} -I spoof --login
+iscsiadm -m node -T {iqn_data} -p {portal} -I spoof --logout
+""", timeout=90)
+        assert with_secret.rc == 0, with_secret.describe()
 
         done = guest.run(f"""set -e
 {ctl} volume disconnect data
@@ -261,7 +302,7 @@ iscsiadm -m session 2>&1 || true
 
 
 def test_a_node_starting_logs_out_of_stray_sessions_and_back_in_for_staged_volumes(
-        cli, tgtd, start_serve, workdir, guest_lab_factory, rosetctl_binary):
+        cli, tgtd, start_serve, workdir, state_dir, guest_lab_factory, rosetctl_binary):
     """serve --role node's startup repairs: a session no staging knows (a crash between login and
     record) is logged out; a staged volume whose session is gone gets it back."""
     flags, consumer = start_controller(cli, tgtd, start_serve, workdir, "guest-1")
@@ -282,8 +323,13 @@ def test_a_node_starting_logs_out_of_stray_sessions_and_back_in_for_staged_volum
         assert setup.rc == 0, setup.describe()
         # The stray volume is mapped to this node, and logged in to behind rosetctl's back.
         cli.ok(*flags, "volume", "map", "stray", "--node", "guest-1")
+        user, password = kept_chap(state_dir, stray_id, "guest-1")
+        stray_record = f"iscsiadm -m node -T {iqn(stray_id)} -p {portal} -o update -n"
         repaired = guest.run(f"""set -e
 iscsiadm -m node -o new -T {iqn(stray_id)} -p {portal} >/dev/null
+{stray_record} node.session.auth.authmethod -v CHAP
+{stray_record} node.session.auth.username -v {user}
+{stray_record} node.session.auth.password -v {password}
 iscsiadm -m node -T {iqn(stray_id)} -p {portal} --login >/dev/null
 iscsiadm -m node -T {iqn(staged_id)} -p {portal} --logout >/dev/null
 {serve_node}

@@ -376,6 +376,8 @@ def test_chap_password_is_only_in_the_secrets_file_and_tgtadms_account_call(cli,
     password = "chapPw" + secrets.token_hex(12)
     leaks.scan.add("chap password", password)
     leaks.allow_file("chap password", "chap.json")
+    # The controller keeps each node's CHAP secret (0600) so that tgtd's targets come back with it.
+    leaks.allow_file("chap password", "iscsi/chap/iscsi-*/node.node-a")
     flags = ["--provider", "iscsi", "--iscsi-portal", tgtd.portal, "--iscsi-tgt-control-port", str(tgtd.control_port)]
     secrets_file = workdir / "chap.json"
     write_secrets(secrets_file, {"chap-user": "consumer-a", "chap-password": password})

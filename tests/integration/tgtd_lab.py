@@ -225,23 +225,37 @@ def lun_url(portal: str, iqn: str, lun: int = 1, chap: tuple[str, str] | None = 
     return f"iscsi://{auth}{portal}/{iqn}/{lun}"
 
 
-def libiscsi(argv: Sequence[str]) -> Result:
-    done = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
+def libiscsi(argv: Sequence[str], env: dict[str, str] | None = None) -> Result:
+    done = subprocess.run(list(argv), capture_output=True, text=True, timeout=30,
+                          env={**os.environ, **env} if env else None)
     return Result(done.returncode, done.stdout, done.stderr)
 
 
-def read_lun(portal: str, iqn: str, initiator: str, chap: tuple[str, str] | None = None) -> Lun | Result:
-    """LUN 1's serial and size as `initiator` sees them, or the failed tool's Result."""
+def read_lun(portal: str, iqn: str, initiator: str, chap: tuple[str, str] | None = None,
+             target_chap: tuple[str, str] | None = None) -> Lun | Result:
+    """LUN 1's serial and size as `initiator` sees them, or the failed tool's Result. TARGET_CHAP:
+    mutual CHAP, the account the target must answer with (libiscsi checks its answer)."""
     url = lun_url(portal, iqn, chap=chap)
-    inq = libiscsi(["iscsi-inq", "-i", initiator, "-e", "1", "-c", "128", url])
+    env = {"LIBISCSI_CHAP_TARGET_USERNAME": target_chap[0],
+           "LIBISCSI_CHAP_TARGET_PASSWORD": target_chap[1]} if target_chap else None
+    inq = libiscsi(["iscsi-inq", "-i", initiator, "-e", "1", "-c", "128", url], env)
     if inq.rc != 0:
         return inq
     serial = inq.stdout.split("Unit Serial Number:[", 1)[1].split("]", 1)[0].strip()
-    capacity = libiscsi(["iscsi-readcapacity16", "-i", initiator, url])
+    capacity = libiscsi(["iscsi-readcapacity16", "-i", initiator, url], env)
     if capacity.rc != 0:
         return capacity
     size = int(capacity.stdout.split("Total size:", 1)[1].split()[0])
     return Lun(serial, size)
+
+
+def kept_chap(state_dir: Path, volume_id: str, node_id: str = "target") -> tuple[str, str]:
+    """The CHAP account (tgtd's name for it) and password the controller keeps for NODE_ID's
+    publication of the volume (node_id "target": the target's own, for mutual CHAP), read as
+    root from its state directory as the controller's restore reads them."""
+    name = "target" if node_id == "target" else f"node.{node_id}"
+    user, password = (state_dir / "iscsi" / "chap" / volume_id / name).read_text().splitlines()
+    return f"{volume_id}:{user}", password
 
 
 def visible_luns(portal: str, initiator: str) -> Result:

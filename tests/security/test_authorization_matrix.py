@@ -82,6 +82,7 @@ CALLS = [
     ("rosetctl", "Catalog", "DiffSnapshots", {"from": "authz-none", "to": "authz-none"}, False, False),
     ("rosetctl", "Catalog", "VerifySnapshots", {"references": ["authz-none"]}, False, False),
     ("rosetctl", "Catalog", "CollectGarbage", {"patience_ms": 1}, False, False),
+    ("rosetctl", "Catalog", "GetPublishSecrets", {"volume_id": "local-authzprobe", "node_id": A}, True, False),
     ("rosetctl", "NodeState", "GetNodeVolumes", {"node_id": A}, True, False),
     ("rosetctl", "NodeState", "ResolveTarget", {"node_id": A, "volume_id": "local-authzprobe"}, True, False),
     ("rosetctl", "NodeState", "HoldAttachLock", {"node_id": A, "volume_id": "local-authzprobe"}, True, True),

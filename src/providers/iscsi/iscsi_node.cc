@@ -61,13 +61,24 @@ Expected<std::optional<ChapCredentials>> chap_from_secrets(const StringMap& secr
   return std::optional<ChapCredentials>(ChapCredentials{user, password});
 }
 
-Expected<std::optional<ChapCredentials>> chap_for_login(const StringMap& secrets,
-                                                        const StringMap& publish_context) {
+Expected<std::optional<LoginChap>> chap_for_login(const StringMap& secrets,
+                                                  const StringMap& publish_context) {
   auto chap = chap_from_secrets(secrets);
-  if (!chap || !chap->has_value()) return chap;
+  if (!chap) return chap.status();
+  if (!chap->has_value()) return std::optional<LoginChap>();
+  LoginChap login{std::move(**chap), std::nullopt};
+  std::string user_in = lookup(secrets, kSecretChapUserIn);
+  std::string password_in = lookup(secrets, kSecretChapPasswordIn);
+  if (user_in.empty() != password_in.empty()) {
+    return error(Code::kInvalidArgument,
+                 "mutual CHAP needs both secrets \"{}\" and \"{}\"; only \"{}\" was given",
+                 kSecretChapUserIn, kSecretChapPasswordIn,
+                 user_in.empty() ? kSecretChapPasswordIn : kSecretChapUserIn);
+  }
+  if (!user_in.empty()) login.target = ChapCredentials{user_in, password_in};
   std::string account = lookup(publish_context, kPublishChapUser);
-  if (account.empty()) return chap;
-  // The controller's name for the volume's account; it goes through iscsiadm's argv and into
+  if (account.empty()) return std::optional<LoginChap>(std::move(login));
+  // The controller's name for the node's account; it goes through iscsiadm's argv and into
   // the node record, so it is held to the characters a CHAP user may have.
   bool plain = account.size() <= 128 && std::all_of(account.begin(), account.end(), [](char c) {
                  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -80,8 +91,8 @@ Expected<std::optional<ChapCredentials>> chap_for_login(const StringMap& secrets
                  "'@', ':' and '-', at most 128 bytes)",
                  kPublishChapUser, display_quoted(account));
   }
-  (*chap)->user = std::move(account);
-  return chap;
+  login.initiator.user = std::move(account);
+  return std::optional<LoginChap>(std::move(login));
 }
 
 Expected<std::optional<KernelSession>> IscsiNode::session_of(std::string_view volume_id) const {
@@ -102,6 +113,13 @@ Status IscsiNode::stage(const StageSpec& spec) const {
   if (!lun) return lun.status();
   auto chap = chap_for_login(spec.secrets, spec.publish_context);
   if (!chap) return chap.status();
+  if (!chap->has_value() && spec.publish_context.contains(std::string(kPublishChapUser))) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" takes CHAP and this node has no secret for it: the controller "
+                 "gives it to the node over mutual TLS (serve --controller ADDR with the node's "
+                 "certificate), or NodeStage's secrets carry it (\"{}\", \"{}\")",
+                 spec.volume_id, kSecretChapUser, kSecretChapPassword);
+  }
   auto device = initiator_.attach(*lun, *chap, disk_patience_);
   if (!device) return device.status();
   if (spec.capability.access_type != AccessType::kBlock) return stage_mount(spec, *device);

@@ -22,9 +22,11 @@ Expected<LunAddress> lun_from_publish_context(const StringMap& publish_context);
 Expected<std::optional<ChapCredentials>> chap_from_secrets(const StringMap& secrets);
 
 // What the consumer logs in with: the password of the secrets, as the user the publish context
-// names (the target's account of the volume; the chap-user secret when it names none).
-Expected<std::optional<ChapCredentials>> chap_for_login(const StringMap& secrets,
-                                                        const StringMap& publish_context);
+// names (the node's account on the volume's target; the chap-user secret when it names none);
+// and the target's account when the secrets hold one (chap-user-in, chap-password-in: mutual
+// CHAP). INVALID_ARGUMENT when only one of a pair is given.
+Expected<std::optional<LoginChap>> chap_for_login(const StringMap& secrets,
+                                                  const StringMap& publish_context);
 
 class IscsiNode {
  public:

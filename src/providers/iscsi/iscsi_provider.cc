@@ -10,6 +10,13 @@
 #include "providers/volume_context.h"
 
 namespace rosetctl::iscsi {
+namespace {
+
+// How often the controller looks at tgtd: a restarted or emptied tgtd gets its targets back
+// within about this long (issue 31, row 10), well inside open-iscsi's replacement timeout.
+constexpr auto kWatchInterval = std::chrono::seconds(2);
+
+}  // namespace
 
 IscsiProvider::IscsiProvider(const StateLayout& layout, StateStore& store, bool capacity_overcommit,
                              IscsiSettings settings, std::unique_ptr<TargetBackend> backend,
@@ -23,7 +30,8 @@ IscsiProvider::IscsiProvider(const StateLayout& layout, StateStore& store, bool 
   if (backend) {
     exports_ = std::make_unique<IscsiExports>(
         std::string(name()), std::move(backend), settings_.portal, store,
-        [this](std::string_view volume_id) { return images_.image_path(volume_id); });
+        [this](std::string_view volume_id) { return images_.image_path(volume_id); },
+        ChapRecords(layout.root + "/iscsi/chap"));
   }
 }
 
@@ -65,6 +73,7 @@ Status IscsiProvider::check_health() const {
     if (!exports) return exports.status();
     Status target = (*exports)->backend().check_health();
     if (!target) return target;
+    ROSETCTL_RETURN_IF_ERROR((*exports)->targets_problem());
   }
   if (settings_.node_role && settings_.is_default) return node_.check_installed();
   return Status::ok();
@@ -125,7 +134,9 @@ Expected<int64_t> IscsiProvider::available_capacity() const {
 }
 
 VolumeCondition IscsiProvider::volume_condition(const VolumeRecord& volume) const {
-  return images_.volume_condition(volume);
+  VolumeCondition image = images_.volume_condition(volume);
+  if (image.abnormal || !exports_) return image;
+  return exports_->target_condition(volume.id);
 }
 
 std::string IscsiProvider::incompatibility(const VolumeRecord& existing,
@@ -170,8 +181,20 @@ Status IscsiProvider::unmap_from_node(const VolumeRecord& volume, const NodeReco
   return (*exports)->unmap(volume.id, node);
 }
 
+Expected<StringMap> IscsiProvider::publish_secrets(const VolumeRecord& volume,
+                                                   const NodeRecord& node) {
+  auto exports = this->exports();
+  if (!exports) return exports.status();
+  return (*exports)->secrets_of(volume.id, node);
+}
+
 Status IscsiProvider::reconcile_controller() {
   if (!exports_) return Status::ok();  // no target daemon here to restore
+  // Watching first: a tgtd that is down now gets its targets once it answers.
+  if (!watcher_) {
+    watcher_ =
+        std::make_unique<TargetWatcher>([this] { exports_->check_targets(); }, kWatchInterval);
+  }
   auto restored = exports_->restore();
   if (!restored) return restored.status();
   for (const std::string& line : *restored)

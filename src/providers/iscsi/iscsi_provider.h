@@ -14,6 +14,7 @@
 
 #include "providers/iscsi/iscsi_exports.h"
 #include "providers/iscsi/iscsi_node.h"
+#include "providers/iscsi/target_watcher.h"
 #include "providers/local/local_provider.h"
 #include "providers/provider.h"
 
@@ -61,6 +62,7 @@ class IscsiProvider final : public Provider, public ControllerSide, public NodeS
   Expected<StringMap> map_to_node(const VolumeRecord& volume, const NodeRecord& node,
                                   const StringMap& secrets) override;
   Status unmap_from_node(const VolumeRecord& volume, const NodeRecord& node) override;
+  Expected<StringMap> publish_secrets(const VolumeRecord& volume, const NodeRecord& node) override;
   Status reconcile_controller() override;
 
   // --- node side: open-iscsi ---
@@ -87,6 +89,9 @@ class IscsiProvider final : public Provider, public ControllerSide, public NodeS
   std::unique_ptr<IscsiExports> exports_;  // null without a controller side
   Status backend_problem_;
   IscsiNode node_;
+  // Started by reconcile_controller (serve, doctor --fix); last, so it stops before the exports
+  // it checks go.
+  std::unique_ptr<TargetWatcher> watcher_;
 };
 
 }  // namespace rosetctl::iscsi

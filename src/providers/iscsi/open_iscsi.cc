@@ -83,12 +83,16 @@ Status OpenIscsi::check_installed() const {
   return program ? Status::ok() : program.status();
 }
 
-Status OpenIscsi::write_chap(const LunAddress& lun, const ChapCredentials& chap) const {
+Status OpenIscsi::write_chap(const LunAddress& lun, const LoginChap& chap) const {
   // The user name goes through iscsiadm; the password is written into the record file
   // directly, so that it never appears in a process list (iscsiadm only takes it as an
   // argument).
   ROSETCTL_RETURN_IF_ERROR(update_record(lun, "node.session.auth.authmethod", "CHAP"));
-  ROSETCTL_RETURN_IF_ERROR(update_record(lun, "node.session.auth.username", chap.user));
+  ROSETCTL_RETURN_IF_ERROR(update_record(lun, "node.session.auth.username", chap.initiator.user));
+  if (chap.target) {
+    ROSETCTL_RETURN_IF_ERROR(
+        update_record(lun, "node.session.auth.username_in", chap.target->user));
+  }
   std::error_code ec;
   std::string prefix = record_prefix(lun.portal);
   bool written = false;
@@ -102,9 +106,11 @@ Status OpenIscsi::write_chap(const LunAddress& lun, const ChapCredentials& chap)
     std::ostringstream kept;
     for (std::string line; std::getline(in, line);) {
       if (line.rfind("node.session.auth.password ", 0) == 0) continue;
+      if (line.rfind("node.session.auth.password_in ", 0) == 0) continue;
       kept << line << '\n';
     }
-    kept << "node.session.auth.password = " << chap.password << '\n';
+    kept << "node.session.auth.password = " << chap.initiator.password << '\n';
+    if (chap.target) kept << "node.session.auth.password_in = " << chap.target->password << '\n';
     std::string temporary = record.string() + ".rosetctl";
     UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
     if (!fd.valid()) return errno_status(errno, fmt::format("cannot write \"{}\"", temporary));
@@ -124,8 +130,7 @@ Status OpenIscsi::write_chap(const LunAddress& lun, const ChapCredentials& chap)
   return Status::ok();
 }
 
-Expected<std::string> OpenIscsi::attach(const LunAddress& lun,
-                                        const std::optional<ChapCredentials>& chap,
+Expected<std::string> OpenIscsi::attach(const LunAddress& lun, const std::optional<LoginChap>& chap,
                                         std::chrono::milliseconds timeout) const {
   auto existing = find_disk(lun);
   if (!existing) return existing.status();

@@ -22,6 +22,13 @@ struct LunAddress {
   std::string serial;  // what the LUN must report as its unit serial number
 };
 
+// What a consumer logs in with: its own CHAP account and, for mutual CHAP, the account the target
+// must answer with (open-iscsi's node.session.auth.username_in / password_in).
+struct LoginChap {
+  ChapCredentials initiator;
+  std::optional<ChapCredentials> target;
+};
+
 class OpenIscsi {
  public:
   // `sysfs` and `nodes_dir` (open-iscsi's record database) are parameters for tests.
@@ -36,7 +43,7 @@ class OpenIscsi {
   // login (iscsiadm's message), UNAVAILABLE when the portal does not answer,
   // DEADLINE_EXCEEDED when the disk never shows up, FAILED_PRECONDITION when it is another
   // disk. On failure after a new login, it logs out again.
-  Expected<std::string> attach(const LunAddress& lun, const std::optional<ChapCredentials>& chap,
+  Expected<std::string> attach(const LunAddress& lun, const std::optional<LoginChap>& chap,
                                std::chrono::milliseconds timeout) const;
 
   // The disk of a session that exists ("/dev/sdX"), or nullopt when there is no session or
@@ -60,7 +67,7 @@ class OpenIscsi {
   Status login(const std::string& portal, const std::string& target) const;
 
  private:
-  Status write_chap(const LunAddress& lun, const ChapCredentials& chap) const;
+  Status write_chap(const LunAddress& lun, const LoginChap& chap) const;
 
   std::string sysfs_;
   std::string nodes_dir_;

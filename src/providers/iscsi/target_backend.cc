@@ -26,6 +26,13 @@ bool all_iscsi_name_chars(std::string_view text, std::string_view punctuation) {
 
 }  // namespace
 
+Expected<std::string> TargetBackend::set_chap(std::string_view volume_id,
+                                              const ChapCredentials& chap) {
+  auto accounts = set_chap_accounts(volume_id, {chap}, std::nullopt);
+  if (!accounts) return accounts.status();
+  return accounts->front();
+}
+
 std::string target_iqn(std::string_view prefix, std::string_view volume_id) {
   return fmt::format("{}:{}", prefix, volume_id);
 }

@@ -29,12 +29,13 @@ struct TargetSpec {
 struct TargetInfo {
   std::string volume_id;
   std::string iqn;
-  bool has_lun = false;                 // LUN 1 exists
-  std::string serial;                   // LUN 1's SCSI serial
-  std::string backing_path;             // LUN 1's image file
-  std::vector<std::string> initiators;  // the ACL: initiator names allowed to log in
-  std::vector<std::string> chap_users;  // incoming CHAP accounts bound to the target
-  int sessions = 0;                     // initiators logged in now
+  bool has_lun = false;                     // LUN 1 exists
+  std::string serial;                       // LUN 1's SCSI serial
+  std::string backing_path;                 // LUN 1's image file
+  std::vector<std::string> initiators;      // the ACL: initiator names allowed to log in
+  std::vector<std::string> chap_users;      // incoming CHAP accounts bound to the target
+  std::vector<std::string> chap_users_out;  // its outgoing account (mutual CHAP), if any
+  int sessions = 0;                         // initiators logged in now
 };
 
 // Incoming CHAP: the initiator proves it knows `password`. The password is a secret: it never
@@ -42,6 +43,8 @@ struct TargetInfo {
 struct ChapCredentials {
   std::string user;
   std::string password;
+
+  bool operator==(const ChapCredentials&) const = default;
 };
 
 class TargetBackend {
@@ -64,14 +67,22 @@ class TargetBackend {
   virtual Status bind_initiator(std::string_view volume_id, std::string_view initiator) = 0;
   virtual Status unbind_initiator(std::string_view volume_id, std::string_view initiator) = 0;
 
-  // Requires incoming CHAP with these credentials on the target (replacing any other account
-  // bound to it); returns the user name initiators must log in with, which is the volume's own:
-  // a backend whose accounts are global (tgt) makes it from the volume id and `chap.user`, so
-  // that no caller can name, and so re-password, another volume's account. clear_chap lets
-  // initiators in without CHAP again.
-  virtual Expected<std::string> set_chap(std::string_view volume_id,
-                                         const ChapCredentials& chap) = 0;
+  // The name of the backend's CHAP account that holds `user`'s credentials for the volume's
+  // target, which initiators log in as: a backend whose accounts are global (tgt) makes it from
+  // the volume id and `user`, so that no caller can name, and so re-password, another volume's
+  // account.
+  virtual std::string chap_account(std::string_view volume_id, std::string_view user) const = 0;
+  // Makes the target require CHAP with exactly these credentials: any of `incoming` (one per
+  // node the volume is published to) lets an initiator in, and `outgoing`, when given, is what
+  // the target answers an initiator that asks it to prove itself (mutual CHAP). Every other
+  // account goes from the target. Returns the account names of `incoming`, in order.
+  // clear_chap lets initiators in without CHAP again.
+  virtual Expected<std::vector<std::string>> set_chap_accounts(
+      std::string_view volume_id, const std::vector<ChapCredentials>& incoming,
+      const std::optional<ChapCredentials>& outgoing) = 0;
   virtual Status clear_chap(std::string_view volume_id) = 0;
+  // One incoming account and no outgoing one: its account name.
+  Expected<std::string> set_chap(std::string_view volume_id, const ChapCredentials& chap);
 
   // Makes LUN 1 report the image file's current size (after the file grew).
   virtual Status resize_lun(const TargetSpec& spec) = 0;

@@ -235,7 +235,9 @@ Status TgtBackend::remove_target(std::string_view volume_id) {
       tgtadm({"--mode", "target", "--op", "delete", "--force", "--tid", std::to_string(target.tid)},
              fmt::format("cannot remove the iSCSI target of volume \"{}\"", volume_id));
   if (!deleted && deleted.status().code() != Code::kNotFound) return deleted.status();
-  return delete_unused_accounts(target.incoming_users);
+  std::vector<std::string> users = target.incoming_users;
+  users.insert(users.end(), target.outgoing_users.begin(), target.outgoing_users.end());
+  return delete_unused_accounts(users);
 }
 
 Status TgtBackend::bind_initiator(std::string_view volume_id, std::string_view initiator) {
@@ -375,6 +377,7 @@ TargetInfo TgtBackend::info_of(const TgtTarget& target, std::string_view volume_
   }
   info.initiators = target.acl;
   info.chap_users = target.incoming_users;
+  info.chap_users_out = target.outgoing_users;
   info.sessions = static_cast<int>(target.sessions.size());
   return info;
 }

@@ -38,7 +38,10 @@ class TgtBackend final : public TargetBackend {
   Status remove_target(std::string_view volume_id) override;
   Status bind_initiator(std::string_view volume_id, std::string_view initiator) override;
   Status unbind_initiator(std::string_view volume_id, std::string_view initiator) override;
-  Expected<std::string> set_chap(std::string_view volume_id, const ChapCredentials& chap) override;
+  std::string chap_account(std::string_view volume_id, std::string_view user) const override;
+  Expected<std::vector<std::string>> set_chap_accounts(
+      std::string_view volume_id, const std::vector<ChapCredentials>& incoming,
+      const std::optional<ChapCredentials>& outgoing) override;
   Status clear_chap(std::string_view volume_id) override;
   Status resize_lun(const TargetSpec& spec) override;
   Expected<std::vector<TargetInfo>> list_targets() override;
@@ -58,8 +61,10 @@ class TgtBackend final : public TargetBackend {
   Status set_state(int tid, std::string_view state, std::string_view volume_id);
   Status add_lun(int tid, const TargetSpec& spec);
   Status add_account(const ChapCredentials& chap);
-  Status bind_account(int tid, std::string_view user, std::string_view volume_id);
-  Status unbind_account(int tid, std::string_view user, std::string_view volume_id);
+  Status bind_account(int tid, std::string_view user, std::string_view volume_id,
+                      bool outgoing = false);
+  Status unbind_account(int tid, std::string_view user, std::string_view volume_id,
+                        bool outgoing = false);
   Status end_sessions_of(const TgtTarget& target, std::string_view initiator);
   // Deletes the accounts among `users` that no target uses any more.
   Status delete_unused_accounts(const std::vector<std::string>& users);

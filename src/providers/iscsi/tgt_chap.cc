@@ -29,20 +29,27 @@ Status TgtBackend::add_account(const ChapCredentials& chap) {
       .status();
 }
 
-Status TgtBackend::bind_account(int tid, std::string_view user, std::string_view volume_id) {
-  auto bound = tgtadm({"--mode", "account", "--op", "bind", "--tid", std::to_string(tid), "--user",
-                       std::string(user)},
+Status TgtBackend::bind_account(int tid, std::string_view user, std::string_view volume_id,
+                                bool outgoing) {
+  std::vector<std::string> args = {"--mode", "account",           "--op",   "bind",
+                                   "--tid",  std::to_string(tid), "--user", std::string(user)};
+  if (outgoing) args.push_back("--outgoing");
+  auto bound = tgtadm(std::move(args),
                       fmt::format("cannot require CHAP account {} on the target of volume \"{}\"",
                                   display_quoted(user), volume_id));
   if (bound.status().code() == Code::kAlreadyExists) return Status::ok();
   return bound.status();
 }
 
-Status TgtBackend::unbind_account(int tid, std::string_view user, std::string_view volume_id) {
-  auto unbound = tgtadm({"--mode", "account", "--op", "unbind", "--tid", std::to_string(tid),
-                         "--user", std::string(user)},
-                        fmt::format("cannot drop CHAP account {} from the target of volume \"{}\"",
-                                    display_quoted(user), volume_id));
+Status TgtBackend::unbind_account(int tid, std::string_view user, std::string_view volume_id,
+                                  bool outgoing) {
+  std::vector<std::string> args = {"--mode", "account",           "--op",   "unbind",
+                                   "--tid",  std::to_string(tid), "--user", std::string(user)};
+  if (outgoing) args.push_back("--outgoing");
+  auto unbound =
+      tgtadm(std::move(args), fmt::format("cannot drop CHAP account {} from the target of volume "
+                                          "\"{}\"",
+                                          display_quoted(user), volume_id));
   if (!unbound && unbound.status().code() != Code::kNotFound) return unbound.status();
   return Status::ok();
 }
@@ -51,19 +58,46 @@ std::string tgt_chap_account(std::string_view volume_id, std::string_view user) 
   return fmt::format("{}:{}", volume_id, user);
 }
 
+std::string TgtBackend::chap_account(std::string_view volume_id, std::string_view user) const {
+  return tgt_chap_account(volume_id, user);
+}
+
 // tgtd keeps one password per account name, shared by every target the account is bound to, and
 // cannot tell whether a password matches. An account a caller could name freely would let the
 // caller of one volume's map set another volume's password (issue 31, row 9). So a volume's
-// account is its own, by name: "<volume id>:<chap-user>", which no other volume's account can
-// be (a volume id holds no ':'). It is re-created with the password given and bound to this
-// target alone, which stays offline meanwhile: no initiator logs in without CHAP in between.
-// An account of that name bound to another target (made outside rosetctl) is refused, never
-// taken over: binding an account never changes the password another target uses.
-Expected<std::string> TgtBackend::set_chap(std::string_view volume_id,
-                                           const ChapCredentials& chap) {
+// accounts are its own, by name: "<volume id>:<user>", which no other volume's account can be
+// (a volume id holds no ':'). They are re-created with the passwords given and bound to this
+// target alone, which stays offline meanwhile: no initiator logs in without CHAP in between
+// (sessions already logged in go on). An account of such a name bound to another target (made
+// outside rosetctl) is refused, never taken over: binding an account never changes the password
+// another target uses.
+Expected<std::vector<std::string>> TgtBackend::set_chap_accounts(
+    std::string_view volume_id, const std::vector<ChapCredentials>& incoming,
+    const std::optional<ChapCredentials>& outgoing) {
   ROSETCTL_RETURN_IF_ERROR(validate_target_volume_id(volume_id));
-  ROSETCTL_RETURN_IF_ERROR(validate_chap(chap));
-  const ChapCredentials account{tgt_chap_account(volume_id, chap.user), chap.password};
+  if (incoming.empty()) {
+    return error(Code::kInvalidArgument,
+                 "CHAP on the target of volume \"{}\" needs at least one incoming account",
+                 volume_id);
+  }
+  std::vector<ChapCredentials> wanted;  // every account, tgtd's names; outgoing last
+  for (const ChapCredentials& chap : incoming) {
+    ROSETCTL_RETURN_IF_ERROR(validate_chap(chap));
+    wanted.push_back({tgt_chap_account(volume_id, chap.user), chap.password});
+  }
+  if (outgoing) {
+    ROSETCTL_RETURN_IF_ERROR(validate_chap(*outgoing));
+    wanted.push_back({tgt_chap_account(volume_id, outgoing->user), outgoing->password});
+  }
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    for (size_t j = i + 1; j < wanted.size(); ++j) {
+      if (wanted[i].user == wanted[j].user) {
+        return error(Code::kInvalidArgument,
+                     "CHAP account {} is given twice for the target of volume \"{}\"",
+                     display_quoted(wanted[i].user), volume_id);
+      }
+    }
+  }
   std::lock_guard lock(mutex_);
   auto targets = show_targets();
   if (!targets) return targets.status();
@@ -78,46 +112,63 @@ Expected<std::string> TgtBackend::set_chap(std::string_view volume_id,
   }
   for (const TgtTarget& target : *targets) {
     if (&target == &*ours) continue;
-    if (is_listed(target.incoming_users, account.user) ||
-        is_listed(target.outgoing_users, account.user)) {
-      return error(Code::kAlreadyExists,
-                   "CHAP account {} of volume \"{}\" is also bound to tgtd's target {}, and "
-                   "rosetctl never changes the password of an account another target uses; "
-                   "unbind it there (tgtadm --mode account --op unbind) or choose another "
-                   "chap-user",
-                   display_quoted(account.user), volume_id, display_quoted(target.name, 223));
+    for (const ChapCredentials& account : wanted) {
+      if (is_listed(target.incoming_users, account.user) ||
+          is_listed(target.outgoing_users, account.user)) {
+        return error(Code::kAlreadyExists,
+                     "CHAP account {} of volume \"{}\" is also bound to tgtd's target {}, and "
+                     "rosetctl never changes the password of an account another target uses; "
+                     "unbind it there (tgtadm --mode account --op unbind) or choose another "
+                     "chap-user",
+                     display_quoted(account.user), volume_id, display_quoted(target.name, 223));
+      }
     }
   }
   if (ours->state != kTgtOffline) {
     ROSETCTL_RETURN_IF_ERROR(set_state(ours->tid, kTgtOffline, volume_id));
   }
-  // Our target requires this account and no other. The others go first, last-bound first:
-  // tgtd 1.0.85 corrupts a target that has two accounts when the first is unbound (its next
-  // report segfaults), so a target never holds two of ours.
+  // Every account comes off first, last-bound first: tgtd 1.0.85 corrupts a target that has two
+  // accounts when the first is unbound (its next report segfaults).
   std::vector<std::string> replaced;
   for (auto user = ours->incoming_users.rbegin(); user != ours->incoming_users.rend(); ++user) {
-    if (*user == account.user) continue;
     ROSETCTL_RETURN_IF_ERROR(unbind_account(ours->tid, *user, volume_id));
     replaced.push_back(*user);
+  }
+  for (const std::string& user : ours->outgoing_users) {
+    ROSETCTL_RETURN_IF_ERROR(unbind_account(ours->tid, user, volume_id, true));
+    replaced.push_back(user);
   }
   auto accounts = tgtadm({"--mode", "account", "--op", "show"}, "cannot list tgtd's CHAP accounts");
   if (!accounts) return accounts.status();
   auto users = parse_tgt_accounts(*accounts);
   if (!users) return users.status();
-  if (is_listed(*users, account.user)) {
-    // Bound to no target but ours (checked above): replacing it changes only this volume.
-    auto deleted =
-        tgtadm({"--mode", "account", "--op", "delete", "--user", account.user},
-               fmt::format("cannot replace CHAP account {} in tgtd", display_quoted(account.user)));
-    if (!deleted && deleted.status().code() != Code::kNotFound) return deleted.status();
+  for (const ChapCredentials& account : wanted) {
+    if (is_listed(*users, account.user)) {
+      // Bound to no target now (checked above): replacing it changes only this volume.
+      auto deleted = tgtadm(
+          {"--mode", "account", "--op", "delete", "--user", account.user},
+          fmt::format("cannot replace CHAP account {} in tgtd", display_quoted(account.user)));
+      if (!deleted && deleted.status().code() != Code::kNotFound) return deleted.status();
+    }
+    ROSETCTL_RETURN_IF_ERROR(add_account(account));
   }
-  ROSETCTL_RETURN_IF_ERROR(add_account(account));
-  ROSETCTL_RETURN_IF_ERROR(bind_account(ours->tid, account.user, volume_id));
+  std::vector<std::string> names;
+  for (size_t i = 0; i < incoming.size(); ++i) {
+    ROSETCTL_RETURN_IF_ERROR(bind_account(ours->tid, wanted[i].user, volume_id));
+    names.push_back(wanted[i].user);
+  }
+  if (outgoing) {
+    ROSETCTL_RETURN_IF_ERROR(bind_account(ours->tid, wanted.back().user, volume_id, true));
+  }
   // Ready again, also after an earlier call failed half-way; a target still being made (no LUN
   // 1 with its serial yet) is left offline for ensure_target to finish.
   if (is_complete(*ours)) ROSETCTL_RETURN_IF_ERROR(set_state(ours->tid, kTgtReady, volume_id));
+  std::erase_if(replaced, [&](const std::string& user) {
+    return std::any_of(wanted.begin(), wanted.end(),
+                       [&](const ChapCredentials& account) { return account.user == user; });
+  });
   ROSETCTL_RETURN_IF_ERROR(delete_unused_accounts(replaced));
-  return account.user;
+  return names;
 }
 
 Status TgtBackend::clear_chap(std::string_view volume_id) {
@@ -131,7 +182,12 @@ Status TgtBackend::clear_chap(std::string_view volume_id) {
   for (auto user = target.incoming_users.rbegin(); user != target.incoming_users.rend(); ++user) {
     ROSETCTL_RETURN_IF_ERROR(unbind_account(target.tid, *user, volume_id));
   }
-  return delete_unused_accounts(target.incoming_users);
+  for (const std::string& user : target.outgoing_users) {
+    ROSETCTL_RETURN_IF_ERROR(unbind_account(target.tid, user, volume_id, true));
+  }
+  std::vector<std::string> users = target.incoming_users;
+  users.insert(users.end(), target.outgoing_users.begin(), target.outgoing_users.end());
+  return delete_unused_accounts(users);
 }
 
 Status TgtBackend::delete_unused_accounts(const std::vector<std::string>& users) {

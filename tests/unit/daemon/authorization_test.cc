@@ -299,6 +299,22 @@ TEST_CASE("authorization: the registry takes a node's own entry from it", "[auth
         Code::kPermissionDenied);
 }
 
+TEST_CASE("authorization: a node gets only its own publish secrets", "[authz]") {
+  // Issue 31 row 8: an iscsi volume's CHAP secret goes to the node it is published to alone.
+  const char* method = "/rosetctl.v1.Catalog/GetPublishSecrets";
+  rosetctl::v1::GetPublishSecretsRequest request;
+  request.set_volume_id("iscsi-0123");
+  request.set_node_id("node-b");
+  CHECK(code_of(kController, kNodeAPeer, method, &request) == Code::kPermissionDenied);
+  request.set_node_id("");
+  CHECK(code_of(kController, kNodeAPeer, method, &request) == Code::kPermissionDenied);
+  request.set_node_id("node-a");
+  CHECK(code_of(kController, kNodeAPeer, method, &request) == Code::kOk);
+  CHECK(code_of(kController, kAdmin, method, &request) == Code::kOk);
+  // A node serves no Catalog: nobody asks a node for secrets.
+  CHECK(code_of(kNodeA, kAdmin, method, &request) == Code::kPermissionDenied);
+}
+
 TEST_CASE("peer_authority: the role and name come from the certificate's X.509 subject", "[peer]") {
   // Issue 31 row 11: OU=node, CN="x,OU=admin" was taken for an admin by splitting the subject.
   const char* hostile_common_name = R"(-----BEGIN CERTIFICATE-----

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "csi.pb.h"
+#include "rosetctl.pb.h"
 
 TEST_CASE("secrets maps keep their keys and lose their values", "[redact]") {
   csi::v1::CreateVolumeRequest request;
@@ -18,6 +19,15 @@ TEST_CASE("secrets maps keep their keys and lose their values", "[redact]") {
   CHECK(text.find("dir") != std::string::npos);
   // The original is untouched.
   CHECK(request.secrets().at("api-key") == "rk_live_TOPSECRET");
+}
+
+TEST_CASE("our own secret fields are redacted as CSI's are", "[redact]") {
+  // The CHAP secrets a controller hands a node (issue 31, row 8) are logged at debug level too.
+  rosetctl::v1::GetPublishSecretsResponse response;
+  (*response.mutable_secrets())["chap-password"] = "0123456789abcdef-SECRET";
+  std::string text = rosetctl::redacted_text(response);
+  CHECK(text.find("SECRET") == std::string::npos);
+  CHECK(text.find("chap-password") != std::string::npos);
 }
 
 TEST_CASE("every request type with secrets is covered by the descriptor walk", "[redact]") {

@@ -52,11 +52,12 @@ TEST_CASE("a consumer logs in as the account the publish context names", "[iscsi
   auto plain = iscsi::chap_for_login(secrets, {});
   REQUIRE(plain);
   REQUIRE(plain->has_value());
-  CHECK((*plain)->user == "alice");
+  CHECK((*plain)->initiator.user == "alice");
+  CHECK(!(*plain)->target.has_value());
   auto named = iscsi::chap_for_login(secrets, {{"chap-user", "iscsi-0123:alice"}});
   REQUIRE(named);
-  CHECK((*named)->user == "iscsi-0123:alice");
-  CHECK((*named)->password == "twelve-chars");
+  CHECK((*named)->initiator.user == "iscsi-0123:alice");
+  CHECK((*named)->initiator.password == "twelve-chars");
   auto none = iscsi::chap_for_login({}, {{"chap-user", "iscsi-0123:alice"}});
   REQUIRE(none);
   CHECK(!none->has_value());
@@ -64,6 +65,26 @@ TEST_CASE("a consumer logs in as the account the publish context names", "[iscsi
   REQUIRE(!bad);
   CHECK(bad.status().code() == Code::kInvalidArgument);
   CHECK_THAT(bad.status().message(), Catch::Contains("\"a b\\x0ac\": not a CHAP user name"));
+}
+
+TEST_CASE("the target's account of mutual CHAP comes from the secrets, both halves or none",
+          "[iscsi]") {
+  StringMap secrets = {{"chap-user", "iscsi-0123:n1"},
+                       {"chap-password", "twelve-chars"},
+                       {"chap-user-in", "iscsi-0123:target"},
+                       {"chap-password-in", "other-twelve"}};
+  auto mutual = iscsi::chap_for_login(secrets, {});
+  REQUIRE(mutual);
+  REQUIRE(mutual->has_value());
+  REQUIRE((*mutual)->target.has_value());
+  CHECK((*mutual)->target->user == "iscsi-0123:target");
+  CHECK((*mutual)->target->password == "other-twelve");
+  secrets.erase("chap-password-in");
+  auto half = iscsi::chap_for_login(secrets, {});
+  REQUIRE(!half);
+  CHECK(half.status().code() == Code::kInvalidArgument);
+  CHECK_THAT(half.status().message(), Catch::Contains("only \"chap-user-in\" was given"));
+  CHECK_THAT(half.status().message(), !Catch::Contains("twelve"));
 }
 
 TEST_CASE("CHAP credentials are checked without the password in any message", "[iscsi]") {
