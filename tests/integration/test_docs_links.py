@@ -94,6 +94,20 @@ def test_readme_is_short():
         "guide or reference page under docs/ and link to it")
 
 
+def test_readme_opens_with_the_two_commands():
+    """The README's first lines are the short path in: the command that sets up and runs the main
+    job, and the one that runs the whole suite, which is what CI (.ci/run) runs."""
+    text = (SOURCE / "README.md").read_text()
+    first_block = text.split("```sh\n", 1)[1].split("```", 1)[0]
+    commands = [line.split("#")[0].strip() for line in first_block.splitlines()]
+    assert commands == ["./scripts/quickstart.sh", "./scripts/test.sh"], first_block
+    assert text.index("```sh") < 300, "the two commands should open the README"
+    for script in ("scripts/quickstart.sh", "scripts/test.sh"):
+        assert os.access(SOURCE / script, os.X_OK), f"{script} is not executable"
+    ci = (SOURCE / ".ci" / "run").read_text()
+    assert re.search(r"^scripts/test\.sh$", ci, re.M), ".ci/run no longer runs the README's test command"
+
+
 def test_slugs_are_githubs():
     """The anchors GitHub makes for headings this repository has (checked by hand on GitHub's
     rendering rules), so the link check agrees with what a reader's browser finds."""
