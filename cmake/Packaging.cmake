@@ -1,4 +1,4 @@
-# What `cmake --install` puts where, and the .deb CPack makes of it (README "Deploying").
+# What `cmake --install` puts where, and the .deb CPack makes of it (docs/guides/operating.md).
 # Completions go where bash-completion, zsh and fish look for vendor scripts.
 include(GNUInstallDirs)
 

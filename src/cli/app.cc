@@ -64,7 +64,7 @@ std::string provider_names_in_words() {
   return words;
 }
 
-// A controller on another host, and this host's certificate (README: rosetctl across hosts).
+// A controller on another host, and this host's certificate (docs/guides/across-hosts.md).
 void add_network_options(CLI::App& app, GlobalOptions& globals) {
   const std::string group = "Across hosts (mutual TLS)";
   app.add_option("--controller", globals.controller,
@@ -115,7 +115,7 @@ void add_global_options(CLI::App& app, GlobalOptions& globals, RawGlobals& raw) 
   app.add_option("--driver-name", globals.driver_name, "CSI driver name (default io.roset.csi)")
       ->envname("ROSETCTL_DRIVER_NAME");
   app.add_flag("--capacity-overcommit", globals.capacity_overcommit,
-               "Let image volumes promise more space than is free (README: capacity policy)")
+               "Let image volumes promise more space than is free (docs: capacity policy)")
       ->envname("ROSETCTL_CAPACITY_OVERCOMMIT");
   app.add_flag("-v,--verbose", globals.verbose, "Debug logs on stderr (secrets are redacted)");
   app.add_option("--secrets-file", globals.secrets_file,

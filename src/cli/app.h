@@ -4,7 +4,7 @@
 namespace rosetctl::cli {
 
 // Parses argv, runs the chosen verb, prints errors as "rosetctl: <message>" and returns the
-// exit code documented in README.md.
+// exit code documented in docs/reference/exit-codes.md.
 int run(int argc, char** argv);
 
 }  // namespace rosetctl::cli

@@ -1,5 +1,6 @@
-// The CLI's exit codes (documented in README.md): one per family of CSI status codes, so
-// scripts can tell "not found" from "in use" without parsing messages.
+// The CLI's exit codes (documented in docs/reference/exit-codes.md, which
+// tests/integration/test_docs_reference.py checks against this file): one per family of CSI
+// status codes, so scripts can tell "not found" from "in use" without parsing messages.
 #pragma once
 
 #include "core/status.h"

@@ -22,7 +22,8 @@ struct GlobalOptions {
   bool provider_given = false;
   std::string node_id;      // empty: host name
   std::string driver_name;  // empty: io.roset.csi
-  // Image volumes may promise more space than the disk has free (README: capacity policy).
+  // Image volumes may promise more space than the disk has free (docs/guides/providers/local.md:
+  // capacity policy).
   bool capacity_overcommit = false;
   bool verbose = false;
   // JSON file of CSI secrets sent with the calls that take them (cli/secrets_file.h).
@@ -31,7 +32,7 @@ struct GlobalOptions {
   // them (providers/provider_registration.h). Env-only settings are not here: see
   // provider_settings().
   std::map<std::string, ProviderSettings> provider_options;
-  // Across hosts (README: rosetctl across hosts): the controller this host sends controller
+  // Across hosts (docs/guides/across-hosts.md): the controller this host sends controller
   // calls to, and this host's mutual-TLS files (serve --listen uses them too).
   // The configuration file looked at (--config, ROSETCTL_CONFIG or /etc/rosetctl/config.toml),
   // and whether it was there to read: `serve` logs it and `doctor` shows it.

@@ -30,7 +30,7 @@ nlohmann::json null_if_empty(const std::string& text) {
   return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
 }
 
-// The JSON model of a registered node (README "JSON output"): add fields, never rename them.
+// The JSON model of a registered node (docs/reference/json.md): add fields, never rename them.
 nlohmann::json node_json(const v1::Node& node) {
   return {{"node_id", node.node_id()},
           {"address", null_if_empty(node.address())},

@@ -146,7 +146,7 @@ void setup_serve(CLI::App& app, const GlobalOptions& globals, Action& action) {
       "The socket is created with mode 0660; a stale socket file is replaced, a live one is not.\n"
       "A TCP listener (--listen) requires a client certificate of the same CA on every\n"
       "connection (there is no plaintext TCP); the certificate's role decides what a caller may\n"
-      "do (README: rosetctl across hosts). Replaced certificate files are used within 10 s.\n"
+      "do (docs/guides/across-hosts.md). Replaced certificate files are used within 10 s.\n"
       "Logs go to stderr, one line per call; -v adds request and response bodies with every\n"
       "secret redacted.\n\n"
       "Example:\n  rosetctl serve --endpoint "

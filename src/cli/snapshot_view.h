@@ -1,5 +1,5 @@
 // The JSON model of a snapshot that `snapshot commit|list|show` print, and how tables show it.
-// Field names are a documented interface (README "JSON output"): add fields, never rename them.
+// Field names are a documented interface (docs/reference/json.md): add fields, never rename them.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 // `rosetctl tls init|issue|show`: the certificates of serve's mutual TLS, made in one command
-// each (README: Certificates).
+// each (docs/guides/operating.md: Certificates).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,5 +1,5 @@
 // The JSON model of a volume that `volume create|show|list|connect` print. Field names are a
-// documented interface (README "JSON output"): add fields, never rename them.
+// documented interface (docs/reference/json.md): add fields, never rename them.
 #pragma once
 
 #include <map>

@@ -64,12 +64,12 @@ Expected<bool> held_here(const ServiceContext& context, const std::string& node,
 
 // A snapshot another node holds (its placed id names that node; this node's own placed ids were
 // made local by the interceptor already): fetched here first, only the objects this node lacks,
-// and recorded as this node's snapshot under the same local id, name and commit (README "Moving
-// snapshots between nodes"); then it restores as any local one. A retry resumes a broken fetch.
-// A snapshot this node holds whole already (fetched before) is restored from this node's copy
-// without contacting its node at all: a create here then works while that node is down, and
-// after its snapshot there was deleted (the copy here is as good; README). Returns the id to
-// restore here.
+// and recorded as this node's snapshot under the same local id, name and commit (docs/guides/
+// across-hosts.md, "Moving snapshots between nodes"); then it restores as any local one. A retry
+// resumes a broken fetch. A snapshot this node holds whole already (fetched before) is restored
+// from this node's copy without contacting its node at all: a create here then works while that
+// node is down, and after its snapshot there was deleted (the copy here is as good;
+// docs/guides/across-hosts.md). Returns the id to restore here.
 Expected<std::string> fetch_if_elsewhere(const ServiceContext& context, const std::string& id) {
   auto placed = decode_placed_id(id);
   if (!placed) return id;

@@ -208,8 +208,8 @@ Expected<std::shared_ptr<grpc::Channel>> NodeProxy::route(const grpc::ServerCont
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(node_id, "rosetctl-node"));
   // A node reading another node's store through us: only with our grant naming it the receiver.
   ROSETCTL_RETURN_IF_ERROR(check_proxied_read(context_, call, method, node_id));
-  // This host's own commit store, read as any node's is (README "Moving snapshots between
-  // nodes"): the calls were authorized as for a node above.
+  // This host's own commit store, read as any node's is (docs/guides/across-hosts.md,
+  // "Moving snapshots between nodes"): the calls were authorized as for a node above.
   if (node_id == context_.options.node_id && own_objects_ && reads_a_commit_store(method)) {
     return own_objects_;
   }

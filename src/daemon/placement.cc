@@ -1,6 +1,7 @@
-// Placement of node-local volumes and the controller's combined list (README "Volumes on many
-// nodes"): which node a CreateVolume goes to, the routing of calls by the node their id names,
-// GetCapacity per node, and ListVolumes/ListSnapshots over this host and every registered node.
+// Placement of node-local volumes and the controller's combined list (docs/guides/across-hosts.md,
+// "Volumes on many nodes"): which node a CreateVolume goes to, the routing of calls by the node
+// their id names, GetCapacity per node, and ListVolumes/ListSnapshots over this host and every
+// registered node.
 #include <fmt/ranges.h>
 
 #include <algorithm>

@@ -188,14 +188,14 @@ def volume_identity(obj: dict, container_name: str, path: str) -> tuple[str, str
     return volume["name"], path[len(mount["mountPath"].rstrip("/")) + 1:]
 
 
-def guide_commands(readme: Path) -> list[list[str]]:
-    """The commands of the README's Deploying guide (the first ```sh block of "To Kubernetes"),
+def guide_commands(guide: Path) -> list[list[str]]:
+    """The commands of the Kubernetes guide (the first ```sh block of "To Kubernetes"),
     each split into words with its comment dropped; `(cd DIR && CMD)` is kept as ["cd", DIR,
     "&&", ...], the way the test runs it."""
     import shlex
 
-    text = readme.read_text()
-    section = text[text.index("### To Kubernetes"):]
+    text = guide.read_text()
+    section = text[text.index("# To Kubernetes"):]
     block = section[section.index("```sh\n") + len("```sh\n"):]
     block = block[:block.index("```")]
     commands = []

@@ -15,6 +15,7 @@ from rosetctl_fixtures import skip_or_fail
 
 SOURCE = Path(os.environ.get("ROSETCTL_SOURCE_DIR") or Path(__file__).resolve().parents[2])
 DEPLOY = k8s.deploy_dir(SOURCE)
+GUIDE = SOURCE / "docs" / "guides" / "kubernetes.md"
 
 
 @pytest.fixture(scope="module")
@@ -332,7 +333,7 @@ def test_controller_and_node_keep_their_own_state(rendered, overlay):
 
 
 def guide_steps():
-    return k8s.guide_commands(SOURCE / "README.md")
+    return k8s.guide_commands(GUIDE)
 
 
 def test_the_guide_creates_the_namespace_before_what_goes_into_it():
@@ -387,9 +388,8 @@ def test_the_volume_attributes_class_gate_is_opt_in(kubectl, rendered, tmp_path)
     for overlay, objects in rendered.items():
         for c in k8s.pod_spec(the(objects, "Deployment", "rosetctl-controller"))["containers"]:
             assert "VolumeAttributesClass" not in " ".join(c.get("args", [])), (overlay, c["name"])
-    readme = (SOURCE / "README.md").read_text()
-    documented = re.search(r"`components: \[([^\]]+)\]`", readme)
-    assert documented, "expected the README to say how to turn the gate on"
+    documented = re.search(r"`components: \[([^\]]+)\]`", GUIDE.read_text())
+    assert documented, f"expected {GUIDE} to say how to turn the gate on"
     root = copy_of_the_manifests(tmp_path)
     overlay_dir = root / "deploy/kubernetes/overlays/local"
     with open(overlay_dir / "kustomization.yaml", "a") as f:

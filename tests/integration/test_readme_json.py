@@ -1,6 +1,6 @@
-"""README's tables of JSON fields ("JSON output") and the binary's `-o json` output name exactly
-the same fields, both ways: a field the binary prints that README does not list fails, and so
-does a listed field the binary no longer prints."""
+"""The tables of JSON fields (docs/reference/json.md, once README's "JSON output") and the
+binary's `-o json` output name exactly the same fields, both ways: a field the binary prints
+that the page does not list fails, and so does a listed field the binary no longer prints."""
 from __future__ import annotations
 
 import os
@@ -20,10 +20,8 @@ def names(listing: str) -> set[str]:
 
 
 def readme_tables() -> list[tuple[str, list[list[str]]]]:
-    """Every table of the "JSON output" section: (header, rows of cells)."""
-    text = (SOURCE / "README.md").read_text()
-    section = text[text.index("### JSON output"):]
-    section = section[:section.index("\n### ", 1)]
+    """Every table of docs/reference/json.md: (header, rows of cells)."""
+    section = (SOURCE / "docs" / "reference" / "json.md").read_text()
     tables, rows, header = [], None, None
     for line in section.splitlines() + [""]:
         if line.startswith("|"):
@@ -39,7 +37,7 @@ def readme_tables() -> list[tuple[str, list[list[str]]]]:
 
 
 class Spec:
-    """What README promises: an object's fields and, for some, the fields of what they hold."""
+    """What json.md promises: an object's fields and, for some, the fields of what they hold."""
 
     def __init__(self, fields: set[str], nested: dict[str, set[str]]):
         self.fields, self.nested = fields, nested
@@ -48,13 +46,13 @@ class Spec:
         assert isinstance(value, dict), f"{what}: expected a JSON object, got {value!r}"
         printed = set(value)
         assert printed == self.fields, (
-            f"{what}: README lists {sorted(self.fields - printed)} that the binary does not print, "
-            f"and the binary prints {sorted(printed - self.fields)} that README does not list")
+            f"{what}: json.md lists {sorted(self.fields - printed)} that the binary does not print, "
+            f"and the binary prints {sorted(printed - self.fields)} that json.md does not list")
         for field, inner in self.nested.items():
             items = value[field] if isinstance(value[field], list) else [value[field]]
             for item in items:
                 assert set(item) == inner, (
-                    f"{what}.{field}: README lists {sorted(inner)}, the binary prints {sorted(item)}")
+                    f"{what}.{field}: json.md lists {sorted(inner)}, the binary prints {sorted(item)}")
 
 
 def field_table(rows: list[list[str]]) -> Spec:
@@ -85,7 +83,7 @@ def verb_table(rows: list[list[str]], bases: dict[str, Spec]) -> dict[str, Spec]
             if inner:
                 nested[inner.group(1)] = names(inner.group(2))
         key = SPAN.sub(lambda m: m.group(1), verb_cell)
-        assert key not in specs, f"README lists {key!r} twice"
+        assert key not in specs, f"json.md lists {key!r} twice"
         specs[key] = Spec(fields, nested)
     return specs
 
@@ -95,7 +93,7 @@ def readme():
     tables = readme_tables()
     fields = [rows for header, rows in tables if header == "field | meaning"]
     verbs = [rows for header, rows in tables if header == "verb | prints"]
-    assert len(fields) == 3 and len(verbs) == 3, f"expected README's volume, snapshot and node tables: {tables}"
+    assert len(fields) == 3 and len(verbs) == 3, f"expected json.md's volume, snapshot and node tables: {tables}"
     volume, snapshot, node = (field_table(rows) for rows in fields)
     specs = {"volume": volume, "snapshot": snapshot, "node": node}
     for rows in verbs:
@@ -151,4 +149,4 @@ def test_readme_json_tables_match_every_verbs_output(readme, cli, workdir):
         check("node", item)
     check("node", cli.ok_json("node", "show", "other"))
     check("node remove", cli.ok_json("node", "remove", "other"))
-    assert checked == set(readme), f"README tables without a check here: {sorted(set(readme) - checked)}"
+    assert checked == set(readme), f"json.md tables without a check here: {sorted(set(readme) - checked)}"

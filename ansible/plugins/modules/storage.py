@@ -104,14 +104,14 @@ options:
     description:
       - Provider parameters for new volumes, passed as C(--param KEY=VALUE). The local
         provider knows C(type) (C(dir) or C(image)); the roset provider
-        C(mountId), C(basePath), C(subPath) and C(deletePolicy) (C(rosetctl) README).
+        C(mountId), C(basePath), C(subPath) and C(deletePolicy) (C(rosetctl)'s docs/guides/providers/roset.md).
     type: dict
   mutable_parameters:
     description:
       - Parameters that can change after creation (CSI ControllerModifyVolume), with
         C(resource=volume) and C(state=present). The local provider has C(directIO)
-        (C(true) or C(false)) for image and block volumes (C(rosetctl) README, Mutable
-        parameters).
+        (C(true) or C(false)) for image and block volumes (C(rosetctl)'s docs/guides/providers/local.md,
+        Mutable parameters).
       - On an existing volume, the keys given that differ from what it has are changed
         (C(rosetctl volume modify)), live where it is connected; keys not given are left alone.
         A new volume is created, then modified the same way (should that fail, the volume
@@ -175,7 +175,7 @@ notes:
     reports every volume as absent. The default mount target is reported under the state
     directory, resolved as C(rosetctl) resolves it (C(state_dir), else C(ROSETCTL_STATE_DIR),
     else C(state-dir) in the configuration file, else C(/var/lib/rosetctl)).
-  - C(rosetctl)'s README describes the CLI, its JSON fields and its exit codes.
+  - C(rosetctl)'s docs/ describe the CLI (guides), its JSON fields and its exit codes (reference).
 '''
 
 EXAMPLES = r'''
@@ -327,7 +327,7 @@ from fractions import Fraction
 
 from ansible.module_utils.basic import AnsibleModule
 
-# README "Exit codes".
+# What each exit code means: docs/reference/exit-codes.md of rosetctl.
 EXIT_MEANINGS = {
     1: 'operation failed',
     2: 'bad usage or input',
