@@ -140,6 +140,15 @@ CREATE TABLE nodes (
 ALTER TABLE snapshots ADD COLUMN pulled_from TEXT NOT NULL DEFAULT '';
 UPDATE snapshots SET pulled_from = '?' WHERE source_volume_id GLOB 'n[0-9]*.*';
 )sql"},
+    // The mount namespace each staging and publication mount was made in and its fingerprint
+    // (core/recorded_mount.h), so that a node plugin restarted in a new namespace knows its
+    // mounts again. Rows from before have neither and are judged by their id alone.
+    {10, R"sql(
+ALTER TABLE stagings ADD COLUMN mount_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE stagings ADD COLUMN mount_fingerprint TEXT NOT NULL DEFAULT '';
+ALTER TABLE node_publications ADD COLUMN mount_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE node_publications ADD COLUMN mount_fingerprint TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");
@@ -150,9 +159,10 @@ constexpr const char* kVolumeColumns =
 constexpr const char* kControllerPublicationColumns =
     "volume_id, node_id, readonly, capability, publish_context";
 constexpr const char* kStagingColumns =
-    "volume_id, staging_path, capability, created_dir, mount_id";
+    "volume_id, staging_path, capability, created_dir, mount_id, mount_ns, mount_fingerprint";
 constexpr const char* kNodePublicationColumns =
-    "volume_id, target_path, staging_path, readonly, capability, created_target, mount_id";
+    "volume_id, target_path, staging_path, readonly, capability, created_target, mount_id, "
+    "mount_ns, mount_fingerprint";
 constexpr const char* kSnapshotColumns =
     "id, name, provider, source_volume_id, source_volume_name, parent_id, message, parameters, "
     "size_bytes, file_count, new_bytes, created_at_ns, commit_id, ready, failure_code, failure, "
@@ -354,19 +364,22 @@ Expected<ControllerPublication> read_controller_publication(const sqlite::Statem
   return publication;
 }
 
+// The three mount columns starting at `first`.
+RecordedMount read_recorded_mount(const sqlite::Statement& row, int first) {
+  return RecordedMount{static_cast<uint64_t>(row.column_int64(first)),
+                       static_cast<uint64_t>(row.column_int64(first + 1)),
+                       MountFingerprint::from_text(row.column_text(first + 2))};
+}
+
 Expected<Staging> read_staging(const sqlite::Statement& row) {
   return Staging{row.column_text(0), row.column_text(1), row.column_text(2), row.column_bool(3),
-                 static_cast<uint64_t>(row.column_int64(4))};
+                 read_recorded_mount(row, 4)};
 }
 
 Expected<NodePublication> read_node_publication(const sqlite::Statement& row) {
-  return NodePublication{row.column_text(0),
-                         row.column_text(1),
-                         row.column_text(2),
-                         row.column_bool(3),
-                         row.column_text(4),
-                         row.column_bool(5),
-                         static_cast<uint64_t>(row.column_int64(6))};
+  return NodePublication{row.column_text(0),         row.column_text(1), row.column_text(2),
+                         row.column_bool(3),         row.column_text(4), row.column_bool(5),
+                         read_recorded_mount(row, 6)};
 }
 
 Expected<SnapshotRecord> read_snapshot(const sqlite::Statement& row) {
@@ -743,22 +756,26 @@ Expected<int64_t> StateStore::count_controller_publications_on_node(std::string_
 Status StateStore::upsert_staging(const Staging& staging) {
   return write([&](sqlite::Connection& connection) {
     return run(prepare(connection,
-                       fmt::format("INSERT INTO stagings ({}) VALUES (?1, ?2, ?3, ?4, ?5) ON "
-                                   "CONFLICT (volume_id, staging_path) DO UPDATE SET capability = "
-                                   "?3, created_dir = ?4, mount_id = ?5",
+                       fmt::format("INSERT INTO stagings ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+                                   "ON CONFLICT (volume_id, staging_path) DO UPDATE SET "
+                                   "capability = ?3, created_dir = ?4, mount_id = ?5, mount_ns = "
+                                   "?6, mount_fingerprint = ?7",
                                    kStagingColumns),
                        staging.volume_id, staging.staging_path, staging.capability,
-                       staging.created_dir, static_cast<int64_t>(staging.mount_id)));
+                       staging.created_dir, static_cast<int64_t>(staging.mount.id),
+                       static_cast<int64_t>(staging.mount.mount_ns),
+                       staging.mount.fingerprint.to_text()));
   });
 }
 
 Status StateStore::set_staging_mount(std::string_view volume_id, std::string_view staging_path,
-                                     uint64_t mount_id) {
+                                     const RecordedMount& mount) {
   return write([&](sqlite::Connection& connection) {
     return run(prepare(connection,
-                       "UPDATE stagings SET mount_id = ?3 WHERE volume_id = ?1 AND staging_path = "
-                       "?2",
-                       volume_id, staging_path, static_cast<int64_t>(mount_id)));
+                       "UPDATE stagings SET mount_id = ?3, mount_ns = ?4, mount_fingerprint = ?5 "
+                       "WHERE volume_id = ?1 AND staging_path = ?2",
+                       volume_id, staging_path, static_cast<int64_t>(mount.id),
+                       static_cast<int64_t>(mount.mount_ns), mount.fingerprint.to_text()));
   });
 }
 
@@ -814,23 +831,29 @@ Status StateStore::upsert_node_publication(const NodePublication& publication) {
         return run(
             prepare(connection,
                     fmt::format("INSERT INTO node_publications ({}) VALUES (?1, ?2, ?3, ?4, "
-                                "?5, ?6, ?7) ON CONFLICT (target_path) DO UPDATE SET volume_id = "
-                                "?1, staging_path = ?3, readonly = ?4, capability = ?5, "
-                                "created_target = ?6, mount_id = ?7",
+                                "?5, ?6, ?7, ?8, ?9) ON CONFLICT (target_path) DO UPDATE SET "
+                                "volume_id = ?1, staging_path = ?3, readonly = ?4, capability = "
+                                "?5, created_target = ?6, mount_id = ?7, mount_ns = ?8, "
+                                "mount_fingerprint = ?9",
                                 kNodePublicationColumns),
                     publication.volume_id, publication.target_path, publication.staging_path,
                     publication.readonly, publication.capability, publication.created_target,
-                    static_cast<int64_t>(publication.mount_id)));
+                    static_cast<int64_t>(publication.mount.id),
+                    static_cast<int64_t>(publication.mount.mount_ns),
+                    publication.mount.fingerprint.to_text()));
       },
       Durability::kUntilReboot);
 }
 
-Status StateStore::set_node_publication_mount(std::string_view target_path, uint64_t mount_id) {
+Status StateStore::set_node_publication_mount(std::string_view target_path,
+                                              const RecordedMount& mount) {
   return write(
       [&](sqlite::Connection& connection) {
         return run(prepare(connection,
-                           "UPDATE node_publications SET mount_id = ?2 WHERE target_path = ?1",
-                           target_path, static_cast<int64_t>(mount_id)));
+                           "UPDATE node_publications SET mount_id = ?2, mount_ns = ?3, "
+                           "mount_fingerprint = ?4 WHERE target_path = ?1",
+                           target_path, static_cast<int64_t>(mount.id),
+                           static_cast<int64_t>(mount.mount_ns), mount.fingerprint.to_text()));
       },
       Durability::kUntilReboot);
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/group_commit.h"
+#include "core/recorded_mount.h"
 #include "core/sqlite.h"
 #include "core/status.h"
 
@@ -54,7 +55,7 @@ struct Staging {
   std::string staging_path;
   std::string capability;
   bool created_dir = false;  // we made staging_path, so unstage removes it
-  uint64_t mount_id = 0;     // the unique id of the mount staging made; 0: not known
+  RecordedMount mount;       // the mount staging made; id 0: not known
 
   bool operator==(const Staging&) const = default;
 };
@@ -67,7 +68,7 @@ struct NodePublication {
   bool readonly = false;
   std::string capability;
   bool created_target = false;  // we made target_path, so unpublish removes it
-  uint64_t mount_id = 0;        // the unique id of the mount publishing made; 0: not known
+  RecordedMount mount;          // the mount publishing made; id 0: not known
 
   bool operator==(const NodePublication&) const = default;
 };
@@ -131,7 +132,7 @@ struct NodeRemoval {
 class StateStore {
  public:
   // The schema version this binary creates and understands (the last migration's number).
-  static constexpr int kSchemaVersion = 9;
+  static constexpr int kSchemaVersion = 10;
 
   // Who opens the store. The first connection of a process reads SQLite's whole WAL to
   // rebuild its index (2.3 ms of CPU at 2.9 MB here). `serve` pays that once and keeps
@@ -192,7 +193,7 @@ class StateStore {
   Status upsert_staging(const Staging& staging);
   // Records the mount a staging made (or made again); nothing happens without the record.
   Status set_staging_mount(std::string_view volume_id, std::string_view staging_path,
-                           uint64_t mount_id);
+                           const RecordedMount& mount);
   Expected<std::optional<Staging>> find_staging(std::string_view volume_id,
                                                 std::string_view staging_path);
   Expected<std::vector<Staging>> stagings(std::string_view volume_id);
@@ -203,7 +204,7 @@ class StateStore {
   // Node publications on this node. Their writes survive a crash of the process but may be
   // lost with the machine, as the bind mounts they describe are (Durability::kUntilReboot).
   Status upsert_node_publication(const NodePublication& publication);
-  Status set_node_publication_mount(std::string_view target_path, uint64_t mount_id);
+  Status set_node_publication_mount(std::string_view target_path, const RecordedMount& mount);
   Expected<std::optional<NodePublication>> find_node_publication(std::string_view target_path);
   Expected<std::vector<NodePublication>> node_publications(std::string_view volume_id);
   Expected<std::vector<NodePublication>> node_publications_of_staging(

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/mount_ownership.h"
+#include "core/state_store.h"
 #include "core/status.h"
 
 namespace rosetctl {
@@ -20,6 +21,14 @@ Status refuse_foreign_mount(const MountAtPath& judged, std::string_view volume_i
 // What is wrong with the recorded mount at `path`, as a volume condition message, or "" when
 // it is there and on top: "... is no longer mounted", "... holds a tmpfs mount ... instead",
 // "... a tmpfs mount is stacked on top of it".
-std::string recorded_mount_problem(const std::string& path, MountId recorded);
+std::string recorded_mount_problem(const std::string& path, const RecordedMount& recorded);
+
+// judge_mount of a staging's or publication's path against its record (nullptr: none), which
+// records ours again under its id here when it was recognised from another mount namespace
+// (a node plugin restarted in a new container), so that later judgements go by that id.
+Expected<MountAtPath> judge_staging(StateStore& store, const std::string& path,
+                                    const Staging* record);
+Expected<MountAtPath> judge_publication(StateStore& store, const std::string& path,
+                                        const NodePublication* record);
 
 }  // namespace rosetctl

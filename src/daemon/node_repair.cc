@@ -21,19 +21,19 @@ Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
   ROSETCTL_RETURN_IF_ERROR(node.revive_staging(volume_id, staging_path)
                                .with_context(fmt::format("volume \"{}\"", volume_id)));
   ROSETCTL_RETURN_IF_ERROR(
-      context.store.set_staging_mount(volume_id, staging_path, mount_made_at(staging_path)));
+      context.store.set_staging_mount(volume_id, staging_path, record_mount_at(staging_path)));
   auto record = context.store.find_volume(volume_id);
   if (!record || !record->has_value()) return true;
   auto publications = context.store.node_publications_of_staging(volume_id, staging_path);
   if (!publications) return publications.status();
   for (const NodePublication& publication : *publications) {
     if (!is_dead_mount(publication.target_path)) continue;
-    auto judged = judge_mount(publication.target_path, publication.mount_id);
+    auto judged = judge_mount(publication.target_path, publication.mount);
     if (!judged) return judged.status();
     if (judged->owner != MountOwner::kOurs) {
       spdlog::warn("volume \"{}\": not binding \"{}\" again: {}", volume_id,
                    publication.target_path,
-                   recorded_mount_problem(publication.target_path, publication.mount_id));
+                   recorded_mount_problem(publication.target_path, publication.mount));
       continue;
     }
     auto capability = capability_from_key(publication.capability);
@@ -47,7 +47,7 @@ Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
                                             publication.target_path));
     }
     ROSETCTL_RETURN_IF_ERROR(context.store.set_node_publication_mount(
-        publication.target_path, mount_made_at(publication.target_path)));
+        publication.target_path, record_mount_at(publication.target_path)));
     spdlog::info("volume \"{}\": bound \"{}\" again", volume_id, publication.target_path);
   }
   return true;

@@ -115,7 +115,7 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
 
   auto record = context_.store.find_staging(request.volume_id(), *staging);
   if (!record) return record.status();
-  auto judged = judge_mount(*staging, record->has_value() ? (*record)->mount_id : 0);
+  auto judged = judge_staging(context_.store, *staging, record->has_value() ? &**record : nullptr);
   if (!judged) return judged.status();
   std::string key = capability_key(*capability);
   if (judged->top) {
@@ -134,9 +134,9 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
     auto repaired = repair_dead_staging(context_, **node, request.volume_id(), *staging);
     if (!repaired) return repaired.status();
     // A record from before mount ids were recorded adopts the mount it describes.
-    if (*repaired || (*record)->mount_id == 0) {
+    if (*repaired || (*record)->mount.id == 0) {
       return context_.store.set_staging_mount(request.volume_id(), *staging,
-                                              mount_made_at(*staging));
+                                              record_mount_at(*staging));
     }
     return Status::ok();
   }
@@ -167,7 +167,7 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
     if (staged.created_dir) (void)remove_directory(*staging);
     return status;
   }
-  return context_.store.set_staging_mount(request.volume_id(), *staging, mount_made_at(*staging));
+  return context_.store.set_staging_mount(request.volume_id(), *staging, record_mount_at(*staging));
 }
 
 Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& request) {
@@ -185,7 +185,7 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
 
   auto record = context_.store.find_staging(request.volume_id(), *staging);
   if (!record) return record.status();
-  auto judged = judge_mount(*staging, record->has_value() ? (*record)->mount_id : 0);
+  auto judged = judge_staging(context_.store, *staging, record->has_value() ? &**record : nullptr);
   if (!judged) return judged.status();
   if (!record->has_value()) {
     if (judged->top) {
@@ -202,7 +202,7 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
   auto publications = context_.store.node_publications_of_staging(request.volume_id(), *staging);
   if (!publications) return publications.status();
   for (const NodePublication& publication : *publications) {
-    auto published = judge_mount(publication.target_path, publication.mount_id);
+    auto published = judge_publication(context_.store, publication.target_path, &publication);
     if (!published) return published.status();
     if (published->owner == MountOwner::kOurs || published->owner == MountOwner::kCovered) {
       return error(Code::kFailedPrecondition,
@@ -272,7 +272,7 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                  "volume \"{}\" is not staged at \"{}\"; call NodeStageVolume first",
                  request.volume_id(), *staging);
   }
-  auto staging_mount = judge_mount(*staging, (*staged)->mount_id);
+  auto staging_mount = judge_staging(context_.store, *staging, &**staged);
   if (!staging_mount) return staging_mount.status();
   if (!staging_mount->top) {
     return error(Code::kFailedPrecondition,
@@ -286,8 +286,8 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   if (!repaired) return repaired.status();
   if (*repaired) {  // mounted anew
     ROSETCTL_RETURN_IF_ERROR(
-        context_.store.set_staging_mount(request.volume_id(), *staging, mount_made_at(*staging)));
-    staging_mount = judge_mount(*staging, 0);
+        context_.store.set_staging_mount(request.volume_id(), *staging, record_mount_at(*staging)));
+    staging_mount = judge_mount(*staging, RecordedMount{});
     if (!staging_mount) return staging_mount.status();
     if (!staging_mount->top) {
       return error(Code::kFailedPrecondition, "volume \"{}\" is no longer staged at \"{}\"",
@@ -297,7 +297,8 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   auto existing = context_.store.find_node_publication(*target);
   if (!existing) return existing.status();
   bool recorded_here = existing->has_value() && (*existing)->volume_id == request.volume_id();
-  auto target_mount = judge_mount(*target, recorded_here ? (*existing)->mount_id : 0);
+  auto target_mount =
+      judge_publication(context_.store, *target, recorded_here ? &**existing : nullptr);
   if (!target_mount) return target_mount.status();
   // A target of ours still bound to a dead mount (its staging was revived without this host's
   // record of the volume) is bound again below.
@@ -318,7 +319,7 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                       : same_source(bound, staged_at);
     // Recorded with its mount id: that id decides; recorded before ids were: the source does.
     bool ours = recorded_here && target_mount->owner == MountOwner::kOurs &&
-                ((*existing)->mount_id != 0 || same);
+                ((*existing)->mount.id != 0 || same);
     if (!ours) {
       return error(Code::kAlreadyExists, "target_path \"{}\" already has another mount", *target);
     }
@@ -354,7 +355,7 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
     if (publication.created_target) (void)remove_target(*target);
     return status;
   }
-  return context_.store.set_node_publication_mount(*target, mount_made_at(*target));
+  return context_.store.set_node_publication_mount(*target, record_mount_at(*target));
 }
 
 Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& request) {
@@ -372,7 +373,7 @@ Status NodeService::unpublish_volume(const csi::v1::NodeUnpublishVolumeRequest& 
   auto record = context_.store.find_node_publication(*target);
   if (!record) return record.status();
   bool recorded_here = record->has_value() && (*record)->volume_id == request.volume_id();
-  auto judged = judge_mount(*target, recorded_here ? (*record)->mount_id : 0);
+  auto judged = judge_publication(context_.store, *target, recorded_here ? &**record : nullptr);
   if (!judged) return judged.status();
   if (!recorded_here) {
     if (judged->top) {
@@ -435,9 +436,9 @@ Status NodeService::volume_stats(const csi::v1::NodeGetVolumeStatsRequest& reque
   }
   // Usage of the directory underneath, or of someone else's mount, would describe the wrong
   // filesystem.
-  MountId recorded = published->has_value() && (*published)->volume_id == request.volume_id()
-                         ? (*published)->mount_id
-                         : (*staged)->mount_id;
+  RecordedMount recorded = published->has_value() && (*published)->volume_id == request.volume_id()
+                               ? (*published)->mount
+                               : (*staged)->mount;
   std::string problem = recorded_mount_problem(*path, recorded);
   if (!problem.empty()) {
     condition->set_abnormal(true);

@@ -222,7 +222,7 @@ Status NodeStateService::describe(const std::string& id, v1::NodeVolume* respons
     out->set_target_path(publication.target_path);
     out->set_staging_path(publication.staging_path);
     out->set_readonly(publication.readonly);
-    fill_condition(recorded_mount_problem(publication.target_path, publication.mount_id),
+    fill_condition(recorded_mount_problem(publication.target_path, publication.mount),
                    out->mutable_condition());
   }
   auto stagings = context_.store.stagings(id);
@@ -230,7 +230,7 @@ Status NodeStateService::describe(const std::string& id, v1::NodeVolume* respons
   for (const Staging& staging : *stagings) {
     v1::NodeStaging* out = response->add_stagings();
     out->set_staging_path(staging.staging_path);
-    fill_condition(recorded_mount_problem(staging.staging_path, staging.mount_id),
+    fill_condition(recorded_mount_problem(staging.staging_path, staging.mount),
                    out->mutable_condition());
   }
   response->set_own_staging_path(fmt::format("{}/{}", context_.layout.staging_dir(), id));

@@ -12,6 +12,7 @@
 #include "core/map_lookup.h"
 #include "core/mount_point.h"
 #include "core/random_id.h"
+#include "core/recorded_mount.h"
 #include "core/unique_fd.h"
 #include "core/validate.h"
 #include "providers/roset/roset_api.h"
@@ -78,7 +79,7 @@ RosetProvider::RosetProvider(RosetConfig config, const StateLayout& layout, Stat
           },
           [this](const FuseUser& user) {
             Status recorded = store_.set_staging_mount(user.volume_id, user.staging_path,
-                                                       mount_made_at(user.staging_path));
+                                                       record_mount_at(user.staging_path));
             if (!recorded) {
               spdlog::warn("roset: cannot record the new mount at \"{}\": {}", user.staging_path,
                            recorded.message());

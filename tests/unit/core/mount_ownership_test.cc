@@ -54,7 +54,7 @@ class Scratch {
 };
 
 MountOwner owner_at(const std::string& path, rosetctl::MountId recorded) {
-  auto judged = rosetctl::judge_mount(path, recorded);
+  auto judged = rosetctl::judge_mount(path, rosetctl::RecordedMount{recorded});
   INFO(judged.status().message());
   REQUIRE(judged.has_value());
   return judged->owner;
@@ -78,7 +78,7 @@ TEST_CASE("mount_ownership: the recorded mount, one on top of it, one in its pla
 
   SECTION("a mount stacked on top") {
     scratch.tmpfs(target);
-    auto judged = rosetctl::judge_mount(target, ours);
+    auto judged = rosetctl::judge_mount(target, rosetctl::RecordedMount{ours});
     REQUIRE(judged.has_value());
     CHECK(judged->owner == MountOwner::kCovered);
     CHECK_THAT(judged->describe_top(), Catch::Contains("tmpfs"));

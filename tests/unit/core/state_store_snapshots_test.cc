@@ -104,12 +104,16 @@ TEST_CASE("snapshots: a version 1 database migrates and keeps its volumes", "[st
     // Turn it back into what rosetctl with schema 1 wrote.
     auto connection = sqlite::Connection::open(dir.path + "/state.db");
     REQUIRE(connection.has_value());
-    REQUIRE(connection
-                ->exec("DROP TABLE snapshots; ALTER TABLE volumes DROP COLUMN mutable_parameters; "
-                       "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications "
-                       "DROP COLUMN "
-                       "mount_id; DROP TABLE nodes; PRAGMA user_version = 1")
-                .is_ok());
+    REQUIRE(
+        connection
+            ->exec("DROP TABLE snapshots; ALTER TABLE volumes DROP COLUMN mutable_parameters; "
+                   "ALTER TABLE stagings DROP COLUMN mount_ns; ALTER TABLE stagings DROP COLUMN "
+                   "mount_fingerprint; ALTER TABLE node_publications DROP COLUMN mount_ns; "
+                   "ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
+                   "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications "
+                   "DROP COLUMN "
+                   "mount_id; DROP TABLE nodes; PRAGMA user_version = 1")
+            .is_ok());
   }
   auto store = open_store(dir.path);
   CHECK(store->find_volume("local-1")->has_value());
@@ -151,19 +155,23 @@ TEST_CASE("snapshots: a version 2 database migrates, its ids kept and copied to 
     // Turn it back into what rosetctl with schema 2 wrote, with one snapshot in it.
     auto connection = sqlite::Connection::open(dir.path + "/state.db");
     REQUIRE(connection.has_value());
-    REQUIRE(connection
-                ->exec("DROP TABLE snapshots; CREATE TABLE snapshots (id TEXT NOT NULL PRIMARY "
-                       "KEY, name TEXT NOT NULL UNIQUE, provider TEXT NOT NULL, source_volume_id "
-                       "TEXT NOT NULL, source_volume_name TEXT NOT NULL, parent_id TEXT NOT NULL, "
-                       "message TEXT NOT NULL, parameters TEXT NOT NULL, size_bytes INTEGER NOT "
-                       "NULL, file_count INTEGER NOT NULL, new_bytes INTEGER NOT NULL, "
-                       "created_at_ns INTEGER NOT NULL) STRICT; INSERT INTO snapshots VALUES "
-                       "('ab12', 'legacy', 'local', 'local-1', 'v', '', 'm', '{}', 7, 1, 7, 5); "
-                       "ALTER TABLE volumes DROP COLUMN mutable_parameters; "
-                       "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications "
-                       "DROP COLUMN "
-                       "mount_id; DROP TABLE nodes; PRAGMA user_version = 2")
-                .is_ok());
+    REQUIRE(
+        connection
+            ->exec("DROP TABLE snapshots; CREATE TABLE snapshots (id TEXT NOT NULL PRIMARY "
+                   "KEY, name TEXT NOT NULL UNIQUE, provider TEXT NOT NULL, source_volume_id "
+                   "TEXT NOT NULL, source_volume_name TEXT NOT NULL, parent_id TEXT NOT NULL, "
+                   "message TEXT NOT NULL, parameters TEXT NOT NULL, size_bytes INTEGER NOT "
+                   "NULL, file_count INTEGER NOT NULL, new_bytes INTEGER NOT NULL, "
+                   "created_at_ns INTEGER NOT NULL) STRICT; INSERT INTO snapshots VALUES "
+                   "('ab12', 'legacy', 'local', 'local-1', 'v', '', 'm', '{}', 7, 1, 7, 5); "
+                   "ALTER TABLE volumes DROP COLUMN mutable_parameters; "
+                   "ALTER TABLE stagings DROP COLUMN mount_ns; ALTER TABLE stagings DROP COLUMN "
+                   "mount_fingerprint; ALTER TABLE node_publications DROP COLUMN mount_ns; "
+                   "ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
+                   "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications "
+                   "DROP COLUMN "
+                   "mount_id; DROP TABLE nodes; PRAGMA user_version = 2")
+            .is_ok());
   }
   auto store = open_store(dir.path);
   auto legacy = store->find_snapshot_by_commit("ab12");
@@ -209,6 +217,9 @@ TEST_CASE("snapshots: a version 3 database migrates; old snapshots' source size 
             ->exec("ALTER TABLE volumes DROP COLUMN mutable_parameters; ALTER TABLE snapshots "
                    "DROP COLUMN pulled_from; ALTER TABLE snapshots "
                    "DROP COLUMN source_capacity_bytes; ALTER TABLE snapshots DROP COLUMN context; "
+                   "ALTER TABLE stagings DROP COLUMN mount_ns; ALTER TABLE stagings DROP COLUMN "
+                   "mount_fingerprint; ALTER TABLE node_publications DROP COLUMN mount_ns; "
+                   "ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
                    "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications DROP "
                    "COLUMN "
                    "mount_id; DROP TABLE nodes; PRAGMA user_version = 3")
@@ -238,7 +249,11 @@ TEST_CASE("snapshots: a version 8 database migrates; rows pulled before say \"?\
     auto connection = sqlite::Connection::open(dir.path + "/state.db");
     REQUIRE(connection.has_value());
     REQUIRE(
-        connection->exec("ALTER TABLE snapshots DROP COLUMN pulled_from; PRAGMA user_version = 8")
+        connection
+            ->exec("ALTER TABLE stagings DROP COLUMN mount_ns; ALTER TABLE stagings DROP COLUMN "
+                   "mount_fingerprint; ALTER TABLE node_publications DROP COLUMN mount_ns; "
+                   "ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
+                   "ALTER TABLE snapshots DROP COLUMN pulled_from; PRAGMA user_version = 8")
             .is_ok());
   }
   auto store = open_store(dir.path);

@@ -397,10 +397,14 @@ TEST_CASE("state store: a version 7 database migrates to 8 and keeps its records
     // Turn it back into what rosetctl with schema 7 wrote.
     auto connection = sqlite::Connection::open(db_path);
     REQUIRE(connection.has_value());
-    REQUIRE(connection
-                ->exec("DROP TABLE nodes; ALTER TABLE snapshots DROP COLUMN pulled_from; PRAGMA "
-                       "user_version = 7")
-                .is_ok());
+    REQUIRE(
+        connection
+            ->exec("ALTER TABLE stagings DROP COLUMN mount_ns; ALTER TABLE stagings DROP COLUMN "
+                   "mount_fingerprint; ALTER TABLE node_publications DROP COLUMN mount_ns; "
+                   "ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
+                   "DROP TABLE nodes; ALTER TABLE snapshots DROP COLUMN pulled_from; PRAGMA "
+                   "user_version = 7")
+            .is_ok());
   }
   REQUIRE(schema_version_on_disk(db_path) == 7);
   auto store = open_store(tmp.path());
