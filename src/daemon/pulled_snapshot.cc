@@ -5,15 +5,14 @@
 #include "core/validate.h"
 #include "daemon/request_limits.h"
 #include "daemon/snapshot_ids.h"
+#include "daemon/snapshot_lookup.h"
 
 namespace rosetctl {
 namespace {
 
-// As LookupSnapshot resolves a reference (snapshot_lookup.cc): a prefix is at least 4 digits.
-constexpr std::size_t kMinimumPrefix = 4;
-
+// A prefix as LookupSnapshot resolves a reference (snapshot_lookup.h).
 bool is_commit_prefix(std::string_view reference, std::string_view commit_id) {
-  return reference.size() >= kMinimumPrefix && reference.size() < kDigestHexLength &&
+  return reference.size() >= kMinimumCommitPrefix && reference.size() < kDigestHexLength &&
          commit_id.starts_with(reference);
 }
 

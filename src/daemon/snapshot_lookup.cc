@@ -11,10 +11,8 @@
 namespace rosetctl {
 namespace {
 
-constexpr std::size_t kMinimumPrefix = 4;
-
 bool is_hex_prefix(std::string_view text) {
-  return text.size() >= kMinimumPrefix && text.size() < kDigestHexLength &&
+  return text.size() >= kMinimumCommitPrefix && text.size() < kDigestHexLength &&
          std::all_of(text.begin(), text.end(),
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }

@@ -3,11 +3,15 @@
 // (rosetctl.v1.Catalog FindSnapshot) from its state store, wherever the CLI runs.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include "core/state_store.h"
 
 namespace rosetctl {
+
+// A commit id prefix names a snapshot only from this many hex digits on.
+inline constexpr std::size_t kMinimumCommitPrefix = 4;
 
 // NOT_FOUND when nothing matches; INVALID_ARGUMENT listing the candidates when a prefix is
 // ambiguous.
