@@ -213,7 +213,7 @@ def test_a_staging_with_nothing_mounted_warns_and_fix_forgets_it(cli, workdir):
 
     rc, rows, result = doctor(cli, "--fix")
     assert rc == 0 and rows["mounts"]["status"] == "ok", result.describe()
-    assert rows["mounts"]["repaired"] == f"repaired: {result.json()[1]['repaired'][len('repaired: '):]}"
+    assert rows["mounts"]["repaired"].startswith("repaired: "), rows["mounts"]
     assert staging in rows["mounts"]["repaired"], rows["mounts"]
     assert cli.volume("d")["stagings"] == [], "expected --fix to forget the staging"
     assert rows["mounts"]["message"] == "0 staging(s) recorded, every mount answers", rows["mounts"]

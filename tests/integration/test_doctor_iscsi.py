@@ -8,6 +8,7 @@ import json
 
 from guest_lab import HOST_ADDRESS
 from test_iscsi_provider import iqn, start_controller
+from tgtd_lab import kept_chap
 
 
 def rows_of(stdout: str) -> dict:
@@ -28,10 +29,16 @@ def test_a_session_no_staging_uses_fails_iscsi_sessions_and_fix_logs_out(
         clean = guest.run(f"{ctl} doctor -o json", timeout=120)
         assert clean.rc == 0 and rows_of(clean.stdout)["iscsi-sessions"]["status"] == "ok", clean.describe()
 
-        # Logged in behind rosetctl's back (as by a crash between the login and its record).
+        # Logged in behind rosetctl's back (as by a crash between the login and its record), with
+        # the node's own CHAP secret (every publication has one).
+        user, password = kept_chap(cli.state_dir, stray_id, "guest-1")
+        node = f"iscsiadm -m node -T {iqn(stray_id)} -p {portal}"
         stray = guest.run(f"""set -e
 iscsiadm -m node -o new -T {iqn(stray_id)} -p {portal} >/dev/null
-iscsiadm -m node -T {iqn(stray_id)} -p {portal} --login >/dev/null
+{node} -o update -n node.session.auth.authmethod -v CHAP
+{node} -o update -n node.session.auth.username -v '{user}'
+{node} -o update -n node.session.auth.password -v '{password}'
+{node} --login >/dev/null
 {ctl} doctor -o json || echo "EXIT $?"
 """, timeout=120)
         out, _, code = stray.stdout.rpartition("EXIT ")

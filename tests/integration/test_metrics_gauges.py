@@ -15,7 +15,7 @@ from rosetctl_mounts import detach as unmount_lazily
 from rosetctl_mounts import is_mount_point
 from test_iscsi_provider import iqn, provider_flags
 from test_metrics import metrics_port, promtool_check, sample, scrape
-from tgtd_lab import INITIATOR_A, lun_url, wait_until
+from tgtd_lab import INITIATOR_A, kept_chap, lun_url, wait_until
 
 CONDITIONS = ("mounted", "dead", "unmounted")
 
@@ -105,10 +105,11 @@ def test_iscsi_gauges_count_targets_and_logged_in_sessions(cli, tgtd, start_serv
     assert sample(text, "rosetctl_iscsi_targets", provider="iscsi") == 2, text
     assert sample(text, "rosetctl_iscsi_sessions", provider="iscsi") == 0, text
 
-    # An initiator of the node it is mapped to logs in and stays (libiscsi's iscsi-perf reads
-    # until stopped): one session, then none once it is gone.
+    # An initiator of the node it is mapped to logs in with that node's CHAP secret and stays
+    # (libiscsi's iscsi-perf reads until stopped): one session, then none once it is gone.
     cli.ok(*flags, "volume", "map", "data", "--node", "node-a")
-    reader = subprocess.Popen(["iscsi-perf", "-i", INITIATOR_A, lun_url(tgtd.portal, iqn(data["id"]))],
+    chap = kept_chap(cli.state_dir, data["id"], "node-a")
+    reader = subprocess.Popen(["iscsi-perf", "-i", INITIATOR_A, lun_url(tgtd.portal, iqn(data["id"]), chap=chap)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         wait_until(lambda: sample(scrape(port), "rosetctl_iscsi_sessions", provider="iscsi") == 1, 20,
