@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "core/random_id.h"
 #include "core/unique_fd.h"
 
 namespace rosetctl {
@@ -100,6 +101,24 @@ Expected<std::string> read_private_file(const std::string& path, std::string_vie
     content.append(buffer, static_cast<size_t>(got));
   }
   return error(Code::kInvalidArgument, "{} \"{}\" is larger than {} bytes", what, path, max_bytes);
+}
+
+Status write_private_file(const std::string& path, std::string_view content) {
+  std::string temporary = fmt::format("{}.{}.tmp", path, random_hex(4));
+  UniqueFd fd(
+      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return errno_status(errno, fmt::format("cannot create \"{}\"", temporary));
+  bool written =
+      ::write(fd.get(), content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
+      ::fchmod(fd.get(), 0600) == 0 && ::fsync(fd.get()) == 0;
+  int err = errno;
+  fd.reset();
+  if (!written || ::rename(temporary.c_str(), path.c_str()) != 0) {
+    if (written) err = errno;
+    ::unlink(temporary.c_str());
+    return errno_status(err, fmt::format("cannot write \"{}\"", path));
+  }
+  return Status::ok();
 }
 
 }  // namespace rosetctl

@@ -18,4 +18,9 @@ namespace rosetctl {
 Expected<std::string> read_private_file(const std::string& path, std::string_view what,
                                         size_t max_bytes);
 
+// Writes `content` to `path` whole or not at all, mode 0600: a temporary "<path>.<8 hex>.tmp"
+// (never following a symlink, never an existing file), fsynced, then renamed over `path`. The
+// content never appears in an error message.
+Status write_private_file(const std::string& path, std::string_view content);
+
 }  // namespace rosetctl

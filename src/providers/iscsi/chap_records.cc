@@ -11,7 +11,6 @@
 #include "core/private_file.h"
 #include "core/random_id.h"
 #include "core/remove_tree.h"
-#include "core/unique_fd.h"
 
 namespace rosetctl::iscsi {
 namespace {
@@ -69,22 +68,7 @@ Status ChapRecords::write(std::string_view volume_id, const std::string& path,
   ROSETCTL_RETURN_IF_ERROR(make_private_dir(dir_.substr(0, dir_.rfind('/'))));
   ROSETCTL_RETURN_IF_ERROR(make_private_dir(dir_));
   ROSETCTL_RETURN_IF_ERROR(make_private_dir(volume_dir(volume_id)));
-  std::string content = fmt::format("{}\n{}\n", chap.user, chap.password);
-  std::string temporary = fmt::format("{}.{}.tmp", path, random_hex(4));
-  UniqueFd fd(
-      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd.valid()) return errno_status(errno, fmt::format("cannot create \"{}\"", temporary));
-  bool written =
-      ::write(fd.get(), content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
-      ::fsync(fd.get()) == 0;
-  int err = errno;
-  fd.reset();
-  if (!written || ::rename(temporary.c_str(), path.c_str()) != 0) {
-    if (written) err = errno;
-    ::unlink(temporary.c_str());
-    return errno_status(err, fmt::format("cannot write \"{}\"", path));
-  }
-  return Status::ok();
+  return write_private_file(path, fmt::format("{}\n{}\n", chap.user, chap.password));
 }
 
 Expected<std::optional<ChapCredentials>> ChapRecords::of_node(std::string_view volume_id,

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/call_scope.h"
+#include "core/private_file.h"
 #include "core/random_id.h"
 
 namespace rosetctl {
@@ -20,25 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-Status write_file_atomically(const std::string& path, const std::string& content, mode_t mode) {
-  std::string temporary = fmt::format("{}.{}.tmp", path, random_hex(4));
-  UniqueFd fd(
-      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
-  if (!fd.valid()) return errno_status(errno, fmt::format("cannot create \"{}\"", temporary));
-  bool written =
-      ::write(fd.get(), content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
-      ::fchmod(fd.get(), mode) == 0 && ::fsync(fd.get()) == 0;
-  int err = errno;
-  fd.reset();
-  if (!written || ::rename(temporary.c_str(), path.c_str()) != 0) {
-    if (written) err = errno;
-    ::unlink(temporary.c_str());
-    return errno_status(err, fmt::format("cannot write \"{}\"", path));
-  }
-  return Status::ok();
-}
-
-// Removes what write_file_atomically(path, ...) leaves when the process is killed between
+// Removes what write_private_file(path, ...) leaves when the process is killed between
 // making its temporary and renaming it: "<path>.<8 hex>.tmp". The directory is private to
 // rosetctl, so such a name is ours; it may hold the API key.
 Status remove_temporaries_of(const std::string& path) {
@@ -135,12 +118,12 @@ Status save_fuse_record(const FuseFiles& files, const FuseRecord& record) {
               {"mount_id", record.mount_id},
               {"credentials_mode", record.credentials_mode},
               {"users", users}};
-  return write_file_atomically(files.record(), out.dump(2) + "\n", 0600);
+  return write_private_file(files.record(), out.dump(2) + "\n");
 }
 
 Status write_credentials(const FuseFiles& files, const std::string& api_key) {
   ROSETCTL_RETURN_IF_ERROR(make_private_dir(files.secret_dir()));
-  return write_file_atomically(files.credentials(), api_key + "\n", 0600);
+  return write_private_file(files.credentials(), api_key + "\n");
 }
 
 Expected<std::string> read_credentials(const FuseFiles& files) {
