@@ -37,19 +37,6 @@ struct Fixture : rosetctl::testing::PluginFixture {
     FAIL("no row " << name);
     throw;
   }
-
-  std::string create(const std::string& name) {
-    csi::v1::CreateVolumeRequest request;
-    request.set_name(name);
-    auto* capability = request.add_volume_capabilities();
-    capability->mutable_mount();
-    capability->mutable_access_mode()->set_mode(
-        csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
-    csi::v1::CreateVolumeResponse response;
-    grpc::ClientContext context;
-    REQUIRE(controller->CreateVolume(&context, request, &response).ok());
-    return response.volume().volume_id();
-  }
 };
 
 std::vector<std::string> names(const std::vector<HostCheck>& rows) {
@@ -76,7 +63,7 @@ TEST_CASE("host checks: a clean host has every row, in order, ok") {
 
 TEST_CASE("host checks: a staging recorded with nothing mounted warns; --fix forgets it") {
   Fixture fixture;
-  std::string id = fixture.create("v");
+  std::string id = fixture.create_volume("v");
   std::string path = fixture.dir + "/staging";
   fs::create_directories(path);
   rosetctl::Staging staging;
@@ -129,7 +116,7 @@ TEST_CASE("host checks: a certificate that is no certificate fails") {
 
 TEST_CASE("host checks: a damaged blob fails commit-store, the rest stays ok") {
   Fixture fixture;
-  std::string id = fixture.create("v");
+  std::string id = fixture.create_volume("v");
   fs::path data = fs::path(fixture.plugin->layout().volumes_dir()) / id;
   fs::create_directories(data);
   std::ofstream(data / "file", std::ios::binary) << std::string(5000, 'x');

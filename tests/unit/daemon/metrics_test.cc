@@ -35,21 +35,6 @@ std::optional<double> value_of(const std::string& page, const std::string& serie
 struct Fixture : rosetctl::testing::PluginFixture {
   Fixture() : PluginFixture("metrics") {}
 
-  std::string create(const std::string& name) {
-    csi::v1::CreateVolumeRequest request;
-    request.set_name(name);
-    auto* capability = request.add_volume_capabilities();
-    capability->mutable_mount();
-    capability->mutable_access_mode()->set_mode(
-        csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
-    csi::v1::CreateVolumeResponse response;
-    grpc::ClientContext context;
-    auto status = controller->CreateVolume(&context, request, &response);
-    INFO(status.error_message());
-    REQUIRE(status.ok());
-    return response.volume().volume_id();
-  }
-
   void snapshot(const std::string& name, const std::string& volume_id) {
     csi::v1::CreateSnapshotRequest request;
     request.set_name(name);
@@ -116,8 +101,8 @@ TEST_CASE("metrics: volumes and snapshots are counted by provider, 0 where none"
   std::string page = fixture.plugin->metrics_text();
   CHECK(value_of(page, R"(rosetctl_volumes{provider="local"})") == 0);
   CHECK(value_of(page, R"(rosetctl_snapshots{provider="local"})") == 0);
-  std::string a = fixture.create("a");
-  fixture.create("b");
+  std::string a = fixture.create_volume("a");
+  fixture.create_volume("b");
   fixture.snapshot("a-1", a);
   fixture.snapshot("a-2", a);
   fixture.snapshot("a-3", a);
@@ -129,7 +114,7 @@ TEST_CASE("metrics: volumes and snapshots are counted by provider, 0 where none"
 
 TEST_CASE("metrics: the commit store's bytes appear once a snapshot made the store") {
   Fixture fixture;
-  std::string id = fixture.create("data");
+  std::string id = fixture.create_volume("data");
   std::string page = fixture.plugin->metrics_text();
   CHECK(page.find("rosetctl_commit_store_bytes") == std::string::npos);
   CHECK_FALSE(fs::exists(fixture.plugin->layout().commit_store_dir()));  // a scrape made nothing
@@ -145,7 +130,7 @@ TEST_CASE("metrics: the commit store's bytes appear once a snapshot made the sto
 
 TEST_CASE("metrics: stagings by condition: unmounted when nothing is mounted, mounted when it is") {
   Fixture fixture;
-  std::string id = fixture.create("v");
+  std::string id = fixture.create_volume("v");
   std::string empty = fixture.dir + "/empty";
   fs::create_directories(empty);
   fixture.stage(id, empty);

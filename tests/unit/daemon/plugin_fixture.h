@@ -36,6 +36,22 @@ struct PluginFixture {
     std::filesystem::remove_all(dir);
   }
   PluginFixture(const PluginFixture&) = delete;
+
+  // A directory volume made through CreateVolume, as a CO makes one; its id.
+  std::string create_volume(const std::string& name) {
+    csi::v1::CreateVolumeRequest request;
+    request.set_name(name);
+    auto* capability = request.add_volume_capabilities();
+    capability->mutable_mount();
+    capability->mutable_access_mode()->set_mode(
+        csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+    csi::v1::CreateVolumeResponse response;
+    grpc::ClientContext context;
+    auto status = controller->CreateVolume(&context, request, &response);
+    INFO(status.error_message());
+    REQUIRE(status.ok());
+    return response.volume().volume_id();
+  }
   PluginFixture& operator=(const PluginFixture&) = delete;
 
   std::string dir;
