@@ -16,6 +16,7 @@ A clone on B of a volume on A goes by a snapshot the controller takes on A and r
 from __future__ import annotations
 
 import contextlib
+import datetime
 import fcntl
 import json
 import os
@@ -191,10 +192,7 @@ def test_a_snapshot_pulled_to_another_node_restores_there_exactly_and_a_change_s
     assert result["route"] == f"directly at {nodes.a_host.address}:{NODE_PORT}", result
     fetches = fetch_lines(nodes.serve_a)
     assert fetches and all("peer=node:consumer-b" in line for line in fetches), fetches
-    assert len(fetches) >= 3, f"expected the blobs on several streams: {fetches}"
-    # That they overlap is not asserted: with small blobs under a loaded
-    # CI machine the lanes can run back to back though the receiver started them together
-    # (issue 36 note: a source that holds each fetch until a second one arrives would prove it).
+    assert len(fetches) >= 3, f"expected the lookup and the blobs on several streams: {fetches}"
     assert "FetchObjects" not in nodes.site.serve_log(), "expected nothing forwarded by the controller"
     assert not result["already_present"], result
     # commit, tree and the 8 distinct contents (the copy shares f4's blob; the hard link small's)
@@ -240,6 +238,56 @@ def commit_small(nodes: Nodes, name: str, snapshot: str) -> None:
     nodes.a.create(name)
     (nodes.volume_dir(nodes.a, name) / "f").write_text(name)
     nodes.a.ok("snapshot", "commit", name, "--name", snapshot)
+
+
+FETCH_LOG = re.compile(r"^(\S+) info \S+FetchObjects .*duration=([\d.]+)ms status=OK")
+
+
+def fetch_intervals(serve: HostProcess) -> list[tuple[float, float]]:
+    """(start, end) in seconds of every FetchObjects call SERVE answered: its log line is written
+    at the end, with the call's duration."""
+    intervals = []
+    for line in fetch_lines(serve):
+        found = FETCH_LOG.match(line)
+        assert found, f"a FetchObjects log line without a time and a duration: {line}"
+        end = datetime.datetime.fromisoformat(found[1]).timestamp()
+        intervals.append((end - float(found[2]) / 1000, end))
+    return intervals
+
+
+@contextlib.contextmanager
+def sending_slowly(host: Host, rate: str = "8mbit"):
+    """HOST's network sends at most RATE, so that moving a few MiB takes seconds, however loaded
+    the machine: whether transfers overlap is then a matter of seconds, not of scheduling."""
+    limit = ["qdisc", "add", "dev", "eth0", "root", "tbf", "rate", rate, "burst", "32kbit", "latency", "1s"]
+    added = host.run(["tc", *limit])
+    assert added.rc == 0, added.describe()
+    try:
+        yield
+    finally:
+        host.run(["tc", "qdisc", "del", "dev", "eth0", "root"])
+
+
+def test_the_blobs_of_a_transfer_travel_on_two_streams_at_the_same_time(nodes):
+    """The receiver's lanes fetch side by side: with the source's link at 1 MB/s, the two
+    FetchObjects streams of 4 MiB of blobs (2 MiB each) must overlap by most of their length.
+    Lanes run one after another would give two intervals that do not meet."""
+    nodes.a.create("big")
+    for index in range(4):
+        (nodes.volume_dir(nodes.a, "big") / f"part{index}").write_bytes(os.urandom(1 << 20))
+    nodes.a.ok("snapshot", "commit", "big", "--name", "s-big")
+    before = len(fetch_lines(nodes.serve_a))
+    with sending_slowly(nodes.a_host):
+        pushed = nodes.push("s-big")
+    assert pushed.rc == 0, pushed.describe()
+    # The lookup's FetchObjects (commit and tree, bytes) first, then one stream per lane.
+    streams = sorted(fetch_intervals(nodes.serve_a)[before:], key=lambda span: span[1] - span[0])[-2:]
+    assert len(streams) == 2, fetch_lines(nodes.serve_a)
+    (first_start, first_end), (second_start, second_end) = streams
+    shorter = min(first_end - first_start, second_end - second_start)
+    overlap = min(first_end, second_end) - max(first_start, second_start)
+    assert shorter > 1.0, f"expected each lane to take seconds at 1 MB/s: {streams}"
+    assert overlap > shorter / 2, f"expected the two lanes' streams to overlap: {streams}"
 
 
 def test_a_node_that_cannot_be_dialled_directly_is_reached_through_the_controllers_proxy(nodes):
