@@ -61,8 +61,10 @@ set(CPACK_STRIP_FILES ON)  # the build's debug info stays in the build tree
 # Linked libraries through dpkg-shlibdeps; what serve runs or dlopens is named here (not
 # util-linux: it is Essential).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# libcpp-httplib0.11: the metrics endpoint's module, which the binary carries and dlopens
+# (src/metrics_http/metrics_http.h), so dpkg-shlibdeps does not see it.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "mount, e2fsprogs, xfsprogs, libcurl4")
+    "mount, e2fsprogs, xfsprogs, libcurl4, libcpp-httplib0.11")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "fuse3")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "open-iscsi, tgt")
 include(CPack)

@@ -3,8 +3,8 @@
 //
 //   csi_load --endpoint unix:///path/csi.sock --serve-pid PID --work-dir DIR
 //   csi_load --endpoint 192.0.2.1:9443 --tls-cert C --tls-key K --tls-ca CA ... (serve --listen)
-//            [--seconds N] [--existing N] [--targets N]
-//            [--only create-delete|publish-fanout|scale|floor]
+//            [--seconds N] [--pairs N] [--existing N] [--targets N] [--fanout-clients N]
+//            [--probes N] [--only create-delete|publish-fanout|scale|floor|probe]
 //
 // Scenarios (all run in order; see bench/README.md for the targets):
 //   1. create-delete: 8 clients, each CreateVolume + DeleteVolume of unique names, for N seconds
@@ -12,6 +12,11 @@
 //      concurrent calls, then as many concurrent NodeGetCapabilities calls (no work in serve):
 //      the fan-out's floor
 //   3. scale: CreateVolume latency with 0 vs 10,000 existing volumes; list all in pages of 100
+// On request only: `floor` (GetPluginInfo from the same clients) and `probe` (--probes Probe
+// calls from the clients). --pairs N makes create-delete a fixed count instead of N seconds, and
+// --fanout-clients N makes the fan-out N threads working through the targets (as a CO's worker
+// pool would) instead of one thread per target; both as issue 35's comparison has them
+// (bench/csi/vs-hostpath.sh drives csi-driver-host-path the same way).
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
@@ -43,6 +48,9 @@ struct Options {
   int clients = 8;
   double seconds = 10;
   int targets = 100;
+  int fanout_clients = 0;  // 0: one thread per target
+  long pairs = 0;          // 0: create-delete runs for `seconds`
+  long probes = 20000;
   int existing = 10000;
   std::string only;  // one scenario by name; all when empty
   // A TCP endpoint (serve --listen) is reached with mutual TLS from these PEM files.
@@ -166,24 +174,43 @@ double closed_loop(const Options& options, const std::function<void(int, long)>&
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The same with `total` iterations shared out among the clients instead of a duration.
+double counted_loop(const Options& options, long total,
+                    const std::function<void(int, long)>& iteration) {
+  std::atomic<long> next = 0;
+  std::vector<std::thread> clients;
+  auto start = Clock::now();
+  for (int c = 0; c < options.clients; ++c) {
+    clients.emplace_back([&, c] {
+      for (long i = next++; i < total; i = next++)
+        iteration(c, i);
+    });
+  }
+  for (auto& client : clients)
+    client.join();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 void create_delete(const std::shared_ptr<grpc::Channel>& channel, const Options& options) {
   std::atomic<long> pairs = 0;
   std::vector<std::vector<double>> latencies(options.clients);
   auto stub = csi::v1::Controller::NewStub(channel);  // gRPC stubs are thread-safe
   double cpu_before = cpu_seconds_of(options.serve_pid);
-  double elapsed = closed_loop(options, [&](int c, long i) {
+  auto pair = [&](int c, long i) {
     auto begin = Clock::now();
     std::string id = create(*stub, fmt::format("bench-{}-{}", c, i));
     remove(*stub, id);
     latencies[c].push_back(Millis(Clock::now() - begin).count());
     ++pairs;
-  });
+  };
+  double elapsed =
+      options.pairs > 0 ? counted_loop(options, options.pairs, pair) : closed_loop(options, pair);
   double cpu = cpu_seconds_of(options.serve_pid) - cpu_before;
   std::vector<double> all;
   for (auto& l : latencies)
     all.insert(all.end(), l.begin(), l.end());
   std::printf(
-      "create-delete   %d clients: %ld pairs in %.1f s = %.0f pairs/s (pair p50 %.2f ms, p99 %.2f "
+      "create-delete   %d clients: %ld pairs in %.3f s = %.0f pairs/s (pair p50 %.2f ms, p99 %.2f "
       "ms; serve CPU %.0f us/pair)\n",
       options.clients, pairs.load(), elapsed, pairs / elapsed, percentile(all, 0.5),
       percentile(all, 0.99), cpu / static_cast<double>(pairs.load()) * 1e6);
@@ -201,6 +228,23 @@ void probe_floor(const std::shared_ptr<grpc::Channel>& channel, const Options& o
   });
   std::printf("floor           %d clients: %ld GetPluginInfo calls in %.1f s = %.0f calls/s\n",
               options.clients, calls.load(), elapsed, calls / elapsed);
+}
+
+// Probe, the call kubelet's liveness probe makes forever: --probes calls from the clients.
+void probe(const std::shared_ptr<grpc::Channel>& channel, const Options& options) {
+  auto stub = csi::v1::Identity::NewStub(channel);
+  double cpu_before = cpu_seconds_of(options.serve_pid);
+  double elapsed = counted_loop(options, options.probes, [&](int, long) {
+    csi::v1::ProbeResponse response;
+    grpc::ClientContext context;
+    check(stub->Probe(&context, {}, &response), "Probe");
+  });
+  double cpu = cpu_seconds_of(options.serve_pid) - cpu_before;
+  std::printf(
+      "probe           %d clients: %ld Probe calls in %.3f s = %.0f calls/s (serve CPU %.0f "
+      "us/call)\n",
+      options.clients, options.probes, elapsed, options.probes / elapsed,
+      cpu / static_cast<double>(options.probes) * 1e6);
 }
 
 // `calls` concurrent calls, one thread each (as many goroutines would make them).
@@ -224,12 +268,22 @@ FanOut fan_out(const Options& options, const std::function<void(int)>& call) {
   std::vector<std::thread> threads;
   double cpu_before = cpu_seconds_of(options.serve_pid);
   auto start = Clock::now();
-  for (int t = 0; t < options.targets; ++t) {
-    threads.emplace_back([&, t] {
-      auto begin = Clock::now();
-      call(t);
-      result.latencies[t] = Millis(Clock::now() - begin).count();
-    });
+  auto one = [&](int t) {
+    auto begin = Clock::now();
+    call(t);
+    result.latencies[t] = Millis(Clock::now() - begin).count();
+  };
+  if (options.fanout_clients > 0) {
+    std::atomic<int> next = 0;
+    for (int c = 0; c < options.fanout_clients; ++c) {
+      threads.emplace_back([&] {
+        for (int t = next++; t < options.targets; t = next++)
+          one(t);
+      });
+    }
+  } else {
+    for (int t = 0; t < options.targets; ++t)
+      threads.emplace_back([&, t] { one(t); });
   }
   for (auto& thread : threads)
     thread.join();
@@ -293,14 +347,15 @@ void publish_fanout(const std::shared_ptr<grpc::Channel>& channel, const Options
   });
   floor.print("fanout floor   ", "calls", " of NodeGetCapabilities");
 
-  for (int t = 0; t < options.targets; ++t) {
+  FanOut unpublishing = fan_out(options, [&](int t) {
     csi::v1::NodeUnpublishVolumeRequest request;
     request.set_volume_id(id);
     request.set_target_path(target_of(t));
     csi::v1::NodeUnpublishVolumeResponse response;
     grpc::ClientContext context;
     check(node->NodeUnpublishVolume(&context, request, &response), "NodeUnpublish");
-  }
+  });
+  unpublishing.print("unpublish      ", "targets", "");
   csi::v1::NodeUnstageVolumeRequest unstage;
   unstage.set_volume_id(id);
   unstage.set_staging_target_path(staging);
@@ -382,6 +437,12 @@ int main(int argc, char** argv) {
       options.existing = std::stoi(value);
     else if (flag == "--targets")
       options.targets = std::stoi(value);
+    else if (flag == "--pairs")
+      options.pairs = std::stol(value);
+    else if (flag == "--probes")
+      options.probes = std::stol(value);
+    else if (flag == "--fanout-clients")
+      options.fanout_clients = std::stoi(value);
     else if (flag == "--only")
       options.only = value;
     else if (flag == "--tls-cert")
@@ -407,6 +468,7 @@ int main(int argc, char** argv) {
   if (wanted("publish-fanout")) publish_fanout(channel, options);
   if (wanted("scale")) scale(channel, options);
   if (options.only == "floor") probe_floor(channel, options);  // only when asked
+  if (options.only == "probe") probe(channel, options);
   print_memory("after the runs", options.serve_pid);
   // What serve keeps once the load is over (it trims its heap when idle).
   std::this_thread::sleep_for(std::chrono::seconds(3));

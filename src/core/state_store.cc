@@ -606,6 +606,22 @@ Expected<int64_t> StateStore::count_volumes() {
   });
 }
 
+Expected<bool> StateStore::has_volumes_of(std::string_view provider) {
+  return read([&](sqlite::Connection& connection) -> Expected<bool> {
+    Expected<std::optional<int64_t>> found = select_one(
+        prepare(connection, "SELECT 1 FROM volumes WHERE provider = ?1 LIMIT 1", provider),
+        read_int64);
+    if (!found) return found.status();
+    return found->has_value();
+  });
+}
+
+Status StateStore::check_readable() {
+  return read([&](sqlite::Connection& connection) -> Status {
+    return select_one(prepare(connection, "SELECT 1 FROM volumes LIMIT 1"), read_int64).status();
+  });
+}
+
 namespace {
 
 Expected<std::map<std::string, int64_t>> count_by_provider(sqlite::Connection& connection,

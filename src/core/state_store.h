@@ -165,6 +165,10 @@ class StateStore {
   // Keyset paging: ids strictly greater than after_id, ordered by id; limit <= 0 means all.
   Expected<std::vector<VolumeRecord>> list_volumes(std::string_view after_id, int limit);
   Expected<int64_t> count_volumes();
+  // Whether any volume of `provider` is recorded: one row read, not a count or a list.
+  Expected<bool> has_volumes_of(std::string_view provider);
+  // The volumes table can be read (Probe): one row at most, whatever the number of volumes.
+  Status check_readable();
   // Volumes and snapshots per provider name (the metrics endpoint): one indexed scan each.
   Expected<std::map<std::string, int64_t>> count_volumes_by_provider();
   Expected<std::map<std::string, int64_t>> count_snapshots_by_provider();

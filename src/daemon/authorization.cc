@@ -5,6 +5,8 @@
 #include <google/protobuf/message.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 
+#include <array>
+#include <cstdint>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -219,29 +221,48 @@ namespace {
 using grpc::experimental::InterceptionHookPoints;
 
 // Decisions of calls in flight, by their server context: made by the interceptor, read by the
-// call's entry point, removed when the call ends.
+// call's entry point, removed when the call ends. With the caller the decision was made for, so
+// the entry point need not read the connection's authentication context again. Split in shards
+// by the context's address: every call of every thread passes here twice, and one mutex for all
+// was contended under load (bench/README.md, issue 35).
 class Decisions {
  public:
-  void put(const grpc::ServerContextBase* call, Status decision) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    decisions_.insert_or_assign(call, std::move(decision));
+  void put(const grpc::ServerContextBase* call, CallDecision decision) {
+    Shard& shard = shard_of(call);
+    std::lock_guard<std::mutex> lock(shard.mutex);
+    shard.decisions.insert_or_assign(call, std::move(decision));
   }
   void remove(const grpc::ServerContextBase* call) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    decisions_.erase(call);
+    Shard& shard = shard_of(call);
+    std::lock_guard<std::mutex> lock(shard.mutex);
+    shard.decisions.erase(call);
   }
-  Status get(const grpc::ServerContextBase* call) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = decisions_.find(call);
-    if (it != decisions_.end()) return it->second;
-    return error(Code::kPermissionDenied,
-                 "this call was not authorized: it did not pass rosetctl's authorization "
-                 "interceptor");
+  CallDecision get(const grpc::ServerContextBase* call) {
+    Shard& shard = shard_of(call);
+    {
+      std::lock_guard<std::mutex> lock(shard.mutex);
+      auto it = shard.decisions.find(call);
+      if (it != shard.decisions.end()) return it->second;
+    }
+    return {error(Code::kPermissionDenied,
+                  "this call was not authorized: it did not pass rosetctl's authorization "
+                  "interceptor"),
+            peer_of(*call)};
   }
 
  private:
-  std::mutex mutex_;
-  std::unordered_map<const grpc::ServerContextBase*, Status> decisions_;  // guarded by mutex_
+  static constexpr std::size_t kShards = 16;
+  struct Shard {
+    std::mutex mutex;
+    std::unordered_map<const grpc::ServerContextBase*, CallDecision> decisions;  // by mutex
+  };
+  Shard& shard_of(const grpc::ServerContextBase* call) {
+    // Contexts are heap objects of one size: the low bits say little.
+    auto address = reinterpret_cast<std::uintptr_t>(call);
+    return shards_[(address >> 6) % kShards];
+  }
+
+  std::array<Shard, kShards> shards_;
 };
 
 Decisions& decisions() {
@@ -282,7 +303,8 @@ class Authorize final : public grpc::experimental::Interceptor {
     if (named != metadata.end())
       facts.forwarded_to.emplace(named->second.data(), named->second.size());
     facts.carries_grant = metadata.contains(kTransferGrantKey);
-    decisions().put(&call, decide(server_, facts));
+    Status decision = decide(server_, facts);
+    decisions().put(&call, CallDecision{std::move(decision), std::move(facts.peer)});
     decided_ = true;
   }
 
@@ -311,6 +333,10 @@ std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> authoriza
 }
 
 Status authorization_of(const grpc::ServerContextBase& call) {
+  return decisions().get(&call).status;
+}
+
+CallDecision decision_of(const grpc::ServerContextBase& call) {
   return decisions().get(&call);
 }
 

@@ -73,4 +73,11 @@ std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> authoriza
 // without the interceptor, a method it never saw): handlers fail closed.
 Status authorization_of(const grpc::ServerContextBase& call);
 
+// The decision and the caller it was made for (peer_of(call), read once by the interceptor).
+struct CallDecision {
+  Status status;
+  Peer peer;
+};
+CallDecision decision_of(const grpc::ServerContextBase& call);
+
 }  // namespace rosetctl

@@ -51,6 +51,14 @@ void log_call_end(std::string_view method, const Peer& peer,
   if (spdlog::should_log(spdlog::level::debug) && status.is_ok()) {
     spdlog::debug("{} response: {}", method, redacted_text(response));
   }
+  // kubelet's liveness probe asks every few seconds for as long as the node runs: a local
+  // Probe that found everything ready is a debug line. A failed one, and any remote caller's
+  // (the audit trail below), is logged like every other call.
+  if (status.is_ok() && peer.role == PeerRole::kLocal && method == "Probe") {
+    if (spdlog::should_log(spdlog::level::debug))
+      spdlog::debug("Probe duration={:.2f}ms status=OK", ms);
+    return;
+  }
   // subject_of() reflects over the request, which builds the protobuf descriptor pool the first
   // time: a CLI run (which logs calls only with -v) would pay for it on every invocation.
   if (!spdlog::should_log(spdlog::level::info)) return;

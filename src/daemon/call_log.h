@@ -44,8 +44,8 @@ grpc::Status run_logged(grpc::ServerContextBase& call, std::string_view method,
                         google::protobuf::Message* response, Handler&& handler) {
   auto start = std::chrono::steady_clock::now();
   log_call_start(method, request);
-  Peer peer = peer_of(call);
-  Status status = authorization_of(call);  // daemon/authorization.h: decided before we ran
+  // daemon/authorization.h: decided before we ran, with the caller it was decided for.
+  auto [status, peer] = decision_of(call);
   CallLimits limits(call.deadline(), [&call] { return call.IsCancelled(); });
   CurrentCall working_for(&limits);
   CarriedGrant carried(carried_grant(call));          // for the transfers the handler starts

@@ -23,6 +23,11 @@ class IdentityService final : public csi::v1::Identity::CallbackService {
                                   csi::v1::ProbeResponse* response) override;
 
  private:
+  // Probe's checks: the state store reads, every provider is healthy.
+  Status check_ready(csi::v1::ProbeResponse* response);
+  // Whether a provider's check may wait (provider.h health_check_may_block).
+  bool checks_may_block() const;
+
   ServiceContext& context_;
   HandlerPool& handlers_;
 };

@@ -1,99 +1,12 @@
-// The /metrics listener on cpp-httplib.
+// The /metrics listener: the address checked here, the HTTP side in the module of
+// metrics_http/metrics_http.h, loaded by daemon/metrics_module.h.
 #include "daemon/metrics_endpoint.h"
 
-#include <httplib.h>
-#include <spdlog/spdlog.h>
-#include <sys/socket.h>
-
-#include <condition_variable>
-#include <deque>
-#include <functional>
-#include <mutex>
-#include <vector>
-
 #include "daemon/metrics.h"
+#include "daemon/metrics_module.h"
 #include "daemon/server.h"
 
 namespace rosetctl {
-namespace {
-
-// Workers serving connections. cpp-httplib gives a connection to one worker for its whole life:
-// a client that connects and sends nothing, or half a request, holds it until a timeout below.
-// Eight that mostly wait instead of two: serve's resident memory grew by less than its spread
-// from run to run (bench/README.md, "Metrics").
-constexpr size_t kWorkers = 8;
-// Between two reads or writes of a connection, and while it idles between requests: a scraper
-// sends its request at once and reads the answer at once; a client that does not is dropped.
-constexpr time_t kIdleSeconds = 2;
-// Accepted connections waiting for a worker. Each holds a file descriptor, and the serve's CSI
-// and node sockets draw on the same limit (often 1,024): a crowd that kept connecting would
-// otherwise exhaust it. Past this many, the accepting thread itself serves the oldest (bounded
-// by kIdleSeconds per exchange) before it accepts again, so the kernel's backlog holds the rest.
-constexpr size_t kMaxWaiting = 256;
-
-// cpp-httplib's own pool serves connections in the order they came. Behind a crowd of idle
-// connections, a scrape then waits for each of them to time out, a few at a time (200 of them
-// hold eight workers for 50 s). Newest first, it waits for one worker to come free: when more
-// come than the workers serve, the newest client is the one most likely still waiting, and the
-// older ones, whose clients gave up or never meant to ask, are dropped by their timeouts in turn.
-class NewestFirstQueue : public httplib::TaskQueue {
- public:
-  explicit NewestFirstQueue(size_t workers) {
-    for (size_t i = 0; i < workers; ++i)
-      workers_.emplace_back([this] { work(); });
-  }
-  ~NewestFirstQueue() override { shutdown(); }
-
-  void enqueue(std::function<void()> connection) override {
-    std::function<void()> overflow;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      pending_.push_back(std::move(connection));
-      if (pending_.size() > kMaxWaiting) {
-        overflow = std::move(pending_.front());
-        pending_.pop_front();
-      }
-    }
-    ready_.notify_one();
-    if (overflow) overflow();  // on the accepting thread: no accept until it is done
-  }
-
-  // Serves what is pending (each task closes its socket; the server has stopped, so at once),
-  // then joins the workers.
-  void shutdown() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    ready_.notify_all();
-    for (std::thread& worker : workers_)
-      worker.join();
-    workers_.clear();
-  }
-
- private:
-  void work() {
-    for (;;) {
-      std::function<void()> connection;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait(lock, [this] { return !pending_.empty() || stopping_; });
-        if (pending_.empty()) return;
-        connection = std::move(pending_.back());
-        pending_.pop_back();
-      }
-      connection();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> pending_;  // guarded by mutex_; the newest at the back
-  bool stopping_ = false;                      // guarded by mutex_
-  std::vector<std::thread> workers_;
-};
-
-}  // namespace
 
 Expected<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(ServiceContext& context,
                                                                   const std::string& address) {
@@ -104,44 +17,20 @@ Expected<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(ServiceContext
   int port = std::stoi(address.substr(colon + 1));
 
   std::unique_ptr<MetricsEndpoint> endpoint(new MetricsEndpoint());
-  endpoint->server_ = std::make_unique<httplib::Server>();
-  httplib::Server& server = *endpoint->server_;
-  // cpp-httplib binds with SO_REUSEPORT, which would let a second serve on the same address
-  // start and take half the scrapes. SO_REUSEADDR alone still binds past the connections a
-  // stopped serve left in TIME_WAIT.
-  server.set_socket_options([](socket_t socket) {
-    int on = 1;
-    ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-  });
-  server.new_task_queue = [] { return new NewestFirstQueue(kWorkers); };
-  server.set_read_timeout(kIdleSeconds, 0);
-  server.set_write_timeout(kIdleSeconds, 0);
-  server.set_keep_alive_timeout(kIdleSeconds);
-  // A scraper's next scrape comes seconds later, past kIdleSeconds, on a new connection anyway;
-  // a client asking on and on holds its worker for five requests at most.
-  server.set_keep_alive_max_count(5);
-  server.Get("/metrics", [&context](const httplib::Request&, httplib::Response& response) {
-    response.set_content(metrics_text(context), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  if (port == 0) {
-    port = server.bind_to_any_port(host);
-  } else if (!server.bind_to_port(host, port)) {
-    port = -1;
-  }
-  if (port <= 0) {
+  auto listen = load_metrics_http();
+  if (!listen) return listen.status();
+  endpoint->http_.reset((*listen)(host, port, [&context] { return metrics_text(context); }));
+  if (!endpoint->http_) {
     return error(Code::kUnavailable,
                  "--metrics-listen: cannot listen on {} (address in use or not on this host)",
                  address);
   }
+  port = endpoint->http_->port();
   endpoint->port_ = port;
   enable_call_metrics();
-  endpoint->thread_ = std::thread([&server] { server.listen_after_bind(); });
   return endpoint;
 }
 
-MetricsEndpoint::~MetricsEndpoint() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
-}
+MetricsEndpoint::~MetricsEndpoint() = default;
 
 }  // namespace rosetctl

@@ -1,18 +1,15 @@
 // The HTTP listener of `serve --metrics-listen`: GET /metrics answers metrics_text()
-// (daemon/metrics.h). cpp-httplib serves it on threads of its own; plain HTTP, as Prometheus
-// scrapes, and nothing on it changes state.
+// (daemon/metrics.h). cpp-httplib serves it on threads of its own, in a module loaded only here
+// (metrics_http/metrics_http.h); plain HTTP, as Prometheus scrapes, and nothing on it changes
+// state.
 #pragma once
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "core/status.h"
 #include "daemon/service_context.h"
-
-namespace httplib {
-class Server;
-}
+#include "metrics_http/metrics_http.h"
 
 namespace rosetctl {
 
@@ -30,8 +27,7 @@ class MetricsEndpoint {
  private:
   MetricsEndpoint() = default;
 
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;  // runs the server's accept loop
+  std::unique_ptr<MetricsHttp> http_;  // its destructor stops the listener
   int port_ = 0;
 };
 

@@ -337,6 +337,9 @@ class Provider {
 
   // Ready to serve? (Probe.) A not-OK status says what is missing.
   virtual Status check_health() const = 0;
+  // Whether check_health() may wait: on the network, a child process. Then Probe runs on a
+  // handler thread; when no provider's check waits, on gRPC's own thread, without the hop.
+  virtual bool health_check_may_block() const { return true; }
 
   // What it measures of itself, at each scrape of the metrics endpoint: counts it can take
   // without waiting for what calls hold for long (a scrape must not stall behind a copy). A

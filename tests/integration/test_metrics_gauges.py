@@ -166,3 +166,30 @@ def test_metrics_are_off_by_default_no_port_is_opened(start_serve):
     assert listening_tcp_ports(quiet.proc.pid) == [], "expected serve without --metrics-listen to listen on no port"
     metered = start_serve(socket_path=quiet.socket_path.parent / "metered.sock", extra=("--metrics-listen", "127.0.0.1:0"))
     assert listening_tcp_ports(metered.proc.pid) == [metrics_port(metered)]
+
+
+def mapped_libraries(pid: int) -> set[str]:
+    """The file names of the shared objects mapped into process `pid`."""
+    with open(f"/proc/{pid}/maps") as maps:
+        return {Path(line.split()[5]).name for line in maps if len(line.split()) > 5 and ".so" in line}
+
+
+def test_cpp_httplib_and_brotli_are_loaded_only_for_the_metrics_endpoint(rosetctl_binary, start_serve):
+    """Issue 35: every CLI run loaded cpp-httplib and, through it, brotli, though only serve's
+    metrics endpoint uses them. The dynamic loader's own log names what a CLI run loads."""
+    done = subprocess.run([rosetctl_binary, "--version"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "LD_DEBUG": "libs"})
+    assert done.returncode == 0, done.stderr
+    loaded = re.findall(r"calling init: (\S+)", done.stderr)
+    assert loaded, f"expected the loader to name the libraries it initialised: {done.stderr[-2000:]}"
+    unused = [path for path in loaded if "httplib" in path or "brotli" in path]
+    assert not unused, f"expected a CLI run to load neither cpp-httplib nor brotli, it loaded {unused}"
+
+    quiet = start_serve()
+    assert not any("httplib" in name for name in mapped_libraries(quiet.proc.pid)), (
+        "expected serve without --metrics-listen to leave cpp-httplib unloaded")
+    metered = start_serve(socket_path=quiet.socket_path.parent / "metered.sock", extra=("--metrics-listen", "127.0.0.1:0"))
+    port = metrics_port(metered)
+    assert any("httplib" in name for name in mapped_libraries(metered.proc.pid)), (
+        "expected serve --metrics-listen to have loaded cpp-httplib")
+    assert "rosetctl_build_info" in scrape(port)

@@ -43,12 +43,12 @@ Expected<IscsiExports*> IscsiProvider::exports() const {
 }
 
 bool IscsiProvider::in_use() const {
-  auto volumes = store_.list_volumes("", 0);
-  if (!volumes) return true;  // cannot tell: better to check than to hide a problem
-  for (const VolumeRecord& volume : *volumes) {
-    if (volume.provider == name()) return true;
-  }
-  return false;
+  auto found = store_.has_volumes_of(name());
+  return !found || *found;  // cannot tell: better to check than to hide a problem
+}
+
+bool IscsiProvider::health_check_may_block() const {
+  return settings_.is_default || in_use();  // then it runs tgtadm or iscsiadm
 }
 
 std::vector<ProviderGauge> IscsiProvider::gauges() {

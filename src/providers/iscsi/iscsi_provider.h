@@ -39,6 +39,7 @@ class IscsiProvider final : public Provider, public ControllerSide, public NodeS
   std::string_view name() const override { return "iscsi"; }
   bool volumes_are_node_local() const override { return false; }
   Status check_health() const override;
+  bool health_check_may_block() const override;
   std::vector<ProviderGauge> gauges() override;
   std::vector<HostFinding> inspect_host() override;
   ControllerSide* controller() override { return settings_.controller_role ? this : nullptr; }

@@ -46,6 +46,7 @@ class LocalProvider final : public Provider,
   std::string image_path(std::string_view volume_id) const { return images_.image(volume_id); }
   bool volumes_are_node_local() const override { return true; }
   Status check_health() const override;
+  bool health_check_may_block() const override { return false; }  // one access(2)
   std::vector<ProviderGauge> gauges() override;
   std::vector<HostFinding> inspect_host() override;
   ControllerSide* controller() override { return this; }

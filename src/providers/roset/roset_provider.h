@@ -30,6 +30,8 @@ class RosetProvider final : public Provider,
   // the folders with their own roset-fuse and key, nothing of a node's record is used.
   bool publish_needs_registered_node() const override { return false; }
   Status check_health() const override;
+  // Configured, the check asks the Roset API.
+  bool health_check_may_block() const override { return configured(); }
   std::vector<ProviderGauge> gauges() override;
   std::vector<HostFinding> inspect_host() override;
   ControllerSide* controller() override { return this; }
