@@ -63,6 +63,7 @@ class GuideLab:
                 "CSI_ENDPOINT": f"unix://{host.dir}/csi.sock",  # its /run/rosetctl/csi.sock
             }, config=host.config_dir / "config.toml")  # its /etc/rosetctl/config.toml
         self.tgtd = None
+        self.controller_serve = None  # (executor, script, process) of the guide's controller serve
 
     def prepare_providers(self) -> None:
         """What the guide's prose and `apt install` lines leave to the reader: the Roset API (the
@@ -102,7 +103,8 @@ class GuideLab:
         e = self.executors
         return {"the controller": [e["controller"]], "consumer-a": [e["consumer-a"]],
                 "consumer-b": [e["consumer-b"]], "each consumer": [e["consumer-a"], e["consumer-b"]],
-                "an admin's host": [e["admin"]], None: [e["controller"]]}
+                "an admin's host": [e["admin"]], None: [e["controller"]],
+                "the controller, with serve stopped": [e["controller"]]}
 
     def values(self, block, executor) -> list[tuple[str, str]]:
         """The substitution for a block run on executor's host."""
@@ -127,6 +129,8 @@ class GuideLab:
         the address it listens on (the next block may place volumes on it)."""
         address, port = re.search(r"--listen (\S+):(\d+)", script).groups()
         wait_for_port(executor.host, address, int(port), timeout=20, process=proc)
+        if "--role controller" in script:
+            self.controller_serve = (executor, script, proc)
         if "--role node" not in script:
             return
         deadline = time.monotonic() + 20
@@ -137,6 +141,21 @@ class GuideLab:
                 return
             assert time.monotonic() < deadline and proc.poll() is None, (listed, proc.output())
             time.sleep(0.2)
+
+
+    def controller_serving(self) -> bool:
+        return self.controller_serve is not None and self.controller_serve[2].poll() is None
+
+    def stop_controller(self) -> None:
+        """What `systemctl stop rosetctl-controller` does to the guide's serve: SIGTERM, then gone."""
+        proc = self.controller_serve[2]
+        proc.terminate()
+        proc.wait(timeout=60)
+
+    def start_controller(self) -> None:
+        """The guide's controller serve again, as `systemctl start` would run it."""
+        executor, script, _ = self.controller_serve
+        self.ready(executor, script, executor.start(script))
 
 
 @pytest.fixture(scope="module")
@@ -195,6 +214,20 @@ def test_operating_guide(lab):
     if not (lab.controller.config_dir / "config.toml").exists():
         pytest.fail("the across-hosts guide's set-up did not run (its test failed first)", pytrace=False)
     runner = Runner(GUIDES / "operating.md", lab.hosts(), lab.values, ready=lab.ready)
-    runner.run_all()
+    for block in runner.blocks:
+        # The prose around the backup blocks: serve stopped (systemctl stop) while they run.
+        stopped = block.run_on == "the controller, with serve stopped"
+        if stopped and lab.controller_serving():
+            lab.stop_controller()
+        elif not stopped and not lab.controller_serving():
+            lab.start_controller()
+        runner.run_block(block)
+    if not lab.controller_serving():
+        lab.start_controller()
     runner.assert_all_ran()
     assert (lab.controller.dir / "backups" / "rosetctl" / "state.db").stat().st_size > 0
+    assert (lab.controller.dir / "backups" / "rosetctl" / "state.tar").stat().st_size > 0
+    # The restored controller knows its nodes again (the registry is in the database).
+    nodes = lab.executors["admin"].run("rosetctl node list -o json", 60)
+    assert nodes.rc == 0, nodes.describe()
+    assert sorted(n["node_id"] for n in json.loads(nodes.stdout)) == ["consumer-a", "consumer-b"], nodes
