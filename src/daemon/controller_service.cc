@@ -405,10 +405,11 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
     // incompatible with the node" (FAILED_PRECONDITION), not an unknown node (NOT_FOUND).
     return error(Code::kFailedPrecondition,
                  "node \"{}\" cannot reach volume \"{}\": {} volumes live on the node that "
-                 "created them and can only be published to node \"{}\"; for volumes that "
-                 "other hosts attach, use the roset provider (--provider roset)",
+                 "created them and can only be published to node \"{}\"; to use one on node "
+                 "\"{}\", make it there (volume create --node {}; in CSI, its topology), and "
+                 "for volumes that other hosts attach, use --provider roset or --provider iscsi",
                  request.node_id(), volume->record.name, volume->provider->name(),
-                 context_.options.node_id);
+                 context_.options.node_id, request.node_id(), request.node_id());
   }
   std::string wanted_type = capability->access_type == AccessType::kBlock ? "block" : "mount";
   if (volume->record.access_type != wanted_type) {

@@ -167,6 +167,8 @@ TEST_CASE("registry: ControllerPublishVolume needs a registered node or this one
   CHECK_THAT(status.error_message(),
              Catch::Contains("local volumes live on the node that created them and can only be "
                              "published to node \"node-a\""));
+  // And names the fix: where to make it instead (issue 32: the error names which host, which flag).
+  CHECK_THAT(status.error_message(), Catch::Contains("make it there (volume create --node node-b"));
 }
 
 TEST_CASE("registry: RemoveNode refuses a node with publications unless forced", "[registry]") {
