@@ -129,12 +129,8 @@ def _volume_rows() -> None:
             TABLE[("volume disconnect", kind)] = row(OK, NOTHING_CONNECTED, NOTHING_CONNECTED, NOTHING_CONNECTED, here)
             TABLE[("volume stats", kind)] = row(OK, NOT_CONNECTED, NOT_CONNECTED, NOT_CONNECTED, here)
         elif kind == "placed":
-            wrong_node = refused(3, 'node "consumer-b" is not registered with this controller',
-                                 gap="consumer-a's controller service answers from its own registry: should "
-                                     "say the volume can only be published to consumer-a")
-            from_controller = refused(3, 'node "controller" is not registered with this controller',
-                                      gap=wrong_node[3].replace("consumer-b", "controller"))
-            TABLE[("volume connect", kind)] = row(from_controller, OK, OK, wrong_node, OK)
+            elsewhere_only = refused(5, 'can only be published to node "consumer-a"')
+            TABLE[("volume connect", kind)] = row(elsewhere_only, OK, OK, elsewhere_only, OK)
             TABLE[("volume disconnect", kind)] = row(NOTHING_CONNECTED, OK, OK, NOTHING_CONNECTED, OK)
             TABLE[("volume stats", kind)] = row(NOT_CONNECTED, OK, OK, NOT_CONNECTED, OK)
         else:

@@ -313,7 +313,7 @@ def test_every_cell_of_the_seat_matrix_does_what_the_table_says(lab):
     # host's CLI collide on tgtd's target ids (noted in the report of issue 32's matrix).
     serial = {i for i, cell in enumerate(cells)
               if cell.verb in ("snapshot push", "snapshot pull", "node register") or cell.kind == "iscsi"}
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with ThreadPoolExecutor(max_workers=4) as pool:
         results = dict(zip((i for i in range(len(cells)) if i not in serial),
                            pool.map(lambda cell: Walk(lab, cell).run(),
                                     [c for i, c in enumerate(cells) if i not in serial])))
