@@ -189,7 +189,8 @@ _node_rows()
 
 
 def _iscsi_rows() -> None:
-    """The target side only: connect needs a kernel initiator (a guest)."""
+    """The target side only: connect needs a kernel initiator (a guest). An iscsi volume's
+    snapshot is its image in the controller host's commit store: it moves as a local one does."""
     kind = "iscsi"
     TABLE[("volume create", kind)] = row(OK, OK, OK, OK, refused(6, "cannot list tgtd's targets", gap=(
         "made in consumer-a's own store, whose configuration names no tgtd: run it with --controller")))
@@ -207,6 +208,11 @@ def _iscsi_rows() -> None:
     TABLE[("snapshot list", kind)] = row(OK, OK, OK, OK, refused(3, "no volume is named", gap=NOT_HERE[3]))
     TABLE[("snapshot show", kind)] = row(OK, OK, OK, OK, NO_SNAPSHOT_HERE)
     TABLE[("snapshot delete", kind)] = row(OK, OK, OK, OK, NOTHING_TO_DELETE)
+    for verb in ("diff", "restore"):
+        TABLE[(f"snapshot {verb}", kind)] = row(OK, OK, OK, OK, NO_SNAPSHOT_HERE)
+    TABLE[("snapshot verify", kind)] = row(OK, NODE_MAY_NOT_ON_CONTROLLER, OK, OK, NO_SNAPSHOT_HERE)
+    TABLE[("snapshot push", kind)] = row(NEEDS_CONTROLLER, NODE_ON_ITSELF, OK, OK, NEEDS_CONTROLLER)
+    TABLE[("snapshot pull", kind)] = row(PULL_FROM_SELF, ADMIN_TRANSFER, OK, OK, NO_CONTROLLER_HERE)
 
 
 _iscsi_rows()
