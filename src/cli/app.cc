@@ -79,7 +79,8 @@ void add_network_options(CLI::App& app, GlobalOptions& globals) {
       ->type_name("NODE")
       ->group(group);
   app.add_option("--tls-cert", globals.tls_cert,
-                 "This host's certificate (PEM), for --controller and serve --listen")
+                 "This host's certificate (PEM), for --controller and serve --listen; the "
+                 "controller's also lets the controller host's CLI reach its nodes")
       ->envname("ROSETCTL_TLS_CERT")
       ->group(group);
   app.add_option("--tls-key", globals.tls_key, "Its private key (PEM, mode 0600)")

@@ -4,9 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "cli/node_announce.h"
 #include "cli/secrets_file.h"
 #include "core/validate.h"
+#include "core/x509/certificates.h"
 #include "daemon/server.h"
 #include "daemon/tls_files.h"
 
@@ -17,6 +21,35 @@ bool state_exists(const GlobalOptions& options) {
   struct stat st;
   return ::stat(StateLayout{options.state_dir}.database().c_str(), &st) == 0;
 }
+
+namespace {
+
+// Whether CERTIFICATE_FILE is a controller's certificate (tls issue's OU "controller").
+bool is_controller_certificate(const std::string& certificate_file) {
+  std::ifstream in(certificate_file);
+  std::ostringstream pem;
+  pem << in.rdbuf();
+  auto identity = read_certificate_identity(pem.str());
+  return identity && identity->role == "controller";
+}
+
+// Without --controller: the certificate the in-process plugin reaches registered nodes with.
+// On the controller host, whose configuration names serve's certificate (tls-cert, tls-key,
+// tls-ca), that is serve's: the CLI then sees and acts on volumes and snapshots placed on nodes
+// as serve does, by the same calls over the same channels (daemon/node_controllers.h). Any other
+// certificate (a node's, an admin's) is none: nodes take Controller calls from a controller only.
+Expected<TlsFiles> certificate_for_nodes(const GlobalOptions& options) {
+  TlsFiles tls = tls_files(options);
+  if (!options.controller.empty() || tls.certificate.empty() ||
+      !is_controller_certificate(tls.certificate)) {
+    return TlsFiles{};
+  }
+  ROSETCTL_RETURN_IF_ERROR(
+      check_tls_files(tls, "reaching nodes with the controller's certificate"));
+  return tls;
+}
+
+}  // namespace
 
 PluginOptions plugin_options_of(const GlobalOptions& options) {
   PluginOptions plugin_options;
@@ -69,9 +102,11 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
     plugin_options.node_credentials = channel_credentials(tls);
     certificate = tls.certificate;
   }
+  auto for_nodes = certificate_for_nodes(options);
+  if (!for_nodes) return for_nodes.status();
   auto plugin = Plugin::open(std::move(plugin_options));
   if (!plugin) return plugin.status();
-  ROSETCTL_RETURN_IF_ERROR((*plugin)->start(std::nullopt));
+  ROSETCTL_RETURN_IF_ERROR((*plugin)->start(std::nullopt, {}, *for_nodes));
 
   session->client_ = controller ? std::make_unique<CsiClient>((*plugin)->in_process_channel(),
                                                               controller, options.controller)

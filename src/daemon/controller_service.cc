@@ -398,8 +398,12 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
       context_.locks.try_lock(node_lock_key(request.node_id()), LockMode::kShared,
                               busy_message(fmt::format("node \"{}\"", request.node_id())));
   if (!node_lock) return node_lock.status();
-  if (volume->provider->publish_needs_registered_node())
+  // A node's own registry is not the controller's (it holds no other node): for a volume placed
+  // on it, the controller checked the target is registered before it forwarded the call.
+  if (volume->provider->publish_needs_registered_node() &&
+      context_.options.role != PluginRole::kNode) {
     ROSETCTL_RETURN_IF_ERROR(check_node_registered(context_, request.node_id()));
+  }
   if (volume->provider->volumes_are_node_local() && request.node_id() != context_.options.node_id) {
     // The node exists (registered), but this volume cannot reach it: the spec's "volume
     // incompatible with the node" (FAILED_PRECONDITION), not an unknown node (NOT_FOUND).
@@ -697,6 +701,11 @@ grpc::ServerUnaryReactor* ControllerService::ControllerPublishVolume(
     Request* call, const csi::v1::ControllerPublishVolumeRequest* request,
     csi::v1::ControllerPublishVolumeResponse* response) {
   return serve(call, "ControllerPublishVolume", request, response, [=, this] {
+    // To an unknown node: NOT_FOUND here, from the controller's registry, before a volume placed
+    // on a node is asked there (where only its own node is known).
+    auto placed = decode_placed_id(request->volume_id());
+    if (placed && placed->node != context_.options.node_id)
+      ROSETCTL_RETURN_IF_ERROR(check_node_registered(context_, request->node_id()));
     return here_or_on_node(request->volume_id(),
                            &csi::v1::Controller::Stub::ControllerPublishVolume, *request, response,
                            Code::kNotFound, [&] { return publish_volume(*request, response); });

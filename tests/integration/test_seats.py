@@ -150,6 +150,31 @@ def test_a_snapshot_pulled_to_a_node_restores_there_with_its_normal_configuratio
     assert local_id(picked.json()["id"], "consumer-b") in stored_volumes(nodes.b_host)
 
 
+def test_the_controller_hosts_own_cli_reaches_placed_volumes_with_serves_certificate(nodes):
+    site = nodes.site
+    placed = site.alice.ok_json("volume", "create", "pl", "--node", "consumer-a")["id"]
+    # Without a certificate the controller host's CLI knows only its own host's volumes.
+    assert site.ctl.run("volume", "show", "pl").rc == EXIT_NOT_FOUND
+
+    # With serve's certificate configured (as serve reads it from the same config file), it asks
+    # the node as serve does: the placed volume is shown, listed and committed by name.
+    cert, key, ca = site.identity("controller")
+    site.ctl.env.update({"ROSETCTL_TLS_CERT": str(cert), "ROSETCTL_TLS_KEY": str(key), "ROSETCTL_TLS_CA": str(ca)})
+    shown = site.ctl.run("volume", "show", "pl", "-o", "json")
+    assert shown.rc == 0, shown.describe()
+    assert shown.json()["id"] == placed, shown.json()
+    assert "pl" in names_in(site.ctl.ok_json("volume", "list"))
+    taken = site.ctl.run("snapshot", "commit", "pl", "--name", "s1", "-o", "json")
+    assert taken.rc == 0, taken.describe()
+    assert taken.json()["node"] == "consumer-a", taken.json()
+    assert site.alice.ok_json("snapshot", "show", "s1")["node"] == "consumer-a"
+
+    # Another certificate (a node's) is no controller's: the nodes are not asked with it.
+    cert, key, ca = site.identity("consumer-b")
+    site.ctl.env.update({"ROSETCTL_TLS_CERT": str(cert), "ROSETCTL_TLS_KEY": str(key)})
+    assert site.ctl.run("volume", "show", "pl").rc == EXIT_NOT_FOUND
+
+
 # ---------------------------------------------------------------- which host lacks what
 
 def test_errors_name_the_host_that_lacks_the_roset_key_or_roset_fuse(site):
