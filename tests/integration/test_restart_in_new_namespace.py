@@ -4,14 +4,20 @@ new mount ids, and it must know them as its own (stats, unpublish, unstage) whil
 a foreign mount stacked on one of them. Real namespaces (unshare), real mounts, no podman."""
 from __future__ import annotations
 
+import errno
 import os
+import re
+import signal
 import subprocess
+import time
+import urllib.request
 from pathlib import Path
 
 import grpc
 
 from csi_server import CALL_TIMEOUT, Server, expect_code, mount_capability
 from rosetctl_cli import Rosetctl
+from roset_fixtures import process_alive
 from rosetctl_loops import detach
 from rosetctl_mounts import is_mount_point, mount_at
 
@@ -198,3 +204,92 @@ def test_image_volumes_staged_before_a_restart_in_a_new_mount_namespace_keep_the
         if backing_file(devices["block"]):
             detach(devices["block"])
 
+
+def answers(path: Path) -> bool:
+    """Whether a mount answers: a dead FUSE mount fails stat with ENOTCONN."""
+    try:
+        os.stat(path)
+        return True
+    except OSError as e:
+        assert e.errno in (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO), e
+        return False
+
+
+def kill_container(serve: Server, fuse_pid: int) -> None:
+    """What a container restart does to the node plugin: every process in it is killed at once,
+    serve, its roset-fuse and roset-fuse's own helper (fusermount3 auto_unmount), which would
+    otherwise unmount the client's mountpoint when it dies."""
+    helpers = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()
+               and _parent_of(int(p.name)) == fuse_pid]
+    serve.stop(signal.SIGKILL)
+    for pid in (fuse_pid, *helpers):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 10
+    while any(process_alive(pid) for pid in (fuse_pid, *helpers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _parent_of(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def test_roset_mounts_are_repaired_when_serve_restarts_in_a_new_namespace_after_its_fuse_died(
+        csi, cli, roset, workdir, processes):
+    """Issue 33 finding 6: a node plugin's container restart kills roset-fuse with serve; the
+    FUSE mount, the staging bound from it and the pod's target bound from that answer ENOTCONN,
+    and kubelet never calls NodePublish again (requiresRepublish: false). The restarted serve,
+    in a new mount namespace, starts roset-fuse again and binds the staging and the pod's target
+    again at start-up, so the pod reads its data without being restarted."""
+    pb2, timeout = csi.pb2, CALL_TIMEOUT
+    shared_subtree(workdir)
+    first = serve_in_new_namespace(csi, cli, workdir, processes, "first")
+    capability = pb2.VolumeCapability(mount=pb2.VolumeCapability.MountVolume(), access_mode=pb2.VolumeCapability.AccessMode(
+        mode=pb2.VolumeCapability.AccessMode.MULTI_NODE_MULTI_WRITER))
+    volume = first.controller.CreateVolume(pb2.CreateVolumeRequest(
+        name="pvc-roset", volume_capabilities=[capability]), timeout=timeout).volume
+    staging, target = workdir / "kubelet" / "globalmount", workdir / "kubelet" / "pod" / "mount"
+    target.parent.mkdir(parents=True)
+    first.node.NodeStageVolume(pb2.NodeStageVolumeRequest(
+        volume_id=volume.volume_id, staging_target_path=str(staging), volume_capability=capability,
+        volume_context=volume.volume_context), timeout=timeout)
+    first.node.NodePublishVolume(pb2.NodePublishVolumeRequest(
+        volume_id=volume.volume_id, staging_target_path=str(staging), target_path=str(target),
+        volume_capability=capability, volume_context=volume.volume_context), timeout=timeout)
+    (target / "data").write_text("written by the pod")
+    [fuse_pid] = roset.fuse_pids()
+
+    kill_container(first, fuse_pid)
+    assert not answers(target), "expected the pod's target dead with its roset-fuse (else this shows nothing)"
+
+    second = serve_in_new_namespace(csi, cli, workdir, processes, "second",
+                                    extra=("--metrics-listen", "127.0.0.1:0"))
+    [new_pid] = roset.fuse_pids()
+    assert new_pid != fuse_pid and process_alive(new_pid), "expected roset-fuse started again"
+    assert answers(target), f"expected the pod's target bound again at start-up: {second.log()}"
+    assert (target / "data").read_text() == "written by the pod"
+    (target / "after").write_text("written after the restart")
+    assert (staging / "after").read_text() == "written after the restart"
+    stats = second.node.NodeGetVolumeStats(pb2.NodeGetVolumeStatsRequest(
+        volume_id=volume.volume_id, volume_path=str(target)), timeout=timeout)
+    assert not stats.volume_condition.abnormal, stats.volume_condition
+    port = re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics", second.log()).group(1)
+    metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    assert 'rosetctl_mount_repairs_total{kind="publication"} 1' in metrics, metrics
+
+    second.node.NodeUnpublishVolume(pb2.NodeUnpublishVolumeRequest(
+        volume_id=volume.volume_id, target_path=str(target)), timeout=timeout)
+    assert not is_mount_point(str(target))
+    second.node.NodeUnstageVolume(pb2.NodeUnstageVolumeRequest(
+        volume_id=volume.volume_id, staging_target_path=str(staging)), timeout=timeout)
+    assert not is_mount_point(str(staging))
+    deadline = time.monotonic() + 15
+    while process_alive(new_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not process_alive(new_pid), "expected roset-fuse stopped after the last unstage"
+    assert roset.records() == []
