@@ -53,6 +53,18 @@ Status rebind_dead_publications(ServiceContext& context, NodeSide& node, std::st
   return Status::ok();
 }
 
+// Whether the staging or one of its recorded publications does not answer.
+bool has_dead_mount(ServiceContext& context, const Staging& staging) {
+  if (is_dead_mount(staging.staging_path)) return true;
+  auto publications =
+      context.store.node_publications_of_staging(staging.volume_id, staging.staging_path);
+  if (!publications) return true;  // repair_dead_staging reports it
+  for (const NodePublication& publication : *publications) {
+    if (is_dead_mount(publication.target_path)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool is_dead_mount(const std::string& path) {
@@ -82,6 +94,7 @@ std::vector<std::string> repair_dead_mounts(ServiceContext& context) {
   auto stagings = context.store.all_stagings();
   if (!stagings) return {std::string(stagings.status().message())};
   for (const Staging& staging : *stagings) {
+    if (!has_dead_mount(context, staging)) continue;  // the usual case: nothing to lock or ask
     auto node = context.providers.node_for_volume(staging.volume_id);
     if (!node) {
       failed.push_back(std::string(node.status().message()));
@@ -89,9 +102,7 @@ std::vector<std::string> repair_dead_mounts(ServiceContext& context) {
     }
     auto held = lock_like_stage(context, staging.volume_id);
     if (!held) {
-      // A call works on it right now; a dead staging is still worth saying.
-      if (is_dead_mount(staging.staging_path))
-        failed.push_back(std::string(held.status().message()));
+      failed.push_back(std::string(held.status().message()));  // a call works on it right now
       continue;
     }
     auto repaired = repair_dead_staging(context, **node, staging.volume_id, staging.staging_path);

@@ -20,8 +20,9 @@ namespace rosetctl {
 Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
                                    std::string_view volume_id, const std::string& staging_path);
 
-// repair_dead_staging for every recorded staging of this node, each under the locks a
-// NodeStage takes; volumes in use by a call right now are left to it. Returns what failed.
+// repair_dead_staging for every recorded staging of this node with a dead mount (its own or a
+// publication's), each under the locks a NodeStage takes; one in use by a call right now is
+// left to that call and reported. Returns what failed.
 std::vector<std::string> repair_dead_mounts(ServiceContext& context);
 
 // True when `path` is a mount that no longer answers.
