@@ -223,12 +223,43 @@ Expected<std::vector<LoopInfo>> list_loop_devices(const std::string& sysfs_block
   return out;
 }
 
+std::optional<FileIdentity> file_identity(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileIdentity{::major(st.st_dev), ::minor(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
+std::optional<FileIdentity> loop_backing_identity(const LoopInfo& loop) {
+  // open_device may make the node from sysfs's numbers (a container's own /dev).
+  auto fd = open_device(loop.number, O_RDONLY);
+  if (!fd) return std::nullopt;
+  loop_info64 info;
+  std::memset(&info, 0, sizeof(info));
+  if (::ioctl(fd->get(), LOOP_GET_STATUS64, &info) != 0) return std::nullopt;
+  // The kernel encodes lo_device with huge_encode_dev (new_encode_dev), not glibc's makedev.
+  uint64_t dev = info.lo_device;
+  return FileIdentity{static_cast<unsigned>((dev & 0xfff00) >> 8),
+                      static_cast<unsigned>((dev & 0xff) | ((dev >> 12) & 0xfff00)),
+                      static_cast<uint64_t>(info.lo_inode)};
+}
+
+bool loop_backed_by(const LoopInfo& loop, const std::string& path,
+                    const std::optional<FileIdentity>& identity) {
+  if (identity) {
+    std::optional<FileIdentity> backing = loop_backing_identity(loop);
+    if (backing)
+      return *backing == *identity || (loop.backing_deleted && loop.backing_file == path);
+  }
+  return loop.backing_file == path;
+}
+
 Expected<std::vector<LoopInfo>> loop_devices_backed_by(const std::string& file) {
   auto all = list_loop_devices();
   if (!all) return all.status();
+  std::optional<FileIdentity> identity = file_identity(file);
   std::vector<LoopInfo> out;
   for (LoopInfo& info : *all) {
-    if (info.backing_file == file) out.push_back(std::move(info));
+    if (loop_backed_by(info, file, identity)) out.push_back(std::move(info));
   }
   return out;
 }

@@ -1,11 +1,14 @@
 // Loop devices: attaching a file (LOOP_CTL_GET_FREE + LOOP_CONFIGURE), the LoopDevice guard
-// that detaches it again on a failure path, finding the devices backed by a file (sysfs),
-// refreshing a device's size after its file grew, and switching direct I/O while attached.
+// that detaches it again on a failure path, finding the devices backed by a file (sysfs, and
+// LOOP_GET_STATUS64 for the file's identity), refreshing a device's size after its file grew, and
+// switching direct I/O while attached.
 #pragma once
 
 #include <sys/types.h>
 
+#include <compare>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,7 +79,32 @@ struct LoopInfo {
 // Every attached loop device, read from `sysfs_block` (/sys/block).
 Expected<std::vector<LoopInfo>> list_loop_devices(const std::string& sysfs_block = "/sys/block");
 
-// The attached loop devices whose backing file is `file` (also once it has been deleted).
+// A file as the kernel identifies it: its filesystem's device numbers and its inode number.
+struct FileIdentity {
+  unsigned major = 0;
+  unsigned minor = 0;
+  uint64_t inode = 0;
+  auto operator<=>(const FileIdentity&) const = default;
+};
+
+// The identity of the file at `path` (stat), or nullopt when there is none to stat.
+std::optional<FileIdentity> file_identity(const std::string& path);
+
+// The identity of the file attached to `loop` (LOOP_GET_STATUS64 lo_device / lo_inode), or
+// nullopt when it cannot be read (detached meanwhile, no device node, no permission).
+// Unlike sysfs's backing_file, it names the same file from every mount namespace: that path
+// is resolved in the namespace that attached the device, and once that namespace is gone (a
+// node plugin's container restarted) it reads relative to a detached mount ("/img").
+std::optional<FileIdentity> loop_backing_identity(const LoopInfo& loop);
+
+// Whether `loop` is backed by the file at `path`, whose identity is `identity` (nullopt when
+// it has none: deleted): the identities match, or, where no identity can be compared or the
+// backing file was deleted, sysfs shows the same path.
+bool loop_backed_by(const LoopInfo& loop, const std::string& path,
+                    const std::optional<FileIdentity>& identity);
+
+// The attached loop devices whose backing file is `file` (also once it has been deleted, and
+// also when sysfs shows its path as another mount namespace saw it).
 Expected<std::vector<LoopInfo>> loop_devices_backed_by(const std::string& file);
 
 // LOOP_CLR_FD. A device with nothing attached is fine. A device still open elsewhere (a mount

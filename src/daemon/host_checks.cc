@@ -219,28 +219,11 @@ std::vector<HostCheck> run_checks(ServiceContext& context, const HostCheckOption
   return rows;
 }
 
-// What serve does at its start, and the revival a call to a dead staging would do: dead
-// stagings first (their publications with them), then the reconcile. Volumes in use by a
-// call right now are left to it. Returns what failed.
+// What serve does at its start (reconcile_node), which revives dead stagings and binds dead
+// publications again (node_repair.h). Volumes in use by a call right now are left to it.
+// Returns what failed.
 std::vector<std::string> repair(ServiceContext& context) {
   std::vector<std::string> failed;
-  auto stagings = context.store.all_stagings();
-  if (!stagings) return {std::string(stagings.status().message())};
-  for (const Staging& staging : *stagings) {
-    if (!is_dead_mount(staging.staging_path)) continue;
-    auto node = context.providers.node_for_volume(staging.volume_id);
-    if (!node) {
-      failed.push_back(std::string(node.status().message()));
-      continue;
-    }
-    auto held = lock_like_stage(context, staging.volume_id);
-    if (!held) {
-      failed.push_back(std::string(held.status().message()));
-      continue;
-    }
-    auto repaired = repair_dead_staging(context, **node, staging.volume_id, staging.staging_path);
-    if (!repaired) failed.push_back(std::string(repaired.status().message()));
-  }
   if (context.options.role != PluginRole::kNode) reconcile_controller(context);
   if (Status reconciled = reconcile_node(context); !reconciled)
     failed.push_back(std::string(reconciled.message()));

@@ -37,6 +37,9 @@ struct CallMetrics {
           .Register(*registry);
 };
 
+std::atomic<uint64_t> g_staging_repairs{0};
+std::atomic<uint64_t> g_publication_repairs{0};
+
 // Made once and never destroyed: a call finishing while serve shuts down may still record.
 std::atomic<CallMetrics*> g_call_metrics{nullptr};
 
@@ -93,6 +96,23 @@ void add_stagings(ServiceContext& context, std::vector<prometheus::MetricFamily>
   out.push_back(std::move(family));
 }
 
+void add_mount_repairs(std::vector<prometheus::MetricFamily>& out) {
+  prometheus::MetricFamily family;
+  family.name = "rosetctl_mount_repairs_total";
+  family.help =
+      "Dead mounts (a killed FUSE client's) this process mounted again, by what they were: a "
+      "staging, or a publication bound from one";
+  family.type = prometheus::MetricType::Counter;
+  for (auto [kind, count] : {std::pair{"staging", &g_staging_repairs},
+                             std::pair{"publication", &g_publication_repairs}}) {
+    prometheus::ClientMetric metric;
+    metric.label = {{"kind", kind}};
+    metric.counter.value = static_cast<double>(count->load());
+    family.metric.push_back(std::move(metric));
+  }
+  out.push_back(std::move(family));
+}
+
 void add_provider_gauges(ServiceContext& context, std::vector<prometheus::MetricFamily>& out) {
   std::map<std::string, prometheus::MetricFamily> families;  // one per name, a series each
   for (const std::string& name : context.providers.names()) {
@@ -109,6 +129,10 @@ void add_provider_gauges(ServiceContext& context, std::vector<prometheus::Metric
 }
 
 }  // namespace
+
+void record_mount_repair(MountRepair kind) {
+  (kind == MountRepair::kStaging ? g_staging_repairs : g_publication_repairs).fetch_add(1);
+}
 
 void enable_call_metrics() {
   if (g_call_metrics.load() != nullptr) return;
@@ -134,6 +158,7 @@ std::string metrics_text(ServiceContext& context) {
   families.push_back(std::move(build));
   add_record_counts(context, families);
   add_stagings(context, families);
+  add_mount_repairs(families);
   add_provider_gauges(context, families);
   return prometheus::TextSerializer().Serialize(families);
 }

@@ -17,6 +17,11 @@ namespace rosetctl {
 void enable_call_metrics();
 void record_call(std::string_view method, Code code, std::chrono::steady_clock::duration elapsed);
 
+// A dead mount repaired (node_repair.h): counted from the process's start, metrics endpoint or
+// not, so the repairs of the start-up reconcile are counted too.
+enum class MountRepair { kStaging, kPublication };
+void record_mount_repair(MountRepair kind);
+
 // The page served at /metrics: the call metrics, then the gauges `context` gives now. The
 // gauges take no lock a call holds for long: database reads, the mount table, stat(2) of
 // each staging, and the providers' own counts (Provider::gauges).

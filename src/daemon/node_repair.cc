@@ -3,31 +3,31 @@
 
 #include <spdlog/spdlog.h>
 
+#include <optional>
+
 #include "core/mount_ops.h"
 #include "daemon/convert.h"
+#include "daemon/metrics.h"
 #include "daemon/node_mounts.h"
+#include "daemon/reconcile.h"
 
 namespace rosetctl {
+namespace {
 
-bool is_dead_mount(const std::string& path) {
-  return probe_path(path) == PathHealth::kDisconnected;
-}
-
-Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
-                                   std::string_view volume_id, const std::string& staging_path) {
-  if (!is_dead_mount(staging_path)) return false;
-  spdlog::warn("volume \"{}\": staging \"{}\" does not answer (dead mount); repairing it",
-               volume_id, staging_path);
-  ROSETCTL_RETURN_IF_ERROR(node.revive_staging(volume_id, staging_path)
-                               .with_context(fmt::format("volume \"{}\"", volume_id)));
-  ROSETCTL_RETURN_IF_ERROR(
-      context.store.set_staging_mount(volume_id, staging_path, record_mount_at(staging_path)));
-  auto record = context.store.find_volume(volume_id);
-  if (!record || !record->has_value()) return true;
+// Binds again each publication of the staging that does not answer (the staging answers now).
+Status rebind_dead_publications(ServiceContext& context, NodeSide& node, std::string_view volume_id,
+                                const std::string& staging_path) {
   auto publications = context.store.node_publications_of_staging(volume_id, staging_path);
   if (!publications) return publications.status();
+  std::optional<VolumeRecord> record;
   for (const NodePublication& publication : *publications) {
     if (!is_dead_mount(publication.target_path)) continue;
+    if (!record) {
+      auto found = context.store.find_volume(volume_id);
+      if (!found) return found.status();
+      if (!found->has_value()) return Status::ok();
+      record = std::move(**found);
+    }
     auto judged = judge_mount(publication.target_path, publication.mount);
     if (!judged) return judged.status();
     if (judged->owner != MountOwner::kOurs) {
@@ -39,18 +39,76 @@ Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
     auto capability = capability_from_key(publication.capability);
     if (!capability) return capability.status();
     ROSETCTL_RETURN_IF_ERROR(unmount_topmost(publication.target_path));
-    PublishSpec spec{std::string(volume_id),  staging_path,
-                     publication.target_path, *capability,
-                     publication.readonly,    (*record)->context};
+    PublishSpec spec{std::string(volume_id), staging_path,   publication.target_path, *capability,
+                     publication.readonly,   record->context};
     if (Status bound = node.publish_volume(spec); !bound) {
       return bound.with_context(fmt::format("volume \"{}\": cannot bind \"{}\" again", volume_id,
                                             publication.target_path));
     }
     ROSETCTL_RETURN_IF_ERROR(context.store.set_node_publication_mount(
         publication.target_path, record_mount_at(publication.target_path)));
+    record_mount_repair(MountRepair::kPublication);
     spdlog::info("volume \"{}\": bound \"{}\" again", volume_id, publication.target_path);
   }
-  return true;
+  return Status::ok();
+}
+
+// Whether the staging or one of its recorded publications does not answer.
+bool has_dead_mount(ServiceContext& context, const Staging& staging) {
+  if (is_dead_mount(staging.staging_path)) return true;
+  auto publications =
+      context.store.node_publications_of_staging(staging.volume_id, staging.staging_path);
+  if (!publications) return true;  // repair_dead_staging reports it
+  for (const NodePublication& publication : *publications) {
+    if (is_dead_mount(publication.target_path)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool is_dead_mount(const std::string& path) {
+  return probe_path(path) == PathHealth::kDisconnected;
+}
+
+Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
+                                   std::string_view volume_id, const std::string& staging_path) {
+  bool dead = is_dead_mount(staging_path);
+  if (dead) {
+    spdlog::warn("volume \"{}\": staging \"{}\" does not answer (dead mount); repairing it",
+                 volume_id, staging_path);
+    ROSETCTL_RETURN_IF_ERROR(node.revive_staging(volume_id, staging_path)
+                                 .with_context(fmt::format("volume \"{}\"", volume_id)));
+    ROSETCTL_RETURN_IF_ERROR(
+        context.store.set_staging_mount(volume_id, staging_path, record_mount_at(staging_path)));
+    record_mount_repair(MountRepair::kStaging);
+  }
+  // Also when the staging answers: its provider may have revived it already (roset's start-up
+  // reconcile restarts roset-fuse and binds its stagings), leaving the pods' targets dead.
+  ROSETCTL_RETURN_IF_ERROR(rebind_dead_publications(context, node, volume_id, staging_path));
+  return dead;
+}
+
+std::vector<std::string> repair_dead_mounts(ServiceContext& context) {
+  std::vector<std::string> failed;
+  auto stagings = context.store.all_stagings();
+  if (!stagings) return {std::string(stagings.status().message())};
+  for (const Staging& staging : *stagings) {
+    if (!has_dead_mount(context, staging)) continue;  // the usual case: nothing to lock or ask
+    auto node = context.providers.node_for_volume(staging.volume_id);
+    if (!node) {
+      failed.push_back(std::string(node.status().message()));
+      continue;
+    }
+    auto held = lock_like_stage(context, staging.volume_id);
+    if (!held) {
+      failed.push_back(std::string(held.status().message()));  // a call works on it right now
+      continue;
+    }
+    auto repaired = repair_dead_staging(context, **node, staging.volume_id, staging.staging_path);
+    if (!repaired) failed.push_back(std::string(repaired.status().message()));
+  }
+  return failed;
 }
 
 }  // namespace rosetctl

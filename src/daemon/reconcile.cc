@@ -1,10 +1,13 @@
 // Startup reconcile of node records and provider resources (see reconcile.h).
 #include "daemon/reconcile.h"
 
+#include <fmt/ranges.h>
+
 #include "core/log.h"
 #include "core/mountinfo.h"
 #include "core/validate.h"
 #include "daemon/node_paths.h"
+#include "daemon/node_repair.h"
 #include "daemon/volume_locks.h"
 
 namespace rosetctl {
@@ -83,6 +86,14 @@ Status reconcile_node(ServiceContext& context) {
     if (node == nullptr) continue;  // nothing of it on this node
     Status status = node->reconcile_node(locker);
     if (!status) return status.with_context(fmt::format("reconcile of provider \"{}\"", name));
+  }
+  // After the providers: roset's has started roset-fuse again and bound its stagings, and the
+  // pods' targets, still bound to the dead mounts, follow here (kubelet never republishes).
+  std::vector<std::string> failed = repair_dead_mounts(context);
+  for (const std::string& failure : failed)
+    spdlog::warn("reconcile: a dead mount is left: {}", escape_text(failure));
+  if (!failed.empty()) {
+    return error(Code::kInternal, "dead mounts could not be repaired: {}", fmt::join(failed, "; "));
   }
   return Status::ok();
 }

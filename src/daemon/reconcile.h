@@ -1,8 +1,10 @@
 // Startup reconcile (run by `serve` before it takes calls): finishes or undoes what a crash
 // left half-done on this node. Node records whose mounts are gone are removed (with the
 // directories or files the plugin created for them), then each provider releases what no
-// staging uses any more (loop devices of local image volumes). A volume whose locks are held
-// is in use by another process and is left alone.
+// staging uses any more (loop devices of local image volumes; roset-fuse processes, started
+// again where they died with a node plugin's container), and last dead stagings are revived and
+// dead publications bound again (node_repair.h). A volume whose locks are held is in use by
+// another process and is left alone.
 #pragma once
 
 #include "core/status.h"

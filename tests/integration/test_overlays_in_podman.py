@@ -243,20 +243,10 @@ def test_the_local_overlay_as_a_cluster_runs_it(image, lab, csi):
 
 def test_the_local_overlay_with_the_node_plugin_restarted_while_volumes_are_mounted(image, lab, csi):
     """A rolling update of the DaemonSet while pods use volumes: the new container's mount
-    namespace holds copies of the plugin's mounts with new ids, which it must know as its own.
-    Reported as xfail on exactly the loop-device failure below; any other failure fails."""
+    namespace holds copies of the plugin's mounts with new ids, which it must know as its own,
+    and the image volume's loop device, which sysfs now names relative to a detached mount (the
+    old container's), by its backing file's device and inode."""
     local_overlay_flow(image, lab, csi, restart_node_with_mounts=True)
-
-
-# The mounts are known again after the restart (core/recorded_mount.h); what is left is the image
-# volume's loop device: the local provider finds it by the backing-file path sysfs shows, and once
-# the namespace that attached it is gone the kernel shows that path relative to a detached mount
-# ("/img" for "/state/.../img"), so the restarted plugin takes its staging for detached.
-KNOWN_RESTART_FAILURE = (
-    "a restarted node plugin takes an image volume's loop device for detached: "
-    "core/loop_device.cc loop_devices_backed_by compares sysfs backing_file paths, which name a "
-    "detached mount once the namespace that attached the device is gone; compare the backing "
-    "file's device and inode (LOOP_GET_STATUS64 lo_device/lo_inode) instead")
 
 
 def local_overlay_flow(image, lab, csi, restart_node_with_mounts: bool):
@@ -335,8 +325,6 @@ def local_overlay_flow(image, lab, csi, restart_node_with_mounts: bool):
         stats = node_a.node.NodeGetVolumeStats(pb2.NodeGetVolumeStatsRequest(
             volume_id=volume.volume_id, volume_path=target, staging_target_path=staging), timeout=CALL_TIMEOUT)
         assert "foreign" not in stats.volume_condition.message, stats
-        if "is no longer attached to its image" in stats.volume_condition.message:
-            pytest.xfail(f"{KNOWN_RESTART_FAILURE}: {stats.volume_condition.message}")
         assert stats.usage and not stats.volume_condition.abnormal, stats
 
     # csi-snapshotter (VolumeSnapshotClass parameters: none for local)

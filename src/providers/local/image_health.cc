@@ -110,9 +110,11 @@ VolumeCondition ImageNode::condition(const VolumeRecord& volume) const {
 Status ImageNode::reconcile(const VolumeLocker& lock) {
   auto loops = list_loop_devices();
   if (!loops) return loops.status();
+  auto images = image_identities();
+  if (!images) return images.status();
   std::map<std::string, int> volumes;  // volume id → devices backed by its image
   for (const LoopInfo& loop : *loops) {
-    std::string id = files_.volume_of_image(loop.backing_file);
+    std::string id = volume_of_loop(loop, *images);
     if (!id.empty()) ++volumes[id];
   }
   for (const auto& [id, count] : volumes) {
@@ -133,6 +135,28 @@ Status ImageNode::reconcile(const VolumeLocker& lock) {
     }
   }
   return forget_orphan_images();
+}
+
+Expected<std::map<FileIdentity, std::string>> ImageNode::image_identities() const {
+  auto ids = files_.volume_ids();
+  if (!ids) return ids.status();
+  std::map<FileIdentity, std::string> images;
+  for (std::string& id : *ids) {
+    if (auto identity = file_identity(files_.image(id))) images.emplace(*identity, std::move(id));
+  }
+  return images;
+}
+
+std::string ImageNode::volume_of_loop(const LoopInfo& loop,
+                                      const std::map<FileIdentity, std::string>& images) const {
+  if (auto backing = loop_backing_identity(loop)) {
+    auto found = images.find(*backing);
+    if (found != images.end()) return found->second;
+    // Another file that happens to show our path (another namespace's), unless it was deleted:
+    // a deleted image has no identity left to find.
+    if (!loop.backing_deleted) return "";
+  }
+  return files_.volume_of_image(loop.backing_file);
 }
 
 Status ImageNode::forget_orphan_images() {

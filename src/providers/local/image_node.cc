@@ -395,10 +395,15 @@ std::vector<HostFinding> ImageNode::unaccounted_devices(const std::string& state
     Status why = !loops ? loops.status() : table.status();
     return {{"loop-devices", true, fmt::format("cannot list loop devices: {}", why.message())}};
   }
+  auto images = image_identities();
+  if (!images) {
+    return {{"loop-devices", true,
+             fmt::format("cannot identify the volumes' images: {}", images.status().message())}};
+  }
   std::vector<HostFinding> found;
   for (const LoopInfo& loop : *loops) {
-    if (!loop.backing_file.starts_with(state_root + "/")) continue;
-    std::string volume_id = files_.volume_of_image(loop.backing_file);
+    std::string volume_id = volume_of_loop(loop, *images);
+    if (volume_id.empty() && !loop.backing_file.starts_with(state_root + "/")) continue;
     auto record = volume_id.empty() ? Expected<std::optional<VolumeRecord>>(std::nullopt)
                                     : store_.find_volume(volume_id);
     if (!record || !record->has_value()) {

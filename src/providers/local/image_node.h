@@ -10,6 +10,7 @@
 // and, after a crash, by reconcile or the next stage.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -93,6 +94,11 @@ class ImageNode {
   // Formats a blank device, refuses one holding anything else, grows ext4 if a grow is due.
   Status prepare_filesystem(const VolumeRecord& volume, const std::string& device);
   Status forget_orphan_images();
+  // The volume whose image backs `loop`, or "": by the image files' identities (`images`, from
+  // image_identities), which hold in any mount namespace, else by sysfs's path.
+  std::string volume_of_loop(const LoopInfo& loop,
+                             const std::map<FileIdentity, std::string>& images) const;
+  Expected<std::map<FileIdentity, std::string>> image_identities() const;
   // Thaws filesystems of the volume's image left frozen by a process killed mid-copy.
   Status thaw_leftover_freezes(std::string_view volume_id);
   Expected<std::string> read_only_node(const VolumeRecord& volume, const std::string& staging);

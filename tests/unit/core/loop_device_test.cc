@@ -268,6 +268,32 @@ TEST_CASE("a loop device whose file was deleted is still found by that file's pa
   CHECK(found[0].backing_deleted);
 }
 
+TEST_CASE("a loop device is found by its file's device and inode, whatever path sysfs shows",
+          "[loop_device][root]") {
+  // sysfs shows the path the device was attached through; from another mount namespace (a
+  // restarted node plugin's container) that path can name nothing, or another file. A hard link
+  // shows the same: another path to the same file.
+  if (!have_root("to attach loop devices")) return;
+  ScratchDir dir;
+  std::string image = dir.file("image.img", 8 << 20);
+  std::string link = dir.path() + "/attached-through.img";
+  REQUIRE(::link(image.c_str(), link.c_str()) == 0);
+  auto loop = LoopDevice::attach(link, LoopAttachOptions{.autoclear = false});
+  REQUIRE(loop);
+  std::vector<LoopInfo> found = backed_by(image);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].path == loop->path());
+  CHECK(found[0].backing_file == link);
+  auto identity = rosetctl::file_identity(image);
+  REQUIRE(identity);
+  CHECK(rosetctl::loop_backing_identity(found[0]) == identity);
+
+  // Another file at a path a device shows is not its backing file.
+  std::string other = dir.file("other.img", 8 << 20);
+  CHECK(backed_by(other).empty());
+  CHECK_FALSE(rosetctl::loop_backed_by(found[0], link, rosetctl::file_identity(other)));
+}
+
 TEST_CASE("attaching a missing file fails, naming it, and leaves no device",
           "[loop_device][root]") {
   if (!have_root("to attach loop devices")) return;
