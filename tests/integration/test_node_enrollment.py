@@ -55,7 +55,7 @@ def test_a_node_plugin_gets_a_certificate_for_its_node_registers_itself_and_is_p
                                        "commonName": "node-a"}
     from cryptography import x509
     facts = x509.load_pem_x509_certificate(certificate.encode())
-    lifetime = facts.not_valid_after_utc - datetime.now(timezone.utc)
+    lifetime = facts.not_valid_after.replace(tzinfo=timezone.utc) - datetime.now(timezone.utc)
     assert 23 * 3600 < lifetime.total_seconds() <= 24 * 3600, lifetime  # short-lived: no revocation
     assert stat.S_IMODE(os.stat(files["key"]).st_mode) == 0o600
     # The key never left the node: the controller holds no copy of it anywhere in its state.
