@@ -132,6 +132,11 @@ Expected<std::unique_ptr<NodeCertificateRenewal>> enroll_this_node(const EnrollO
                  "--enroll-at gets a node plugin's certificate: it needs --role node");
   }
   ROSETCTL_RETURN_IF_ERROR(check_tcp_address(options.at, "--enroll-at", false));
+  if (globals.controller.empty()) {
+    return error(Code::kInvalidArgument,
+                 "--enroll-at gets the certificate this node registers with: it needs --controller "
+                 "(the controller's mutual-TLS address)");
+  }
   if (options.token_file.empty()) {
     return error(Code::kInvalidArgument,
                  "--enroll-at needs --enroll-token-file: the pod's projected ServiceAccount "

@@ -113,3 +113,13 @@ def test_a_node_plugin_that_starts_before_its_controller_waits_for_it(workdir, t
         assert registry(s.controller_cli(processes))["node-a"]["iscsi_initiator"] == INITIATOR_A
     finally:
         s.kube.stop()
+
+
+def test_enrolling_without_a_controller_to_register_with_is_refused_at_start(cli, workdir):
+    """A certificate nobody registers with would leave the node unknown, as before: a usage error."""
+    token = workdir / "token"
+    token.write_text("t")
+    done = cli.run("--tls-ca", workdir / "ca.crt", "--tls-cert", workdir / "n.crt", "--tls-key", workdir / "n.key",
+                   "serve", "--role", "node", "--endpoint", f"unix://{workdir}/n.sock",
+                   "--enroll-at", "127.0.0.1:9", "--enroll-token-file", token, timeout=30)
+    assert done.rc != 0 and "--enroll-at" in done.stderr and "--controller" in done.stderr, done.describe()
