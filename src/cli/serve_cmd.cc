@@ -3,7 +3,9 @@
 
 #include "cli/config_file.h"
 #include "cli/node_announce.h"
+#include "cli/serve_enroll.h"
 #include "cli/session.h"
+#include "core/host_addresses.h"
 #include "core/log.h"
 #include "core/validate.h"
 #include "daemon/node_heartbeat.h"
@@ -25,6 +27,7 @@ struct ServeOptions {
   int grace_seconds = 30;
   double snapshot_wait_seconds = 2;
   std::string metrics_listen;  // "": no metrics endpoint
+  EnrollOptions enroll;        // node certificates in Kubernetes (serve_enroll.h)
 };
 
 Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
@@ -46,6 +49,15 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
   if (advertise.empty() && !options.listen.empty() && !is_wildcard(options.listen.front()) &&
       check_tcp_address(options.listen.front(), "--listen", false))
     advertise = options.listen.front();
+  // A node plugin in Kubernetes gets its certificate before anything uses the TLS files.
+  std::string node_id = globals.node_id;
+  if (node_id.empty() && !options.enroll.at.empty()) {
+    auto name = host_name();
+    if (!name) return name.status();
+    node_id = *name;
+  }
+  auto renewal = enroll_this_node(options.enroll, globals, options.role, node_id);
+  if (!renewal) return renewal.status();
   if (!globals.controller.empty()) {
     if (options.role == "controller") {
       return error(Code::kInvalidArgument,
@@ -86,6 +98,9 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
     std::string host = options.metrics_listen.substr(0, options.metrics_listen.rfind(':'));
     spdlog::info("metrics on http://{}:{}/metrics", host, *port);
   }
+  auto enrollment = start_enrollment(options.enroll, globals, options.role,
+                                     answering_server((*plugin)->options()));
+  if (!enrollment) return enrollment.status();
   std::unique_ptr<NodeHeartbeat> heartbeat;
   if (!globals.controller.empty()) {
     auto registration = node_registration((*plugin)->options().node_id, advertise);
@@ -142,6 +157,7 @@ void setup_serve(CLI::App& app, const GlobalOptions& globals, Action& action) {
                    "Serve Prometheus metrics at http://ADDR:PORT/metrics (plain HTTP; off by "
                    "default; port 0 picks one)")
       ->type_name("ADDR:PORT");
+  add_enroll_flags(*serve, options->enroll);
   serve->footer(
       "The socket is created with mode 0660; a stale socket file is replaced, a live one is not.\n"
       "A TCP listener (--listen) requires a client certificate of the same CA on every\n"

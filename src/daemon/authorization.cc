@@ -32,6 +32,8 @@ bool has_role(Callers callers, PeerRole role) {
       return (callers & kControllers) != 0;
     case PeerRole::kNode:
       return (callers & kNodes) != 0;
+    case PeerRole::kAnonymous:
+      return (callers & kUnauthenticated) != 0;
     case PeerRole::kLocal:
     case PeerRole::kUnknown:
       break;

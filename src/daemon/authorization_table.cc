@@ -98,6 +98,11 @@ const std::vector<MethodAccess> kTable = {
      "reads the node's store"},
     {"/rosetctl.v1.ObjectStore/PullSnapshot", kNobody, kEveryRole, kOwnNode,
      "writes into the node's store"},
+
+    // rosetctl.v1.Enrollment: a node plugin without a certificate yet shows a Kubernetes token
+    // that proves its node (daemon/enrollment_service.h). The one call such a peer may make.
+    {"/rosetctl.v1.Enrollment/IssueNodeCertificate", kUnauthenticated, kNobody, kAnyNode,
+     "a node certificate for the node a TokenReview names"},
 };
 
 std::string callers_text(Callers callers, NodeBinding binding) {
@@ -107,6 +112,7 @@ std::string callers_text(Callers callers, NodeBinding binding) {
     if (!out.empty()) out += ", ";
     out += role;
   };
+  if (callers & kUnauthenticated) add("a peer without a certificate (enrollment listener)");
   if (callers & kAdmins) add("admin");
   if (callers & kControllers) add("controller");
   if (callers & kNodes) {

@@ -1,5 +1,5 @@
 // The one authorization table: for every RPC of every service rosetctl serves (CSI Identity,
-// Controller and Node; rosetctl.v1 Registry, Catalog, NodeState and ObjectStore), which
+// Controller and Node; rosetctl.v1 Registry, Catalog, NodeState, ObjectStore and Enrollment), which
 // certificate roles may call it where a controller answers and where a node answers, and how a
 // node's certificate binds to the request. It is data: daemon/authorization.cc enforces it for
 // every call in one server interceptor before any handler runs, docs/SECURITY.md prints it
@@ -23,6 +23,9 @@ enum Callers : uint8_t {
   kAdmins = 1,
   kControllers = 2,
   kNodes = 4,
+  // A TLS peer without a certificate: a node plugin asking for its first one. Only the
+  // controller's enrollment listener lets such a peer in (serve --enroll-listen).
+  kUnauthenticated = 8,
   kAdminsAndControllers = kAdmins | kControllers,
   kEveryRole = kAdmins | kControllers | kNodes,
 };

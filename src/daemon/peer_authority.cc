@@ -52,6 +52,8 @@ std::string Peer::describe() const {
       return fmt::format("controller certificate {}", display_quoted(name));
     case PeerRole::kNode:
       return fmt::format("node certificate {}", display_quoted(name));
+    case PeerRole::kAnonymous:
+      return "a TLS peer without a certificate";
     case PeerRole::kUnknown:
       break;
   }
@@ -59,7 +61,8 @@ std::string Peer::describe() const {
 }
 
 std::string Peer::log_field() const {
-  static constexpr const char* kRoles[] = {"local", "admin", "controller", "node", "unknown"};
+  static constexpr const char* kRoles[] = {"local", "admin",   "controller",
+                                           "node",  "unknown", "anonymous"};
   return fmt::format("{}:{}", kRoles[static_cast<int>(role)], escape_text(name));
 }
 
@@ -97,7 +100,8 @@ Peer peer_of(const grpc::ServerContextBase& call) {
   std::string pem = property(*context, GRPC_X509_PEM_CERT_PROPERTY_NAME);
   bool insecure = security.empty() || security == "insecure" || security == "local";
   if (insecure && pem.empty()) return Peer{};
-  if (pem.empty()) return Peer{PeerRole::kUnknown, ""};
+  // TLS without a client certificate: only the enrollment listener does not ask for one.
+  if (pem.empty()) return Peer{PeerRole::kAnonymous, ""};
   static auto* const kCache = new PeerCache();
   return kCache->find_or_read(pem);
 }

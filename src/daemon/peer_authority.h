@@ -13,7 +13,9 @@
 
 namespace rosetctl {
 
-enum class PeerRole { kLocal, kAdmin, kController, kNode, kUnknown };
+// kAnonymous: a TLS peer that showed no certificate, which only the enrollment listener lets in
+// (serve --enroll-listen); kUnknown: a certificate without a rosetctl role.
+enum class PeerRole { kLocal, kAdmin, kController, kNode, kUnknown, kAnonymous };
 
 struct Peer {
   PeerRole role = PeerRole::kLocal;

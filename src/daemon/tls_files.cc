@@ -71,6 +71,13 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& file
   return grpc::experimental::TlsServerCredentials(options);
 }
 
+std::shared_ptr<grpc::ServerCredentials> enrollment_server_credentials(const TlsFiles& files) {
+  grpc::experimental::TlsServerCredentialsOptions options(provider_of(files));
+  options.watch_identity_key_cert_pairs();
+  options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  return grpc::experimental::TlsServerCredentials(options);
+}
+
 std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsFiles& files) {
   grpc::experimental::TlsChannelCredentialsOptions options;
   options.set_certificate_provider(provider_of(files));
@@ -140,6 +147,20 @@ std::shared_ptr<grpc::ChannelCredentials> peer_channel_credentials(const TlsFile
   options.set_certificate_verifier(
       grpc::experimental::ExternalCertificateVerifier::Create<PeerIdentityVerifier>(
           std::move(role), std::move(name)));
+  return grpc::experimental::TlsCredentials(options);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> enrollment_channel_credentials(
+    const std::string& ca_file) {
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(
+      std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(ca_file,
+                                                                           kTlsReloadSeconds));
+  options.watch_root_certs();
+  options.set_verify_server_certs(true);
+  options.set_certificate_verifier(
+      grpc::experimental::ExternalCertificateVerifier::Create<PeerIdentityVerifier>("controller",
+                                                                                    ""));
   return grpc::experimental::TlsCredentials(options);
 }
 

@@ -37,6 +37,17 @@ Status check_tls_files(const TlsFiles& files, std::string_view purpose);
 // Server side: client certificates are required and verified against the CA.
 std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& files);
 
+// The controller's enrollment listener (serve --enroll-listen): it shows its certificate and
+// asks for none, so a node plugin without a certificate yet can ask for one
+// (daemon/enrollment_service.h); the authorization table lets such a peer make that call alone.
+std::shared_ptr<grpc::ServerCredentials> enrollment_server_credentials(const TlsFiles& files);
+
+// A node's channel to that listener: no certificate of its own; the server's must verify
+// against the CA in `ca_file`, name the address dialled and be OU=controller (a node's
+// certificate of the same CA answering there would otherwise be shown the node's token).
+std::shared_ptr<grpc::ChannelCredentials> enrollment_channel_credentials(
+    const std::string& ca_file);
+
 // Client side: the server's certificate is verified against the CA and must name the address
 // dialled (a SAN), and this host's certificate is shown.
 std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsFiles& files);

@@ -19,6 +19,7 @@ OVERLAYS = ("local", "roset", "iscsi")
 NAMESPACED = {
     ("v1", "Namespace"): False,
     ("v1", "ServiceAccount"): True,
+    ("v1", "Service"): True,  # the iscsi controller's, which node plugins register and enroll at
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): False,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): False,
     ("rbac.authorization.k8s.io/v1", "Role"): True,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import k8s_enrollment
 import k8s_manifests as k8s
 from rosetctl_fixtures import skip_or_fail
 
@@ -202,7 +203,7 @@ def serve_flags(container: dict) -> tuple[list[str], dict[str, str]]:
 @pytest.mark.parametrize("role", ["controller", "node"])
 @pytest.mark.parametrize("overlay", k8s.OVERLAYS)
 def test_serve_accepts_the_manifests_flags_and_advertises_what_the_sidecars_expect(
-        rendered, overlay, role, cli, csi, start_serve):
+        rendered, overlay, role, cli, csi, start_serve, workdir, processes):
     objects = rendered[overlay]
     pod = the(objects, "Deployment" if role == "controller" else "DaemonSet", f"rosetctl-{role}")
     plugin = k8s.container(pod, "rosetctl")
@@ -214,8 +215,15 @@ def test_serve_accepts_the_manifests_flags_and_advertises_what_the_sidecars_expe
     assert not unknown, f"expected rosetctl to know every flag of the {overlay} {role} manifest; unknown: {unknown}"
 
     flags, env = serve_flags(plugin)
+    site = None
+    if set(names) & set(k8s_enrollment.FILE_FLAGS + k8s_enrollment.ADDRESS_FLAGS):
+        flags, site = enrolling_flags(pod, role, flags, env, workdir, processes)
     cli.env.update(env)
-    server = start_serve(extra=flags)  # fails, quoting serve's log, unless serve parses them and starts
+    try:
+        server = start_serve(extra=flags)  # fails, quoting serve's log, unless serve parses them and starts
+    finally:
+        if site is not None:
+            site.kube.stop()
     pb2 = csi.pb2
     info = server.identity.GetPluginInfo(pb2.GetPluginInfoRequest(), timeout=10)
     assert info.name == the(objects, "CSIDriver")["metadata"]["name"]
@@ -228,6 +236,30 @@ def test_serve_accepts_the_manifests_flags_and_advertises_what_the_sidecars_expe
         return
     assert Service.CONTROLLER_SERVICE in services
     check_controller(server, pb2, objects, pod, topology=Service.VOLUME_ACCESSIBILITY_CONSTRAINTS in services)
+
+
+def enrolling_flags(pod, role, flags, env, workdir, processes):
+    """An enrolling pod's flags made runnable here (k8s_enrollment.py): the controller's TLS files
+    as its Secret holds them and an API server address as a pod's environment has it; a node
+    plugin's token, CA and certificate directory, and a controller (with a fake API server) it
+    really enrolls with at the addresses its flags name. What cannot be honoured: the Service's
+    DNS name (the test's controller is at 127.0.0.1) and the API server's own address."""
+    tls = k8s_enrollment.rosetctl_tls(workdir)
+    if role == "controller":
+        env.update({"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "6443"})
+        secret = {name: tls / name for name in ("ca.crt", "ca.key", "controller.crt", "controller.key")}
+        return k8s_enrollment.runnable(pod, flags, workdir, {"--listen": "127.0.0.1:0", "--enroll-listen": "127.0.0.1:0"},
+                                       {"tls": secret}), None
+    from enrollment_site import CONTROLLER_USER, EnrollmentSite, FakeKubeApi, make_serving_certificate
+    cluster = make_serving_certificate(workdir / "tls" / "cluster", "127.0.0.1")
+    site = EnrollmentSite(workdir, FakeKubeApi(cluster[1], cluster[2]).start(), tls, [], cluster_ca=cluster[0])
+    site.start_controller(processes, site.kube.add_caller(CONTROLLER_USER))
+    token = workdir / "projected-token"
+    token.write_text(site.token(env["ROSETCTL_NODE_ID"]))
+    files = {volume["name"]: None for volume, _ in k8s_enrollment.files_named(pod).values()}
+    files.update({"enroll-token": {"token": token}, "rosetctl-ca": {"ca.crt": tls / "ca.crt"}})
+    addresses = {"--controller": site.controller_address, "--enroll-at": site.enroll_address}
+    return k8s_enrollment.runnable(pod, flags, workdir, addresses, files), site
 
 
 def check_node(server, pb2, objects):
@@ -398,3 +430,4 @@ def test_the_volume_attributes_class_gate_is_opt_in(kubectl, rendered, tmp_path)
     gated = [c["name"] for c in k8s.pod_spec(controller)["containers"]
              if "--feature-gates=VolumeAttributesClass=true" in c.get("args", [])]
     assert gated == ["csi-resizer"]
+

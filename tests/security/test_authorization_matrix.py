@@ -92,6 +92,9 @@ CALLS = [
      # From A itself: refused as no pull at all once allowed, so that no source is asked (one
      # would refuse a pull the controller did not start: test_transfer_grants.py).
      {"node_id": A, "from_node_id": A, "reference": "authz-none"}, True, True),
+    # Served on the enrollment listener alone, to peers without a certificate
+    # (test_enrollment_attacks.py); every certificate here is refused it on every listener.
+    ("rosetctl", "Enrollment", "IssueNodeCertificate", {"node_id": A, "certificate_request": "x"}, False, False),
     # Last: it removes node A from the registry when allowed.
     ("rosetctl", "Registry", "RemoveNode", {"node_id": A}, True, False),
 ]

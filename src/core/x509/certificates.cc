@@ -8,6 +8,7 @@
 
 #include "core/random_id.h"
 #include "core/validate.h"
+#include "core/x509/leaf_signing.h"
 #include "core/x509/libcrypto_x509.h"
 #include "core/x509/pem.h"
 
@@ -44,6 +45,8 @@ Status add_extension(X509* certificate, X509V3_CTX* context, int nid, const std:
   return Status::ok();
 }
 
+}  // namespace
+
 Expected<EvpPkeyPtr> make_p256_key() {
   // EVP_EC_gen is a macro for this call; the curve travels as a char* through the varargs.
   EvpPkeyPtr key(
@@ -51,6 +54,8 @@ Expected<EvpPkeyPtr> make_p256_key() {
   if (!key) return libcrypto_error("cannot make an EC P-256 key");
   return key;
 }
+
+namespace {
 
 // Version 3, a random 128-bit serial, the validity, the key and the subject; no issuer,
 // extensions or signature yet.
@@ -229,11 +234,13 @@ Expected<CertificateAndKey> make_certificate_authority(int days) {
   return signed_result(ca, key->get(), key->get());
 }
 
-Expected<CertificateAndKey> issue_certificate(const LeafRequest& request,
-                                              std::string_view ca_certificate_pem,
-                                              const SecretText& ca_key_pem) {
+Expected<X509Ptr> sign_leaf(const LeafRequest& request, std::chrono::seconds validity,
+                            EVP_PKEY* subject_key, std::string_view ca_certificate_pem,
+                            const SecretText& ca_key_pem) {
   ROSETCTL_RETURN_IF_ERROR(validate_common_name(request.role, request.common_name));
-  ROSETCTL_RETURN_IF_ERROR(check_validity_days(request.days));
+  if (validity.count() < 60) {
+    return error(Code::kInvalidArgument, "validity of {} s: at least 60", validity.count());
+  }
   auto alt_names = subject_alt_names(request);
   if (!alt_names) return alt_names.status();
   auto api = load_libcrypto_x509();
@@ -257,12 +264,9 @@ Expected<CertificateAndKey> issue_certificate(const LeafRequest& request,
     return error(Code::kFailedPrecondition, "the CA certificate has expired");
   }
   // A certificate that outlives its CA would stop verifying with it anyway; say so in its dates.
-  time_t not_after =
-      std::min<int64_t>(now + request.days * kCertificateSecondsPerDay, *ca_not_after);
+  time_t not_after = std::min<int64_t>(now + validity.count(), *ca_not_after);
 
-  auto key = make_p256_key();
-  if (!key) return key.status();
-  auto certificate = new_certificate(key->get(), request.role, request.common_name, not_after);
+  auto certificate = new_certificate(subject_key, request.role, request.common_name, not_after);
   if (!certificate) return certificate.status();
   X509* leaf = certificate->get();
   if ((*api)->X509_set_issuer_name(leaf, (*api)->X509_get_subject_name(ca->get())) != 1) {
@@ -281,7 +285,31 @@ Expected<CertificateAndKey> issue_certificate(const LeafRequest& request,
   ROSETCTL_RETURN_IF_ERROR(
       add_extension(leaf, &context, NID_authority_key_identifier, "keyid:always"));
   ROSETCTL_RETURN_IF_ERROR(add_extension(leaf, &context, NID_subject_alt_name, *alt_names));
-  return signed_result(leaf, ca_key->get(), key->get());
+  if ((*api)->X509_sign(leaf, ca_key->get(), (*api)->EVP_sha256()) <= 0) {
+    return libcrypto_error("cannot sign the certificate");
+  }
+  return certificate;
+}
+
+Expected<CertificateAndKey> issue_certificate(const LeafRequest& request,
+                                              std::string_view ca_certificate_pem,
+                                              const SecretText& ca_key_pem) {
+  ROSETCTL_RETURN_IF_ERROR(validate_common_name(request.role, request.common_name));
+  ROSETCTL_RETURN_IF_ERROR(check_validity_days(request.days));
+  ROSETCTL_RETURN_IF_ERROR(subject_alt_names(request).status());
+  auto api = load_libcrypto_x509();
+  if (!api) return api.status();
+  auto key = make_p256_key();
+  if (!key) return key.status();
+  auto certificate =
+      sign_leaf(request, std::chrono::seconds(int64_t{request.days} * kCertificateSecondsPerDay),
+                key->get(), ca_certificate_pem, ca_key_pem);
+  if (!certificate) return certificate.status();
+  auto certificate_pem = certificate_to_pem(certificate->get());
+  if (!certificate_pem) return certificate_pem.status();
+  auto key_pem = private_key_to_pem(key->get());
+  if (!key_pem) return key_pem.status();
+  return CertificateAndKey{std::move(*certificate_pem), std::move(*key_pem)};
 }
 
 }  // namespace rosetctl

@@ -45,6 +45,8 @@ namespace rosetctl {
   X(ERR_get_error)                           \
   X(EVP_PKEY_Q_keygen)                       \
   X(EVP_PKEY_free)                           \
+  X(EVP_PKEY_get_bits)                       \
+  X(EVP_PKEY_is_a)                           \
   X(EVP_sha256)                              \
   X(GENERAL_NAMES_free)                      \
   X(OBJ_nid2sn)                              \
@@ -53,8 +55,10 @@ namespace rosetctl {
   X(OPENSSL_sk_value)                        \
   X(PEM_read_bio_PrivateKey)                 \
   X(PEM_read_bio_X509)                       \
+  X(PEM_read_bio_X509_REQ)                   \
   X(PEM_write_bio_PrivateKey)                \
   X(PEM_write_bio_X509)                      \
+  X(PEM_write_bio_X509_REQ)                  \
   X(X509V3_EXT_conf_nid)                     \
   X(X509V3_set_ctx)                          \
   X(X509_EXTENSION_free)                     \
@@ -77,6 +81,13 @@ namespace rosetctl {
   X(X509_get_subject_name)                   \
   X(X509_getm_notAfter)                      \
   X(X509_getm_notBefore)                     \
+  X(X509_REQ_free)                           \
+  X(X509_REQ_get0_pubkey)                    \
+  X(X509_REQ_new)                            \
+  X(X509_REQ_set_pubkey)                     \
+  X(X509_REQ_set_version)                    \
+  X(X509_REQ_sign)                           \
+  X(X509_REQ_verify)                         \
   X(X509_new)                                \
   X(X509_set_issuer_name)                    \
   X(X509_set_pubkey)                         \
@@ -111,6 +122,7 @@ using BioPtr = std::unique_ptr<BIO, LibcryptoFree<&LibcryptoX509::BIO_free>>;
 using BignumPtr = std::unique_ptr<BIGNUM, LibcryptoFree<&LibcryptoX509::BN_free>>;
 using EvpPkeyPtr = std::unique_ptr<EVP_PKEY, LibcryptoFree<&LibcryptoX509::EVP_PKEY_free>>;
 using X509Ptr = std::unique_ptr<X509, LibcryptoFree<&LibcryptoX509::X509_free>>;
+using X509ReqPtr = std::unique_ptr<X509_REQ, LibcryptoFree<&LibcryptoX509::X509_REQ_free>>;
 using X509ExtensionPtr =
     std::unique_ptr<X509_EXTENSION, LibcryptoFree<&LibcryptoX509::X509_EXTENSION_free>>;
 using GeneralNamesPtr =

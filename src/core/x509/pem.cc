@@ -59,6 +59,25 @@ Expected<std::string> certificate_to_pem(X509* certificate) {
   return std::string(written_text(bio.get()));
 }
 
+Expected<X509ReqPtr> request_from_pem(std::string_view pem, std::string_view what) {
+  auto bio = reading_bio(pem);
+  if (!bio) return bio.status();
+  X509ReqPtr request(libcrypto_x509().PEM_read_bio_X509_REQ(bio->get(), nullptr, nullptr, nullptr));
+  if (!request) {
+    libcrypto_x509().ERR_clear_error();
+    return error(Code::kInvalidArgument, "{} holds no PEM certificate request", what);
+  }
+  return request;
+}
+
+Expected<std::string> request_to_pem(X509_REQ* request) {
+  BioPtr bio(libcrypto_x509().BIO_new(libcrypto_x509().BIO_s_mem()));
+  if (!bio || libcrypto_x509().PEM_write_bio_X509_REQ(bio.get(), request) != 1) {
+    return libcrypto_error("cannot write a certificate request as PEM");
+  }
+  return std::string(written_text(bio.get()));
+}
+
 Expected<SecretText> private_key_to_pem(EVP_PKEY* key) {
   // Secure memory BIO: its buffer is cleansed when freed.
   BioPtr bio(libcrypto_x509().BIO_new(libcrypto_x509().BIO_s_secmem()));

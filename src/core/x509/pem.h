@@ -21,6 +21,11 @@ Expected<EvpPkeyPtr> private_key_from_pem(const SecretText& pem, std::string_vie
 
 Expected<std::string> certificate_to_pem(X509* certificate);
 
+// A certificate signing request (PKCS#10, "BEGIN CERTIFICATE REQUEST"); INVALID_ARGUMENT
+// "<what> holds no PEM certificate request" when `pem` has none.
+Expected<X509ReqPtr> request_from_pem(std::string_view pem, std::string_view what);
+Expected<std::string> request_to_pem(X509_REQ* request);
+
 // PKCS#8 ("BEGIN PRIVATE KEY"), unencrypted; built in libcrypto's cleansing memory.
 Expected<SecretText> private_key_to_pem(EVP_PKEY* key);
 

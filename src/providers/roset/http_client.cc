@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "providers/roset/curl_library.h"
+#include "core/curl_library.h"
 #include "providers/roset/secret_scrub.h"
 
 namespace rosetctl {

@@ -44,9 +44,9 @@ Code code_of(const AnsweringServer& server, const Peer& peer, std::string_view m
 
 // The services rosetctl serves, by their full names.
 const std::set<std::string> kServed = {
-    "csi.v1.Identity",        "csi.v1.Controller",   "csi.v1.Node",
-    "rosetctl.v1.Registry",   "rosetctl.v1.Catalog", "rosetctl.v1.NodeState",
-    "rosetctl.v1.ObjectStore"};
+    "csi.v1.Identity",         "csi.v1.Controller",     "csi.v1.Node",
+    "rosetctl.v1.Registry",    "rosetctl.v1.Catalog",   "rosetctl.v1.NodeState",
+    "rosetctl.v1.ObjectStore", "rosetctl.v1.Enrollment"};
 
 }  // namespace
 
@@ -375,4 +375,25 @@ TEST_CASE("peer_authority: descriptions name the certificate", "[peer]") {
   Peer hostile{PeerRole::kNode, "a\nb"};
   CHECK(hostile.describe().find('\n') == std::string::npos);
   CHECK(hostile.log_field().find('\n') == std::string::npos);
+}
+
+TEST_CASE(
+    "authorization: a peer without a certificate may ask for a node certificate, nothing else",
+    "[authz]") {
+  const Peer anonymous{PeerRole::kAnonymous, ""};
+  constexpr std::string_view kIssue = "/rosetctl.v1.Enrollment/IssueNodeCertificate";
+  rosetctl::v1::IssueNodeCertificateRequest issue;
+  issue.set_node_id("node-a");
+  CHECK(code_of(kController, anonymous, kIssue, &issue) == Code::kOk);
+  // Not on a node, and no certificate holder asks this way (a node renews with its token too).
+  CHECK(code_of(kNodeA, anonymous, kIssue, &issue) == Code::kPermissionDenied);
+  CHECK(code_of(kController, kAdmin, kIssue, &issue) == Code::kPermissionDenied);
+  CHECK(code_of(kController, kNodeAPeer, kIssue, &issue) == Code::kPermissionDenied);
+  rosetctl::v1::RegisterNodeRequest registration;
+  registration.set_node_id("node-a");
+  CHECK(code_of(kController, anonymous, "/rosetctl.v1.Registry/RegisterNode", &registration) ==
+        Code::kPermissionDenied);
+  csi::v1::GetPluginInfoRequest info;
+  CHECK(code_of(kController, anonymous, "/csi.v1.Identity/GetPluginInfo", &info) ==
+        Code::kPermissionDenied);
 }

@@ -1,4 +1,4 @@
-#include "providers/roset/curl_library.h"
+#include "core/curl_library.h"
 
 #include <mutex>
 
@@ -13,7 +13,8 @@ constexpr const char* kSoname = "libcurl.so.4";
 Expected<const CurlLibrary*> load() {
   static CurlLibrary curl;
   // Never closed: the handles and the global state live until the process ends.
-  auto opened = open_shared_library(kSoname, "for the Roset API", "libcurl4");
+  auto opened =
+      open_shared_library(kSoname, "for HTTPS (the Roset API, Kubernetes TokenReview)", "libcurl4");
   if (!opened) return opened.status();
   void* library = *opened;
   bool complete = bind_symbol(library, "curl_global_init", &curl.global_init) &&

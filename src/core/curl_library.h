@@ -1,4 +1,5 @@
-// libcurl, loaded with dlopen when the first Roset request is made rather than with the program.
+// libcurl, loaded with dlopen at the first HTTPS request (the Roset API, Kubernetes TokenReview)
+// rather than with the program.
 // Linked normally it brings ~27 shared libraries (TLS, Kerberos, LDAP, ...) that the dynamic
 // loader maps and relocates at every CLI run, most of which never talk to Roset: that was a
 // third of a `rosetctl` run's start-up (bench/README.md, "CLI start-up").
