@@ -691,6 +691,17 @@ complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l max-volumes-per-n
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l grace-period
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l snapshot-wait
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l metrics-listen
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l enroll-listen
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l enroll-ca-key
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l kube-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l kube-api-ca
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l kube-api-token-file
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l enroll-audience
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l enroll-service-account
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l enroll-hours
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l enroll-at
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l enroll-token-file
+complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l enroll-wait
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l config
 complete -c rosetctl -n '__fish_seen_subcommand_from serve' -l output
