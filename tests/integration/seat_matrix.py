@@ -77,8 +77,8 @@ NOT_CONNECTED = refused(5, "is not connected on this node; connect it")
 ONLY_ON = {"dir": 'can only be published to node "controller"', "image": 'can only be published to node "controller"'}
 NODE_ACTS_FOR_ITSELF = refused(7, "a node acts only for itself")
 NODE_ON_ITSELF = refused(7, "a node acts only on itself")
-NODE_MAY_NOT_ON_CONTROLLER = refused(7, "that role may not make it on a controller",
-                                     gap="does not say an admin's certificate may")
+NODE_MAY_NOT_ON_CONTROLLER = refused(7, "that role may not make it on a controller; an admin's or a "
+                                     "controller's certificate may")
 ADMIN_TRANSFER = refused(7, "a node reads another node's snapshots only for a transfer the controller started")
 ONLY_LOCAL_MOVE = refused(5, "only snapshots of the local provider move between nodes")
 PULL_FROM_SELF = refused(2, "is this node: a snapshot is pulled from another node")
