@@ -173,8 +173,10 @@ def _snapshot_rows() -> None:
 def _node_rows() -> None:
     own = "this host's own registry: consumer-b is not in it"
     TABLE[("node info", "-")] = row(OK, OK, OK, OK, OK)
-    TABLE[("node register", "-")] = row(OK, OK, OK, refused(4, 'node "consumer-a" holds that name', gap=(
-        "registers consumer-b with the initiator name of this host (consumer-a's), not consumer-b's")), OK)
+    # Without --address, a registration keeps the address the node's serve registered (checked).
+    kept = ok("keeps the address the node's serve registered")
+    TABLE[("node register", "-")] = row(kept, kept, kept, refused(2, "so it takes no --on-node: node \"consumer-b\" "
+                                                                  "registers itself"), OK)
     TABLE[("node list", "-")] = row(OK, OK, OK, OK, ok(own, gap="not the controller's registry: run it with --controller"))
     TABLE[("node show", "-")] = row(OK, NODE_ACTS_FOR_ITSELF, OK, OK,
                                     refused(3, "is not registered with this controller",
