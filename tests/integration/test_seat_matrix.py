@@ -227,6 +227,11 @@ class Walk:
         if verb == "volume modify":
             rc, shown = self.seat_json("volume", "show", self.volume)
             return None if rc == 0 and shown["mutable_parameters"].get("directIO") == "false" else f"{shown}"
+        if verb in ("volume delete", "snapshot delete") and self.cell.seat == "node" \
+                and self.cell.kind in seat_matrix.ON_CONTROLLER:
+            # Not in the node's own store: exit 0 (CSI's idempotent delete), saying it looked here.
+            if out["deleted"] or seat_matrix.ONLY_THIS_HOST not in result.stderr:
+                return f"expected deleted false and a note naming --controller: {out}, {result.stderr!r}"
         if verb == "volume delete":
             rc, _ = self.seat_json("volume", "show", self.volume)
             return None if rc == 3 else f"volume show after delete: exit {rc}"
