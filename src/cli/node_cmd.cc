@@ -72,6 +72,17 @@ std::vector<Column> node_columns() {
 }
 
 Status run_node_register(const GlobalOptions& globals, const NodeOptions& options) {
+  // What a registration says (the initiator name, the address) is this host's: through another
+  // node's proxy it would give that node this host's initiator name.
+  if (!globals.on_node.empty()) {
+    ROSETCTL_RETURN_IF_ERROR(validate_node_id(globals.on_node, "--on-node"));
+    return error(Code::kInvalidArgument,
+                 "node register registers the host it runs on, with this host's iSCSI initiator "
+                 "name, so it takes no --on-node: node {} registers itself (its `serve --role "
+                 "node --controller ADDRESS` does at start, or run `rosetctl --controller ADDRESS "
+                 "node register` on that host)",
+                 display_quoted(globals.on_node));
+  }
   auto session = Session::open(globals);
   if (!session) return session.status();
   // Who this node is, as the CSI Node service says: what a CO would see.
@@ -171,14 +182,16 @@ void setup_node_registry(CLI::App& node, const GlobalOptions& globals, Action& a
       "register", "Register this node with the controller, so volumes can be mapped to it");
   registration->add_option("--address", register_options->address,
                            "HOST:PORT or [IPv6]:PORT where this node's `serve --role node` "
-                           "listens (default: none)");
+                           "listens (default: the one registered, if any)");
   registration->add_option("--iscsi-initiator", register_options->iscsi_initiator,
                            "This node's iSCSI initiator name (default: InitiatorName= in " +
                                std::string(kInitiatorNameFile) + ", if any)");
   registration->footer(
       "Registers this host's node id (--node-id, default the host name) with its topology as\n"
       "NodeGetInfo reports it and this rosetctl's version. Registering again is safe: it\n"
-      "updates the entry and its last-seen time, and keeps when the node first registered.\n"
+      "updates the entry and its last-seen time, and keeps when the node first registered\n"
+      "and, without --address, the address registered (serve --role node --listen registers\n"
+      "it). It registers the host it runs on: it takes no --on-node.\n"
       "Volume map (ControllerPublish) to a node id is refused with exit code 3 until that node\n"
       "is registered; the controller's own node id never needs it.\n\n"
       "Examples:\n  rosetctl node register\n  rosetctl node register --address "

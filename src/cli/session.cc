@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -11,6 +12,7 @@
 #include "cli/secrets_file.h"
 #include "core/validate.h"
 #include "core/x509/certificates.h"
+#include "daemon/placed_id.h"
 #include "daemon/server.h"
 #include "daemon/tls_files.h"
 
@@ -120,8 +122,25 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
     ROSETCTL_RETURN_IF_ERROR(validate_node_id(options.on_node, "--on-node"));
     session->client_->set_proxy_node(options.on_node);
   }
+  session->only_this_host_ = !controller && for_nodes->certificate.empty();
   session->plugin_ = std::move(*plugin);
   return session;
+}
+
+std::string nothing_to_delete(const Session& session, std::string_view what,
+                              std::string_view name) {
+  if (!session.sees_only_this_host())
+    return fmt::format("{} \"{}\" does not exist; nothing to delete", what, name);
+  std::fprintf(stderr, "rosetctl: note: %s\n", kOnlyThisHostHint);
+  return fmt::format("{} \"{}\" does not exist on this host; nothing deleted here", what, name);
+}
+
+Status with_only_this_host_hint(const Session& session, Status status) {
+  if (status.code() != Code::kNotFound || is_ambiguous_name(status) ||
+      !session.sees_only_this_host()) {
+    return status;
+  }
+  return error(Code::kNotFound, "{} ({})", status.message(), kOnlyThisHostHint);
 }
 
 }  // namespace rosetctl::cli

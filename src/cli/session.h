@@ -31,6 +31,10 @@ class Session {
   const std::string& node_id() const {
     return client_->proxy_node().empty() ? plugin_->options().node_id : client_->proxy_node();
   }
+  // Whether this CLI sees this host's own store alone: no --controller (nor `controller` in the
+  // configuration), and no controller certificate to reach registered nodes with. On a node
+  // host, what it does not find may be the controller's: its not-found answers say so.
+  bool sees_only_this_host() const { return only_this_host_; }
   // The progress bar, or null when there is no terminal to draw on (or JSON output).
   ProgressSink* progress() { return progress_.get(); }
 
@@ -38,6 +42,22 @@ class Session {
   std::unique_ptr<TerminalProgress> progress_;  // outlives the plugin that reports to it
   std::unique_ptr<Plugin> plugin_;
   std::unique_ptr<CsiClient> client_;
+  bool only_this_host_ = false;
 };
+
+// What a not-found answer adds when the CLI sees only this host's store (no controller named).
+inline constexpr const char* kOnlyThisHostHint =
+    "without --controller this CLI sees only this host's own volumes and snapshots; "
+    "--controller ADDRESS (or `controller` in the configuration file) reaches the controller's";
+
+// NOT_FOUND `status` with kOnlyThisHostHint added when `session` sees only this host; any other
+// status as it is.
+Status with_only_this_host_hint(const Session& session, Status status);
+
+// What `volume delete` and `snapshot delete` say of a `what` ("volume", "snapshot") that is not
+// found: done already (exit 0, as CSI's DeleteVolume of an unknown id), but where the CLI sees
+// only this host, that it looked only here (and a note on stderr naming --controller, in JSON
+// output too: the controller may hold it).
+std::string nothing_to_delete(const Session& session, std::string_view what, std::string_view name);
 
 }  // namespace rosetctl::cli

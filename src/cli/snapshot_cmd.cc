@@ -132,10 +132,10 @@ Expected<std::string> volume_filter(Session& session, const std::string& volume)
       return record.source_volume_id();
     }
   }
-  return error(Code::kNotFound,
-               "no volume is named \"{}\" or has that id, and no snapshot was "
-               "taken of one",
-               volume);
+  return with_only_this_host_hint(session, error(Code::kNotFound,
+                                                 "no volume is named \"{}\" or has that id, and "
+                                                 "no snapshot was taken of one",
+                                                 volume));
 }
 
 Status run_list(const GlobalOptions& globals, const SnapshotOptions& options) {
@@ -239,10 +239,8 @@ Status run_delete(const GlobalOptions& globals, const SnapshotOptions& options) 
     // of several snapshots (copies on several nodes) is no such thing.
     if (record.status().code() != Code::kNotFound || is_ambiguous_name(record.status()))
       return record.status();
-    print_line_or_json(
-        globals.output,
-        fmt::format("snapshot \"{}\" does not exist; nothing to delete", options.snapshot),
-        {{"id", nullptr}, {"name", options.snapshot}, {"deleted", false}});
+    print_line_or_json(globals.output, nothing_to_delete(**session, "snapshot", options.snapshot),
+                       {{"id", nullptr}, {"name", options.snapshot}, {"deleted", false}});
     return Status::ok();
   }
   csi::v1::DeleteSnapshotRequest request;

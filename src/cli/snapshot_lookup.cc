@@ -15,8 +15,8 @@ Expected<SnapshotRecord> resolve_snapshot(Session& session, std::string_view ref
   v1::FindSnapshotRequest request;
   request.set_reference(std::string(reference));
   v1::FindSnapshotResponse response;
-  ROSETCTL_RETURN_IF_ERROR(
-      session.client().catalog(&v1::Catalog::Stub::FindSnapshot, request, &response));
+  ROSETCTL_RETURN_IF_ERROR(with_only_this_host_hint(
+      session, session.client().catalog(&v1::Catalog::Stub::FindSnapshot, request, &response)));
   return snapshot_record_of(response.snapshot());
 }
 

@@ -79,8 +79,9 @@ Status run_diff(const GlobalOptions& globals, const DiffOptions& options) {
   request.set_from(options.from);
   request.set_to(options.to);
   v1::DiffSnapshotsResponse response;
-  ROSETCTL_RETURN_IF_ERROR((*session)->client().catalog(&v1::Catalog::Stub::DiffSnapshots, request,
-                                                        &response, CsiClient::kDataCallDeadline));
+  ROSETCTL_RETURN_IF_ERROR(with_only_this_host_hint(
+      **session, (*session)->client().catalog(&v1::Catalog::Stub::DiffSnapshots, request, &response,
+                                              CsiClient::kDataCallDeadline)));
   std::vector<TreeChange> changes;
   for (const v1::TreeChange& change : response.changes())
     changes.push_back(tree_change_of(change));
@@ -95,8 +96,9 @@ Expected<SnapshotVerification> verify_snapshots(Session& session, const VerifyOp
   for (const std::string& reference : options.snapshots)
     request.add_references(reference);
   v1::VerifySnapshotsResponse response;
-  ROSETCTL_RETURN_IF_ERROR(session.client().catalog(&v1::Catalog::Stub::VerifySnapshots, request,
-                                                    &response, CsiClient::kDataCallDeadline));
+  ROSETCTL_RETURN_IF_ERROR(with_only_this_host_hint(
+      session, session.client().catalog(&v1::Catalog::Stub::VerifySnapshots, request, &response,
+                                        CsiClient::kDataCallDeadline)));
   return verification_of(response);
 }
 

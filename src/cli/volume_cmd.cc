@@ -304,10 +304,8 @@ Status run_delete(const GlobalOptions& globals, const VolumeOptions& options) {
     // name of several volumes is no such thing: the user names one by its id.
     if (info.status().code() != Code::kNotFound || is_ambiguous_name(info.status()))
       return info.status();
-    print_line_or_json(
-        globals.output,
-        fmt::format("volume \"{}\" does not exist; nothing to delete", options.volume),
-        {{"id", nullptr}, {"name", options.volume}, {"deleted", false}});
+    print_line_or_json(globals.output, nothing_to_delete(**session, "volume", options.volume),
+                       {{"id", nullptr}, {"name", options.volume}, {"deleted", false}});
     return Status::ok();
   }
   csi::v1::DeleteVolumeRequest request;

@@ -109,7 +109,8 @@ Expected<VolumeInfo> resolve_volume(Session& session, std::string_view name_or_i
                                               request, &response);
   if (status.is_ok()) return info_of(response.volume(), response.status());
   if (status.code() != Code::kNotFound) return status;
-  return error(Code::kNotFound, "no volume is named \"{}\" or has that id", name_or_id);
+  return with_only_this_host_hint(
+      session, error(Code::kNotFound, "no volume is named \"{}\" or has that id", name_or_id));
 }
 
 }  // namespace rosetctl::cli

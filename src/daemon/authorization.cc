@@ -1,6 +1,7 @@
 // The decision of authorization.h and the interceptor that makes it for every call.
 #include "daemon/authorization.h"
 
+#include <fmt/ranges.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
@@ -8,8 +9,10 @@
 #include <array>
 #include <cstdint>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "core/validate.h"
 #include "daemon/authorization_table.h"
@@ -73,6 +76,19 @@ constexpr std::string_view kNoGrant =
 Status refused(const CallToDecide& call, std::string_view where, std::string_view why) {
   return error(Code::kPermissionDenied, "{} may not call {} {}: {}", call.peer.describe(),
                call.method, where, why);
+}
+
+// A role's refusal names the certificates that may make the call: the fix (for a node's
+// `snapshot verify`, an admin's certificate).
+std::string role_refusal(Callers callers, bool node_side) {
+  std::vector<std::string_view> roles;
+  if ((callers & kAdmins) != 0) roles.push_back("an admin's");
+  if ((callers & kControllers) != 0) roles.push_back("a controller's");
+  if ((callers & kNodes) != 0) roles.push_back("a node's");
+  std::string_view where = node_side ? "on a node" : "on a controller";
+  if (roles.empty()) return fmt::format("no certificate may make it {}", where);
+  return fmt::format("that role may not make it {}; {} certificate may", where,
+                     fmt::join(roles, " or "));
 }
 
 std::string node_text(std::string_view node) {
@@ -183,8 +199,7 @@ Status decide(const AnsweringServer& server, const CallToDecide& call) {
   std::string where = node_side ? "on " + node_text(answering_node) : "on the controller";
   if (!has_role(node_side ? access->on_node : access->on_controller, call.peer.role)) {
     return refused(call, where,
-                   node_side ? "that role may not make it on a node"
-                             : "that role may not make it on a controller");
+                   role_refusal(node_side ? access->on_node : access->on_controller, node_side));
   }
   if (call.peer.role != PeerRole::kNode) return Status::ok();
   // A node names no other node, even where the metadata would change nothing.

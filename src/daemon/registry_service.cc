@@ -208,8 +208,12 @@ Status RegistryService::register_node(const v1::RegisterNodeRequest& request,
     if (holder->has_value()) return initiator_taken(id, initiator, **holder);
   }
 
+  // A registration naming no address keeps the recorded one: `node register` (the node's own
+  // CLI, an admin's) does not know where the node's serve listens, and erasing it would leave
+  // the node unreachable for transfers until serve's next heartbeat.
+  std::string address = request.address().empty() ? before->address : request.address();
   const int64_t now = unix_now_ns();
-  NodeRecord node{id, request.address(), initiator, std::move(topology), request.version(), now,
+  NodeRecord node{id, std::move(address), initiator, std::move(topology), request.version(), now,
                   now};
   if (!same_initiator(before->iscsi_initiator, initiator)) {
     // The ACLs move before the record does: a move stopped half-way leaves the old name on

@@ -35,7 +35,10 @@ def test_register_list_show_and_register_again(cli):
     again = cli.ok_json("node", "register", "--iscsi-initiator", "")
     assert again["registered_at_ns"] == first["registered_at_ns"], f"expected the first registration kept: {again}"
     assert again["last_seen_ns"] > first["last_seen_ns"], f"expected last_seen refreshed: {first} -> {again}"
-    assert again["address"] is None and again["iscsi_initiator"] is None, f"expected both replaced: {again}"
+    # No --address: the registered one stays (serve's, which the admin's re-registration must not
+    # erase); an initiator name given (even empty) replaces the recorded one.
+    assert again["address"] == "127.0.0.1:9443", f"expected the address kept: {again}"
+    assert again["iscsi_initiator"] is None, f"expected the initiator name replaced: {again}"
     assert cli.ok_json("node", "list") == [again], "expected re-registering to keep one entry"
 
     other = cli.ok_json("--node-id", "worker-2", "node", "register")

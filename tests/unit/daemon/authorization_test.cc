@@ -250,8 +250,20 @@ TEST_CASE("authorization: a node acts for itself, not for the controller host", 
   CHECK(code_of(kController, kNodeAPeer, "/csi.v1.Controller/ListVolumes", &list) == Code::kOk);
   // Re-reading the controller host's whole store is an operator's call.
   rosetctl::v1::VerifySnapshotsRequest verify;
-  CHECK(code_of(kController, kNodeAPeer, "/rosetctl.v1.Catalog/VerifySnapshots", &verify) ==
-        Code::kPermissionDenied);
+  rosetctl::Status refused = decide(
+      kController, CallToDecide{kNodeAPeer, "/rosetctl.v1.Catalog/VerifySnapshots", &verify, {}});
+  CHECK(refused.code() == Code::kPermissionDenied);
+  // The refusal names the fix: whose certificate may (the seat matrix's node row).
+  CHECK_THAT(refused.message(),
+             Catch::EndsWith("that role may not make it on a controller; an admin's or a "
+                             "controller's certificate may"));
+  // A node's Controller service answers no admin: the refusal says who it does answer.
+  csi::v1::CreateVolumeRequest create;
+  create.set_name("v");
+  CHECK_THAT(decide(kNodeA, CallToDecide{kAdmin, "/csi.v1.Controller/CreateVolume", &create, {}})
+                 .message(),
+             Catch::EndsWith("that role may not make it on a node; a controller's certificate "
+                             "may"));
 }
 
 TEST_CASE("authorization: a node's answer names only its own volumes and snapshots", "[authz]") {
