@@ -104,6 +104,19 @@ def test_grpc_client_drives_the_full_volume_lifecycle(csi, cli, workdir, server)
     assert "<redacted>" in log, f"expected -v request logs to show secrets as <redacted>: {log}"
 
 
+def stage_and_publish(pb2, server: Server, vid: str, staging, target):
+    """Stages VID at STAGING and publishes it at TARGET (in a pod directory made for it), as
+    kubelet does; (staging, target)."""
+    capability = mount_capability(pb2)
+    target.parent.mkdir()
+    server.node.NodeStageVolume(pb2.NodeStageVolumeRequest(
+        volume_id=vid, staging_target_path=str(staging), volume_capability=capability), timeout=CALL_TIMEOUT)
+    server.node.NodePublishVolume(pb2.NodePublishVolumeRequest(
+        volume_id=vid, staging_target_path=str(staging), target_path=str(target),
+        volume_capability=capability), timeout=CALL_TIMEOUT)
+    return staging, target
+
+
 def test_a_publication_survives_a_kill_9_of_serve(csi, cli, workdir, start_serve):
     # NodePublishVolume records its bind mount without waiting for the disk (the mount does not
     # outlive the machine either), so a crash of serve itself must still find the record.
@@ -113,13 +126,8 @@ def test_a_publication_survives_a_kill_9_of_serve(csi, cli, workdir, start_serve
     volume = server.controller.CreateVolume(
         pb2.CreateVolumeRequest(name="crashvol", volume_capabilities=[capability]), timeout=timeout).volume
     vid = volume.volume_id
-    staging, target = workdir / "crash-staging", workdir / "pod" / "crash-target"
-    target.parent.mkdir()
-    server.node.NodeStageVolume(pb2.NodeStageVolumeRequest(
-        volume_id=vid, staging_target_path=str(staging), volume_capability=capability), timeout=timeout)
-    server.node.NodePublishVolume(pb2.NodePublishVolumeRequest(
-        volume_id=vid, staging_target_path=str(staging), target_path=str(target),
-        volume_capability=capability), timeout=timeout)
+    staging, target = stage_and_publish(pb2, server, vid, workdir / "crash-staging",
+                                        workdir / "pod" / "crash-target")
     assert server.stop(signal.SIGKILL) == -signal.SIGKILL, "expected serve to die of SIGKILL"
 
     again = start_serve(workdir / "after-crash.sock")
@@ -146,13 +154,8 @@ def test_a_controller_that_cannot_see_the_nodes_mounts_forgets_none_of_its_stagi
     capability = mount_capability(pb2)
     vid = node.controller.CreateVolume(
         pb2.CreateVolumeRequest(name="unseen", volume_capabilities=[capability]), timeout=timeout).volume.volume_id
-    staging, target = workdir / "unseen-staging", workdir / "pod" / "unseen-target"
-    target.parent.mkdir()
-    node.node.NodeStageVolume(pb2.NodeStageVolumeRequest(
-        volume_id=vid, staging_target_path=str(staging), volume_capability=capability), timeout=timeout)
-    node.node.NodePublishVolume(pb2.NodePublishVolumeRequest(
-        volume_id=vid, staging_target_path=str(staging), target_path=str(target),
-        volume_capability=capability), timeout=timeout)
+    staging, target = stage_and_publish(pb2, node, vid, workdir / "unseen-staging",
+                                        workdir / "pod" / "unseen-target")
     assert node.stop() == 0
 
     socket_path = workdir / "controller.sock"

@@ -1,27 +1,14 @@
 // Tests for the mount records of stagings and node publications in src/core/state_store.cc:
 // the mount namespace and fingerprint of schema 10, and records from before it.
 #include <catch2/catch.hpp>
-#include <filesystem>
 
 #include "core/sqlite.h"
 #include "core/state_store.h"
+#include "unit/core/commit_store/scratch_dir.h"
 
 using namespace rosetctl;
 
 namespace {
-
-struct StoreDir {
-  std::string path;
-  StoreDir() {
-    char pattern[] = "/tmp/rosetctl-mountrec-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path = pattern;
-  }
-  ~StoreDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-};
 
 std::unique_ptr<StateStore> open_store(const std::string& dir) {
   auto store = StateStore::open(dir);
@@ -34,7 +21,7 @@ const RecordedMount kMount{0x1'0000'0042, 0x1'0000'0001, {7, 3, "ext4", "/sub di
 }  // namespace
 
 TEST_CASE("state store: a mount's id, namespace and fingerprint are kept", "[state_store]") {
-  StoreDir dir;
+  testing::ScratchDir dir;
   auto store = open_store(dir.path);
   REQUIRE(store->upsert_staging({"v", "/stage/v", "c", true}).is_ok());
   REQUIRE(store->set_staging_mount("v", "/stage/v", kMount).is_ok());
@@ -48,7 +35,7 @@ TEST_CASE("state store: a mount's id, namespace and fingerprint are kept", "[sta
 
 TEST_CASE("state store: records from schema 9 keep their mount id, with no namespace",
           "[state_store]") {
-  StoreDir dir;
+  testing::ScratchDir dir;
   {
     auto store = open_store(dir.path);
     REQUIRE(store->upsert_staging({"v", "/stage/v", "c", true, kMount}).is_ok());

@@ -1,27 +1,14 @@
 // Tests for the snapshot records of src/core/state_store.cc (schema versions 2 to 6); the
 // databases of older schemas they make drop what later versions added, the nodes table (8) too.
 #include <catch2/catch.hpp>
-#include <filesystem>
 
 #include "core/sqlite.h"
 #include "core/state_store.h"
+#include "unit/core/commit_store/scratch_dir.h"
 
 using namespace rosetctl;
 
 namespace {
-
-struct StoreDir {
-  std::string path;
-  StoreDir() {
-    char pattern[] = "/tmp/rosetctl-snaprec-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path = pattern;
-  }
-  ~StoreDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-};
 
 std::unique_ptr<StateStore> open_store(const std::string& dir) {
   auto store = StateStore::open(dir);
@@ -52,7 +39,7 @@ SnapshotRecord make_snapshot(const std::string& id, const std::string& name,
 }  // namespace
 
 TEST_CASE("snapshots: insert, find by id and name, refuse duplicates", "[state_store]") {
-  StoreDir dir;
+  testing::ScratchDir dir;
   auto store = open_store(dir.path);
   SnapshotRecord snapshot = make_snapshot(std::string(64, 'a'), "first", "local-1", 10);
   REQUIRE(store->insert_snapshot(snapshot).is_ok());
@@ -69,7 +56,7 @@ TEST_CASE("snapshots: insert, find by id and name, refuse duplicates", "[state_s
 }
 
 TEST_CASE("snapshots: paging, filtering by volume, latest of a volume, delete", "[state_store]") {
-  StoreDir dir;
+  testing::ScratchDir dir;
   auto store = open_store(dir.path);
   for (int i = 0; i < 5; ++i) {
     std::string id(64, static_cast<char>('a' + i));
@@ -94,7 +81,7 @@ TEST_CASE("snapshots: paging, filtering by volume, latest of a volume, delete", 
 }
 
 TEST_CASE("snapshots: a version 1 database migrates and keeps its volumes", "[state_store]") {
-  StoreDir dir;
+  testing::ScratchDir dir;
   {
     auto store = open_store(dir.path);
     VolumeRecord volume{"local-1", "kept", "local", 0, {}, {}, "mount", "", 1};
@@ -122,7 +109,7 @@ TEST_CASE("snapshots: a version 1 database migrates and keeps its volumes", "[st
 
 TEST_CASE("snapshots: a pending record is updated once, found by commit, and is never a parent",
           "[state_store]") {
-  StoreDir dir;
+  testing::ScratchDir dir;
   auto store = open_store(dir.path);
   REQUIRE(store->insert_snapshot(make_snapshot("snap-old", "old", "local-1", 10)).is_ok());
   SnapshotRecord pending = make_snapshot("snap-new", "new", "local-1", 20);
@@ -149,7 +136,7 @@ TEST_CASE("snapshots: a pending record is updated once, found by commit, and is 
 
 TEST_CASE("snapshots: a version 2 database migrates, its ids kept and copied to commit ids",
           "[state_store]") {
-  StoreDir dir;
+  testing::ScratchDir dir;
   { open_store(dir.path); }
   {
     // Turn it back into what rosetctl with schema 2 wrote, with one snapshot in it.
@@ -183,7 +170,7 @@ TEST_CASE("snapshots: a version 2 database migrates, its ids kept and copied to 
 }
 
 TEST_CASE("snapshots: the context the provider describes is kept once ready", "[state_store]") {
-  StoreDir dir;
+  testing::ScratchDir dir;
   auto store = open_store(dir.path);
   SnapshotRecord pending = make_snapshot("snap-1", "img", "local-1", 10);
   pending.ready = false;
@@ -200,7 +187,7 @@ TEST_CASE("snapshots: the context the provider describes is kept once ready", "[
 
 TEST_CASE("snapshots: a version 3 database migrates; old snapshots' source size is unknown",
           "[state_store]") {
-  StoreDir dir;
+  testing::ScratchDir dir;
   {
     auto store = open_store(dir.path);
     VolumeRecord volume{"local-1", "kept", "local", 5 << 20, {}, {}, "mount", "", 1};
@@ -236,7 +223,7 @@ TEST_CASE("snapshots: a version 3 database migrates; old snapshots' source size 
 
 TEST_CASE("snapshots: a version 8 database migrates; rows pulled before say \"?\", not a node",
           "[state_store]") {
-  StoreDir dir;
+  testing::ScratchDir dir;
   {
     auto store = open_store(dir.path);
     REQUIRE(store->insert_snapshot(make_snapshot("snap-1", "taken", "local-1", 1)).is_ok());
@@ -266,7 +253,7 @@ TEST_CASE("snapshots: a version 8 database migrates; rows pulled before say \"?\
 }
 
 TEST_CASE("snapshots: the node a snapshot was pulled from is kept", "[state_store]") {
-  StoreDir dir;
+  testing::ScratchDir dir;
   auto store = open_store(dir.path);
   SnapshotRecord pulled = make_snapshot("snap-1", "pulled", "n6.node-a.local-9", 1);
   pulled.pulled_from = "node-a";

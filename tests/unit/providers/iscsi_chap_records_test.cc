@@ -7,21 +7,13 @@
 #include <fstream>
 
 #include "providers/iscsi/chap_records.h"
+#include "unit/core/commit_store/scratch_dir.h"
 
 using namespace rosetctl;
 using namespace rosetctl::iscsi;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char name[] = "/tmp/chap-records-XXXXXX";
-    path = ::mkdtemp(name);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 mode_t mode_of(const fs::path& path) {
   struct stat st {};
@@ -33,8 +25,9 @@ mode_t mode_of(const fs::path& path) {
 
 TEST_CASE("a node's CHAP record comes back as written, in a 0600 file under 0700 directories",
           "[iscsi]") {
-  TempDir dir;
-  ChapRecords records((dir.path / "iscsi" / "chap").string());
+  testing::ScratchDir scratch;
+  const fs::path dir = scratch.path;
+  ChapRecords records((dir / "iscsi" / "chap").string());
   auto none = records.of_node("iscsi-0123", "node-a");
   REQUIRE(none);
   CHECK(!none->has_value());
@@ -48,9 +41,9 @@ TEST_CASE("a node's CHAP record comes back as written, in a 0600 file under 0700
   REQUIRE(kept);
   REQUIRE(kept->has_value());
   CHECK(**kept == made);
-  CHECK(mode_of(dir.path / "iscsi") == 0700);
-  CHECK(mode_of(dir.path / "iscsi" / "chap" / "iscsi-0123") == 0700);
-  CHECK(mode_of(dir.path / "iscsi" / "chap" / "iscsi-0123" / "node.node-a") == 0600);
+  CHECK(mode_of(dir / "iscsi") == 0700);
+  CHECK(mode_of(dir / "iscsi" / "chap" / "iscsi-0123") == 0700);
+  CHECK(mode_of(dir / "iscsi" / "chap" / "iscsi-0123" / "node.node-a") == 0600);
 
   // The target's own account is made once and kept; no node id names its file.
   auto target = records.target("iscsi-0123");
@@ -72,15 +65,16 @@ TEST_CASE("a node's CHAP record comes back as written, in a 0600 file under 0700
   REQUIRE(records.remove_node("iscsi-0123", "node-a").is_ok());  // idempotent
   CHECK(records.of_volume("iscsi-0123")->size() == 1);
   REQUIRE(records.remove_volume("iscsi-0123").is_ok());
-  CHECK(!fs::exists(dir.path / "iscsi" / "chap" / "iscsi-0123"));
+  CHECK(!fs::exists(dir / "iscsi" / "chap" / "iscsi-0123"));
 }
 
 TEST_CASE("a damaged or readable CHAP record is refused without quoting it", "[iscsi]") {
-  TempDir dir;
-  ChapRecords records(dir.path.string());
+  testing::ScratchDir scratch;
+  const fs::path dir = scratch.path;
+  ChapRecords records(dir.string());
   REQUIRE(
       records.put_node("iscsi-0123", "node-a", {"n1", "a-password-of-32-characters-long"}).is_ok());
-  fs::path file = dir.path / "iscsi-0123" / "node.node-a";
+  fs::path file = dir / "iscsi-0123" / "node.node-a";
   std::ofstream(file) << "only-one-line-SECRET";
   auto damaged = records.of_node("iscsi-0123", "node-a");
   REQUIRE(!damaged);
