@@ -18,11 +18,11 @@
 
 #include "cli/attach_turn.h"
 #include "cli/network_failure.h"
+#include "cluster/peer_authority.h"
+#include "cluster/placed_id.h"
 #include "core/status.h"
 #include "csi.grpc.pb.h"
 #include "daemon/grpc_status.h"
-#include "daemon/peer_authority.h"
-#include "daemon/placed_id.h"
 #include "rosetctl.grpc.pb.h"
 
 namespace rosetctl::cli {

@@ -5,10 +5,10 @@
 #include "cli/node_announce.h"
 #include "cli/serve_enroll.h"
 #include "cli/session.h"
+#include "cluster/node_heartbeat.h"
 #include "core/host_addresses.h"
 #include "core/log.h"
 #include "core/validate.h"
-#include "daemon/node_heartbeat.h"
 #include "daemon/server.h"
 
 namespace rosetctl::cli {

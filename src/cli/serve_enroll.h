@@ -8,9 +8,9 @@
 #include <string>
 
 #include "cli/global_options.h"
-#include "daemon/authorization.h"
-#include "daemon/enrollment_service.h"
-#include "daemon/node_enrollment.h"
+#include "cluster/authorization.h"
+#include "cluster/enrollment_service.h"
+#include "cluster/node_enrollment.h"
 
 namespace rosetctl::cli {
 

@@ -10,11 +10,11 @@
 
 #include "cli/node_announce.h"
 #include "cli/secrets_file.h"
+#include "cluster/placed_id.h"
+#include "cluster/tls_files.h"
 #include "core/validate.h"
 #include "core/x509/certificates.h"
-#include "daemon/placed_id.h"
 #include "daemon/server.h"
-#include "daemon/tls_files.h"
 
 namespace rosetctl::cli {
 

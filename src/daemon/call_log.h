@@ -11,16 +11,16 @@
 #include <chrono>
 #include <string_view>
 
+#include "cluster/authorization.h"
+#include "cluster/peer_authority.h"
+#include "cluster/transfer_grants.h"
 #include "core/call_scope.h"
 #include "core/full_filesystem.h"
 #include "core/status.h"
-#include "daemon/authorization.h"
 #include "daemon/grpc_status.h"
 #include "daemon/handler_pool.h"
 #include "daemon/metrics.h"
-#include "daemon/peer_authority.h"
 #include "daemon/request_limits.h"
-#include "daemon/transfer_grants.h"
 
 namespace rosetctl {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "cluster/node_controllers.h"
 #include "daemon/handler_pool.h"
-#include "daemon/node_controllers.h"
 #include "daemon/service_context.h"
 #include "rosetctl.grpc.pb.h"
 

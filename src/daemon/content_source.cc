@@ -5,12 +5,12 @@
 
 #include <algorithm>
 
+#include "cluster/placed_id.h"
+#include "cluster/snapshot_pull.h"
 #include "core/commit_store/commit_store.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
-#include "daemon/placed_id.h"
 #include "daemon/snapshot_locks.h"
-#include "daemon/snapshot_pull.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
 

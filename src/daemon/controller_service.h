@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "cluster/clone_leftovers.h"
+#include "cluster/node_controllers.h"
+#include "cluster/placed_id.h"
 #include "csi.grpc.pb.h"
 #include "daemon/background_work.h"
 #include "daemon/call_log.h"
-#include "daemon/clone_leftovers.h"
 #include "daemon/handler_pool.h"
-#include "daemon/node_controllers.h"
-#include "daemon/placed_id.h"
 #include "daemon/service_context.h"
 #include "daemon/volume_lookup.h"
 

@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <utility>
 
+#include "cluster/authorization.h"
+#include "cluster/placed_interceptor.h"
 #include "core/full_filesystem.h"
 #include "core/host_addresses.h"
 #include "core/validate.h"
-#include "daemon/authorization.h"
 #include "daemon/grpc_logging.h"
-#include "daemon/placed_interceptor.h"
 #include "daemon/reconcile.h"
 #include "daemon/server.h"
 

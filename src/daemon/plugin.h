@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "cluster/node_proxy.h"
+#include "cluster/object_store_service.h"
+#include "cluster/registry_service.h"
+#include "cluster/tls_files.h"
 #include "daemon/catalog_service.h"
 #include "daemon/controller_service.h"
 #include "daemon/handler_pool.h"
@@ -20,13 +24,9 @@
 #include "daemon/identity_service.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_endpoint.h"
-#include "daemon/node_proxy.h"
 #include "daemon/node_service.h"
 #include "daemon/node_state_service.h"
-#include "daemon/object_store_service.h"
-#include "daemon/registry_service.h"
 #include "daemon/service_context.h"
-#include "daemon/tls_files.h"
 
 namespace rosetctl {
 

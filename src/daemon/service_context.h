@@ -12,11 +12,11 @@
 #include <memory>
 #include <string>
 
+#include "cluster/transfer_grants.h"
 #include "core/lock_space.h"
 #include "core/progress.h"
 #include "core/state_layout.h"
 #include "core/state_store.h"
-#include "daemon/transfer_grants.h"
 #include "providers/registry.h"
 
 namespace rosetctl {
