@@ -11,10 +11,10 @@
 
 #include "cluster/peer_authority.h"
 #include "cluster/placed_fields.h"
+#include "cluster/routing_controller.h"
 #include "core/commit_store/sha256.h"
 #include "core/crash_point.h"
 #include "core/validate.h"
-#include "daemon/controller_service.h"
 #include "daemon/volume_locks.h"
 
 namespace rosetctl {
@@ -35,7 +35,7 @@ std::string clone_snapshot_name(const std::string& node, const std::string& volu
 
 }  // namespace
 
-std::string ControllerService::clone_by_snapshot(const grpc::CallbackServerContext& call) {
+std::string RoutingController::clone_by_snapshot(const grpc::CallbackServerContext& call) {
   auto found = call.client_metadata().find(kCloneBySnapshotKey);
   if (found == call.client_metadata().end()) return "";
   // Only a controller names one (a node takes CreateVolume from no one else anyway); from any
@@ -44,7 +44,7 @@ std::string ControllerService::clone_by_snapshot(const grpc::CallbackServerConte
   return std::string(found->second.data(), found->second.size());
 }
 
-Expected<std::string> ControllerService::snapshot_for_clone(
+Expected<std::string> RoutingController::snapshot_for_clone(
     const PlacedId& source, const std::string& node, const csi::v1::CreateVolumeRequest& request) {
   const std::string& source_id = request.volume_content_source().volume().volume_id();
   csi::v1::CreateSnapshotRequest take;
@@ -60,7 +60,7 @@ Expected<std::string> ControllerService::snapshot_for_clone(
     if (source.node == context_.options.node_id) {
       // A volume of this host: snapshotted here, named for the node with this host's id.
       take.set_source_volume_id(source.local_id);
-      status = create_snapshot(take, &taken);
+      status = here_.create_snapshot(take, &taken);
       if (status) status = place_ids(taken, source.node);
     } else {
       // CSI: NOT_FOUND when the source of a CreateVolume does not exist; a node nobody
@@ -85,7 +85,7 @@ Expected<std::string> ControllerService::snapshot_for_clone(
   }
 }
 
-bool ControllerService::remove_clone_snapshot(const PlacedId& snapshot, const std::string& node) {
+bool RoutingController::remove_clone_snapshot(const PlacedId& snapshot, const std::string& node) {
   // B's copy first (it holds the same local id: snapshot_pull.h), then the original on A. Each
   // is idempotent; one that fails (a node gone) is named in the log and stays until taken up
   // again (collect_clone_leftovers) or by a retry of the same clone.
@@ -98,7 +98,7 @@ bool ControllerService::remove_clone_snapshot(const PlacedId& snapshot, const st
     Status status = Status::ok();
     if (holder == context_.options.node_id) {
       remove.set_snapshot_id(snapshot.local_id);
-      status = delete_snapshot(remove);
+      status = here_.delete_snapshot(remove);
     } else {
       remove.set_snapshot_id(*id);
       status = nodes_.call(holder, &csi::v1::Controller::Stub::DeleteSnapshot, remove, &removed,
@@ -113,7 +113,7 @@ bool ControllerService::remove_clone_snapshot(const PlacedId& snapshot, const st
   return all_gone;
 }
 
-void ControllerService::collect_clone_leftovers() {
+void RoutingController::collect_clone_leftovers() {
   for (const CloneLeftover& leftover : clone_intents_.list()) {
     // A clone still at work (another process of this host) holds its name: not a leftover.
     auto busy =
@@ -127,12 +127,12 @@ void ControllerService::collect_clone_leftovers() {
   }
 }
 
-void ControllerService::collect_clone_leftovers_later() {
+void RoutingController::collect_clone_leftovers_later() {
   if (clone_intents_.list().empty()) return;  // the usual case: no thread for nothing
   background_.start([this] { collect_clone_leftovers(); });
 }
 
-Status ControllerService::clone_on_node(const std::string& node, const PlacedId& source,
+Status RoutingController::clone_on_node(const std::string& node, const PlacedId& source,
                                         const csi::v1::CreateVolumeRequest& request,
                                         csi::v1::CreateVolumeResponse* response) {
   // One clone of a name at a time, for the whole of it: a CO's retry arriving while the first
@@ -161,7 +161,7 @@ Status ControllerService::clone_on_node(const std::string& node, const PlacedId&
   // its own certificate, which needs none.
   Status created = Status::ok();
   if (node == context_.options.node_id) {
-    created = create_volume(request, response, *snapshot_id);
+    created = here_.create_volume(request, response, *snapshot_id);
   } else {
     auto metadata = grant_transfer(node, *snapshot);
     metadata.emplace(kCloneBySnapshotKey, *snapshot_id);

@@ -1,68 +1,20 @@
 // Placement of node-local volumes and the controller's combined list (docs/guides/across-hosts.md,
-// "Volumes on many nodes"): which node a CreateVolume goes to, the routing of calls by the node
-// their id names, GetCapacity per node, and ListVolumes/ListSnapshots over this host and every
-// registered node.
+// "Volumes on many nodes"): a CreateVolume made on the node it is placed on (which node is
+// cluster/routing.h's), GetCapacity per node, and ListVolumes/ListSnapshots over this host and
+// every registered node.
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <utility>
 
 #include "cluster/peer_authority.h"
-#include "cluster/placed_id.h"
+#include "cluster/routing_controller.h"
 #include "core/validate.h"
-#include "daemon/controller_service.h"
 #include "daemon/convert.h"
 
 namespace rosetctl {
-namespace {
 
-// The node a volume is to be made on: the first `topology.rosetctl.io/node` segment of the
-// preferred topologies, else of the requisite ones. Only the first, never a fallback: the same
-// request then always goes to the same node, whose own name idempotency answers a repeated
-// CreateVolume, across controller restarts and with no record on the controller to go stale.
-std::optional<std::string> requested_node(const csi::v1::TopologyRequirement& requirement) {
-  for (const auto* topologies : {&requirement.preferred(), &requirement.requisite()}) {
-    for (const auto& topology : *topologies) {
-      auto it = topology.segments().find(kTopologyNodeKey);
-      if (it != topology.segments().end()) return it->second;
-    }
-  }
-  return std::nullopt;
-}
-
-// The node a content source lives on, when it was placed on one.
-std::optional<std::string> source_node(const csi::v1::CreateVolumeRequest& request) {
-  if (!request.has_volume_content_source()) return std::nullopt;
-  const auto& source = request.volume_content_source();
-  auto placed = decode_placed_id(source.has_snapshot() ? source.snapshot().snapshot_id()
-                                                       : source.volume().volume_id());
-  if (!placed) return std::nullopt;
-  return placed->node;
-}
-
-// A snapshot or volume of this host as the source of a create on another node: its id names no
-// node, so it is named for the node as any node's is, with this host's node id. The node then
-// fetches the snapshot from this host (through the proxy, which answers the reading ObjectStore
-// calls for this host itself, daemon/node_proxy.h) and restores it: the one path of a snapshot
-// held elsewhere (daemon/content_source.cc), where the bare id would be taken for one of the
-// node's own and answered NOT_FOUND. A volume is cloned by way of a snapshot of it here
-// (daemon/cross_node_clone.cc). Returns the id as the caller gave it ("" when nothing changed).
-Expected<std::string> place_own_source(const std::string& own_node,
-                                       csi::v1::CreateVolumeRequest& request) {
-  if (!request.has_volume_content_source()) return std::string();
-  auto* source = request.mutable_volume_content_source();
-  std::string* id = source->has_snapshot() ? source->mutable_snapshot()->mutable_snapshot_id()
-                    : source->has_volume() ? source->mutable_volume()->mutable_volume_id()
-                                           : nullptr;
-  if (id == nullptr || id->empty() || decode_placed_id(*id)) return std::string();
-  auto placed = encode_placed_id(own_node, *id);
-  if (!placed) return placed.status();
-  return std::exchange(*id, std::move(*placed));
-}
-
-}  // namespace
-
-std::map<std::string, std::string> ControllerService::grant_transfer(const std::string& receiver,
+std::map<std::string, std::string> RoutingController::grant_transfer(const std::string& receiver,
                                                                      const PlacedId& snapshot) {
   if (snapshot.node == receiver) return {};
   return {{kTransferGrantKey,
@@ -71,7 +23,7 @@ std::map<std::string, std::string> ControllerService::grant_transfer(const std::
 
 // A create from a snapshot another node holds (the controller host included) is a transfer
 // this controller starts: the receiver gets a grant to read that snapshot there.
-std::map<std::string, std::string> ControllerService::transfer_to(
+std::map<std::string, std::string> RoutingController::transfer_to(
     const std::string& node, const csi::v1::CreateVolumeRequest& request) {
   const auto& source = request.volume_content_source();
   if (!source.has_snapshot()) return {};
@@ -80,15 +32,7 @@ std::map<std::string, std::string> ControllerService::transfer_to(
   return grant_transfer(node, *held);
 }
 
-std::optional<std::string> ControllerService::placement_of(
-    const csi::v1::CreateVolumeRequest& request) const {
-  auto node = requested_node(request.accessibility_requirements());
-  if (!node) node = source_node(request);
-  if (!node || *node == context_.options.node_id) return std::nullopt;
-  return node;
-}
-
-Status ControllerService::create_on_node(const std::string& node,
+Status RoutingController::create_on_node(const std::string& node,
                                          const csi::v1::CreateVolumeRequest& request,
                                          csi::v1::CreateVolumeResponse* response) {
   ROSETCTL_RETURN_IF_ERROR(validate_name(request.name(), "name"));
@@ -122,7 +66,7 @@ Status ControllerService::create_on_node(const std::string& node,
   return Status::ok();
 }
 
-Status ControllerService::capacity_on_node(const std::string& node,
+Status RoutingController::capacity_on_node(const std::string& node,
                                            const csi::v1::GetCapacityRequest& request,
                                            csi::v1::GetCapacityResponse* response) {
   auto registered = context_.store.find_node(node);
@@ -140,7 +84,7 @@ Status ControllerService::capacity_on_node(const std::string& node,
 // ---------------------------------------------------------------- the combined list
 
 template <typename Req, typename Resp, typename Local>
-Status ControllerService::list_everywhere(grpc::CallbackServerContext& call, const Req& request,
+Status RoutingController::list_everywhere(grpc::CallbackServerContext& call, const Req& request,
                                           Resp* response, NodeControllers::Rpc<Req, Resp> rpc,
                                           Local local) {
   if (request.max_entries() < 0) {
@@ -205,7 +149,7 @@ Status ControllerService::list_everywhere(grpc::CallbackServerContext& call, con
 // that did not answer for gone. So the call fails UNAVAILABLE naming the nodes, unless the
 // caller said it understands partial lists (our CLI, with the `rosetctl-partial-list` metadata):
 // then it gets what answered and the nodes that did not in `rosetctl-unreachable-nodes`.
-Status ControllerService::partial_list(grpc::CallbackServerContext& call,
+Status RoutingController::partial_list(grpc::CallbackServerContext& call,
                                        const std::vector<std::string>& unreachable) {
   if (unreachable.empty()) return Status::ok();
   const auto& metadata = call.client_metadata();
@@ -223,29 +167,29 @@ Status ControllerService::partial_list(grpc::CallbackServerContext& call,
   return Status::ok();
 }
 
-Status ControllerService::list_volumes_everywhere(grpc::CallbackServerContext& call,
+Status RoutingController::list_volumes_everywhere(grpc::CallbackServerContext& call,
                                                   const csi::v1::ListVolumesRequest& request,
                                                   csi::v1::ListVolumesResponse* response) {
-  return list_everywhere(call, request, response, &csi::v1::Controller::Stub::ListVolumes,
-                         [this](const auto& page, auto* part) { return list_volumes(page, part); });
+  return list_everywhere(
+      call, request, response, &csi::v1::Controller::Stub::ListVolumes,
+      [this](const auto& page, auto* part) { return here_.list_volumes(page, part); });
 }
 
-Status ControllerService::list_snapshots_everywhere(grpc::CallbackServerContext& call,
+Status RoutingController::list_snapshots_everywhere(grpc::CallbackServerContext& call,
                                                     const csi::v1::ListSnapshotsRequest& request,
                                                     csi::v1::ListSnapshotsResponse* response) {
   // A snapshot or a source volume named: the one node that holds it answers.
   const std::string& named =
       request.snapshot_id().empty() ? request.source_volume_id() : request.snapshot_id();
   if (!named.empty()) {
-    auto placed = decode_placed_id(named);
-    if (!placed || placed->node == context_.options.node_id)
-      return list_snapshots(request, response);
-    return nodes_.call(placed->node, &csi::v1::Controller::Stub::ListSnapshots, request, response,
+    auto node = node_of_id(named, context_.options.node_id);
+    if (!node) return here_.list_snapshots(request, response);
+    return nodes_.call(*node, &csi::v1::Controller::Stub::ListSnapshots, request, response,
                        Code::kUnavailable);
   }
   return list_everywhere(
       call, request, response, &csi::v1::Controller::Stub::ListSnapshots,
-      [this](const auto& page, auto* part) { return list_snapshots(page, part); });
+      [this](const auto& page, auto* part) { return here_.list_snapshots(page, part); });
 }
 
 }  // namespace rosetctl
