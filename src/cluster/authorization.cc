@@ -147,7 +147,7 @@ std::optional<std::string> node_id_of(const Message& request) {
 std::vector<std::string> nodes_named_by(const Message& request) {
   std::vector<std::string> nodes = placed_nodes_of(request);
   add_topology_nodes(request, &nodes);
-  // A combined list's token names the node it goes on at (daemon/placed_id.h).
+  // A combined list's token names the node it goes on at (cluster/placed_id.h).
   const auto* token = request.GetDescriptor()->FindFieldByName("starting_token");
   if (token != nullptr && token->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
     if (auto position = decode_list_token(request.GetReflection()->GetString(request, token)))
@@ -184,7 +184,7 @@ Status decide(const AnsweringServer& server, const CallToDecide& call) {
                  call.peer.describe(), call.method);
   }
   // Who answers: a node the call is forwarded to, this server's own node side, or a controller.
-  // Only node-side calls are forwarded by their metadata (daemon/node_proxy.h, node_forward.h);
+  // Only node-side calls are forwarded by their metadata (cluster/node_proxy.h, node_forward.h);
   // on other calls it changes nothing.
   bool forwarded = node_side_service(call.method) && call.forwarded_to.has_value() &&
                    (*call.forwarded_to != server.node_id || !server.node);

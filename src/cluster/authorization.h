@@ -1,6 +1,6 @@
-// Enforcing daemon/authorization_table.h: one gRPC server interceptor decides every call, on
+// Enforcing cluster/authorization_table.h: one gRPC server interceptor decides every call, on
 // every server (the unix socket and in-process channel, the TLS listeners), before any handler
-// runs, from the caller's certificate (daemon/peer_authority.h), the method, the metadata and
+// runs, from the caller's certificate (cluster/peer_authority.h), the method, the metadata and
 // the parsed request. Handlers and the proxy do not judge callers themselves: each entry point
 // (call_log.h's run_logged, the streaming and forwarding ones) asks authorization_of() for the
 // decision, and a call the interceptor did not decide is refused (fail closed).
@@ -40,7 +40,7 @@ struct CallToDecide {
   std::string_view method;                       // the full name
   const google::protobuf::Message* request;      // null: not parsed here (the proxy's bytes)
   std::optional<std::string_view> forwarded_to;  // kProxyNodeKey's value, when present
-  // It carries a transfer grant (daemon/transfer_grants.h). Only whether: the grant is checked
+  // It carries a transfer grant (cluster/transfer_grants.h). Only whether: the grant is checked
   // where it is known, by the source's handler or the controller's proxy.
   bool carries_grant = false;
 };

@@ -100,7 +100,7 @@ const std::vector<MethodAccess> kTable = {
      "writes into the node's store"},
 
     // rosetctl.v1.Enrollment: a node plugin without a certificate yet shows a Kubernetes token
-    // that proves its node (daemon/enrollment_service.h). The one call such a peer may make.
+    // that proves its node (cluster/enrollment_service.h). The one call such a peer may make.
     {"/rosetctl.v1.Enrollment/IssueNodeCertificate", kUnauthenticated, kNobody, kAnyNode,
      "a node certificate for the node a TokenReview names"},
 };

@@ -1,7 +1,7 @@
 // The one authorization table: for every RPC of every service rosetctl serves (CSI Identity,
 // Controller and Node; rosetctl.v1 Registry, Catalog, NodeState, ObjectStore and Enrollment), which
 // certificate roles may call it where a controller answers and where a node answers, and how a
-// node's certificate binds to the request. It is data: daemon/authorization.cc enforces it for
+// node's certificate binds to the request. It is data: cluster/authorization.cc enforces it for
 // every call in one server interceptor before any handler runs, docs/SECURITY.md prints it
 // (tests/unit/daemon/authorization_table_test.cc checks the two agree), and a method that is
 // not in it is refused, whoever calls (default deny).
@@ -37,7 +37,7 @@ enum class NodeBinding {
   kAnyNode,
   // Every node the request names is the caller's own, or the controller host (whose volumes
   // and snapshots every consumer shares): its `node_id`, the node of every placed id in it
-  // (daemon/placed_id.h, at any depth), every `topology.rosetctl.io/node` segment. So a node
+  // (cluster/placed_id.h, at any depth), every `topology.rosetctl.io/node` segment. So a node
   // manages the controller host's volumes and its own, never another node's.
   kOwnNodes,
   // Only on its own node: the node that answers (the server's own, or the node the call is
@@ -45,7 +45,7 @@ enum class NodeBinding {
   kOwnNode,
   // Reading a commit store to move a snapshot between nodes: the node itself, and another node
   // only for a transfer the controller started, with the grant it issued for it
-  // (daemon/transfer_grants.h): the call carries one, and the source (or the controller's proxy)
+  // (cluster/transfer_grants.h): the call carries one, and the source (or the controller's proxy)
   // holds the read to it.
   kGrantedReceiver,
 };

@@ -66,7 +66,7 @@ Expected<CatalogService::Where> CatalogService::where_is(const grpc::CallbackSer
   auto placed = decode_placed_id(reference);
   if (!placed) return Where{"", reference};
   if (placed->node == context_.options.node_id) return Where{"", placed->local_id};
-  // Names and references are no id fields the authorization reads (daemon/placed_fields.h): a
+  // Names and references are no id fields the authorization reads (cluster/placed_fields.h): a
   // node certificate's binding is checked here, as for ids (authorization_table.h kOwnNodes).
   Peer peer = peer_of(call);
   if (peer.role == PeerRole::kNode && placed->node != peer.name) {

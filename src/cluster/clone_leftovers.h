@@ -1,4 +1,4 @@
-// What a clone across nodes (daemon/cross_node_clone.cc) leaves when the controller is killed
+// What a clone across nodes (cluster/cross_node_clone.cc) leaves when the controller is killed
 // before it removes the snapshot it took: one intent file per clone in flight under
 // <state-dir>/clones/, written as soon as the snapshot exists and removed once the snapshot is
 // gone from both nodes. The controller takes up every file left there when it starts serving and

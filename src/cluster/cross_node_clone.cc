@@ -1,9 +1,9 @@
 // A clone of a volume that lives on node A (or on the controller host), made on node B
 // (docs/guides/across-hosts.md, "Moving snapshots between nodes"): content moves between nodes only
-// as snapshots do (daemon/snapshot_pull.h), so the controller snapshots the volume on A, has B make
-// the volume from that snapshot, and removes the snapshot from both nodes afterwards. Three CSI
-// calls to the nodes, each the very call a user could make; B records the volume as a clone of A's
-// volume, so a repeated CreateVolume is answered by name on B like any other.
+// as snapshots do (cluster/snapshot_pull.h), so the controller snapshots the volume on A, has B
+// make the volume from that snapshot, and removes the snapshot from both nodes afterwards. Three
+// CSI calls to the nodes, each the very call a user could make; B records the volume as a clone of
+// A's volume, so a repeated CreateVolume is answered by name on B like any other.
 #include <spdlog/spdlog.h>
 
 #include <chrono>

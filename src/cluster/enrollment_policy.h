@@ -1,5 +1,5 @@
 // What a TokenReview must say for the controller to issue a node certificate
-// (daemon/enrollment_service.h): the token is authenticated for the enrollment audience, it is
+// (cluster/enrollment_service.h): the token is authenticated for the enrollment audience, it is
 // the node plugin's ServiceAccount's, and Kubernetes bound it to a pod on a node, whose name
 // (the review's user.extra["authentication.kubernetes.io/node-name"], Kubernetes 1.30+) is the
 // certificate's node id. Nothing the caller says names the node: a request for another node

@@ -1,8 +1,8 @@
 // rosetctl.v1.Enrollment on the controller: node plugins in Kubernetes get their node
 // certificates here (docs/KUBERNETES.md). A node plugin pod shows a projected ServiceAccount
 // token; the controller asks the API server's TokenReview whose it is
-// (daemon/token_review.h), and when it is the node plugin's ServiceAccount's, bound to a pod on
-// node N (daemon/enrollment_policy.h), signs the caller's certificate request as OU=node, CN=N,
+// (cluster/token_review.h), and when it is the node plugin's ServiceAccount's, bound to a pod on
+// node N (cluster/enrollment_policy.h), signs the caller's certificate request as OU=node, CN=N,
 // short-lived, with the CA the controller's listeners trust. With that certificate the node
 // registers itself (initiator name, address) as any node does.
 //

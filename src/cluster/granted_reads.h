@@ -1,4 +1,4 @@
-// The source's half of transfer grants (daemon/transfer_grants.h): before this node's commit
+// The source's half of transfer grants (cluster/transfer_grants.h): before this node's commit
 // store answers a read (ObjectStore LookupSnapshot, FetchObjects), the read is held to the grant
 // it carries. Runs in the handler, on the handler pool: a grant this node does not know yet is
 // asked of the controller (Registry CheckTransferGrant) and kept, so later reads of the same

@@ -1,10 +1,10 @@
 // The controller's CSI Controller calls to its registered nodes: with `local` volumes on nodes,
 // the controller has the node that holds (or is to hold) a volume run the very same Controller
-// call on its own store, over the mutual-TLS channel the node proxy uses (daemon/node_proxy.h),
+// call on its own store, over the mutual-TLS channel the node proxy uses (cluster/node_proxy.h),
 // with the controller's certificate; a node takes Controller calls from no other certificate.
 // The Catalog calls about a node's volumes and snapshots (names, snapshot details) go the same
 // way to the node's own Catalog (daemon/catalog_service.h).
-// Ids are localized on the way there and placed on the way back (daemon/placed_fields.h).
+// Ids are localized on the way there and placed on the way back (cluster/placed_fields.h).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -39,7 +39,7 @@ class NodeControllers {
   // (the code the spec wants for the call: RESOURCE_EXHAUSTED for a create, NOT_FOUND or
   // UNAVAILABLE otherwise), one that does not answer within `patience` (or the caller's deadline)
   // UNAVAILABLE; both name the node. The node's own errors come back with its name added.
-  // `metadata` goes with the call (keys the node's handler reads: daemon/placed_id.h).
+  // `metadata` goes with the call (keys the node's handler reads: cluster/placed_id.h).
   // `rpc` is a method of the node's Controller service, or of its Catalog.
   template <typename Stub, typename Request, typename Response>
   Status call(const std::string& node, Rpc<Request, Response, Stub> rpc, Request request,

@@ -1,5 +1,5 @@
 // A node plugin in Kubernetes getting its node certificate from its controller
-// (daemon/enrollment_service.h is the controller's side): a new key that never leaves this
+// (cluster/enrollment_service.h is the controller's side): a new key that never leaves this
 // host, a certificate request for it, and the pod's projected ServiceAccount token, sent over
 // TLS that checks the controller's certificate (the node has none of its own yet). The key and
 // the certificate are written where --tls-key and --tls-cert name, which the node's listeners

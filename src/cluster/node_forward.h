@@ -27,7 +27,7 @@
 
 namespace rosetctl {
 
-// The node `call` names in kProxyNodeKey (daemon/peer_authority.h) when it is not this one.
+// The node `call` names in kProxyNodeKey (cluster/peer_authority.h) when it is not this one.
 std::optional<std::string> other_node_named(const ServiceContext& context,
                                             const grpc::ServerContextBase& call);
 

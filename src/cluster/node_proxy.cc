@@ -53,7 +53,7 @@ class ProxyReactor final : public grpc::ServerGenericBidiReactor {
  public:
   ProxyReactor(NodeProxy& proxy, grpc::GenericCallbackServerContext* call)
       : proxy_(proxy), call_(call), start_(std::chrono::steady_clock::now()) {
-    // What the caller may do was decided before this call reached us (daemon/authorization.h).
+    // What the caller may do was decided before this call reached us (cluster/authorization.h).
     if (Status allowed = authorization_of(*call); !allowed) {
       finish(allowed);
       return;
@@ -204,7 +204,7 @@ grpc::ServerGenericBidiReactor* NodeProxy::CreateReactor(grpc::GenericCallbackSe
 Expected<std::shared_ptr<grpc::Channel>> NodeProxy::route(const grpc::ServerContextBase& call,
                                                           const std::string& method,
                                                           const std::string& node_id) {
-  ROSETCTL_RETURN_IF_ERROR(authorization_of(call));  // daemon/authorization.h
+  ROSETCTL_RETURN_IF_ERROR(authorization_of(call));  // cluster/authorization.h
   ROSETCTL_RETURN_IF_ERROR(validate_node_id(node_id, "rosetctl-node"));
   // A node reading another node's store through us: only with our grant naming it the receiver.
   ROSETCTL_RETURN_IF_ERROR(check_proxied_read(context_, call, method, node_id));

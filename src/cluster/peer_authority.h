@@ -1,7 +1,7 @@
 // Who is calling. A call that did not come over TLS came from this host (the in-process channel
 // of a CLI run, or serve's unix socket, mode 0660). Over TLS the client's certificate (rosetctl
 // tls issue) says who it is: its subject's OU is the role and its CN the name, read through
-// libcrypto's X.509 API. What each role may do is daemon/authorization_table.h's.
+// libcrypto's X.509 API. What each role may do is cluster/authorization_table.h's.
 #pragma once
 
 #include <grpcpp/server_context.h>

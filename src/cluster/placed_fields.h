@@ -1,4 +1,4 @@
-// The id fields of CSI and rosetctl messages, rewritten between placed ids (daemon/placed_id.h)
+// The id fields of CSI and rosetctl messages, rewritten between placed ids (cluster/placed_id.h)
 // and a node's local ids: the controller localizes a request before it sends it to the node
 // that holds its volume and places the node's answer; a node localizes what arrives with its
 // own placed ids (kubelet's NodeStageVolume, the CLI's connect) before its handlers see it. So
@@ -37,7 +37,7 @@ Status for_each_submessage(const google::protobuf::Message& message,
 // nodes: a pulled snapshot's, a restore's source).
 Status check_answer_names_its_own(const google::protobuf::Message& message, std::string_view node);
 
-// The node of every placed id in `message`, in the order met (daemon/authorization.cc); an id
+// The node of every placed id in `message`, in the order met (cluster/authorization.cc); an id
 // wrapped in another ("n3.ctl.n6.node-b.x") names both.
 std::vector<std::string> placed_nodes_of(const google::protobuf::Message& message);
 

@@ -50,14 +50,14 @@ std::optional<ListPosition> decode_list_token(std::string_view token);
 
 namespace rosetctl {
 
-// Metadata of the combined list (daemon/placement.cc): a caller that sends kPartialListKey (any
+// Metadata of the combined list (cluster/placement.cc): a caller that sends kPartialListKey (any
 // value) gets the volumes or snapshots of the nodes that answered, and one kUnreachableNodesKey
 // trailing entry per node that did not ("node \"b\" did not answer: ..."); without it such a
 // list fails UNAVAILABLE.
 inline constexpr const char* kPartialListKey = "rosetctl-partial-list";
 inline constexpr const char* kUnreachableNodesKey = "rosetctl-unreachable-nodes";
 
-// A clone of a volume on node A made on node B (daemon/cross_node_clone.cc): the controller
+// A clone of a volume on node A made on node B (cluster/cross_node_clone.cc): the controller
 // takes a snapshot of it on A and sends B the CreateVolume as asked, the volume its source,
 // with this metadata naming that snapshot (A's placed id). B restores the snapshot, records the
 // volume as a clone of the volume (so a retry is answered by name), and the controller removes
@@ -65,7 +65,7 @@ inline constexpr const char* kUnreachableNodesKey = "rosetctl-unreachable-nodes"
 inline constexpr const char* kCloneBySnapshotKey = "rosetctl-clone-by-snapshot";
 
 // A name (or commit) that matches more than one volume or snapshot in the controller's combined
-// view (daemon/catalog_everywhere.cc) finds nothing by itself: NOT_FOUND, its message holding
+// view (cluster/catalog_everywhere.cc) finds nothing by itself: NOT_FOUND, its message holding
 // this phrase and each candidate's id and host. A verb that takes NOT_FOUND for "done already"
 // (delete) must not take this so: something of that name exists.
 inline constexpr std::string_view kAmbiguousName = "names more than one";

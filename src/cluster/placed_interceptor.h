@@ -1,5 +1,5 @@
 // A node's side of placement: a request that reaches this plugin's own services (Controller,
-// Node, NodeState) naming one of this node's placed ids (daemon/placed_id.h; kubelet's
+// Node, NodeState) naming one of this node's placed ids (cluster/placed_id.h; kubelet's
 // NodeStageVolume with a volume the controller placed here, the CLI's connect) has them turned
 // into the local ids before any handler sees it. One gRPC server interceptor instead of a
 // translation in every handler: the handlers stay the code that runs without placement.

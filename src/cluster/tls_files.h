@@ -39,7 +39,7 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles& file
 
 // The controller's enrollment listener (serve --enroll-listen): it shows its certificate and
 // asks for none, so a node plugin without a certificate yet can ask for one
-// (daemon/enrollment_service.h); the authorization table lets such a peer make that call alone.
+// (cluster/enrollment_service.h); the authorization table lets such a peer make that call alone.
 std::shared_ptr<grpc::ServerCredentials> enrollment_server_credentials(const TlsFiles& files);
 
 // A node's channel to that listener: no certificate of its own; the server's must verify

@@ -1,7 +1,7 @@
 // Asking the Kubernetes API server who a ServiceAccount token belongs to: the TokenReview API
 // (POST /apis/authentication.k8s.io/v1/tokenreviews), with the controller's own in-cluster
-// credentials. Used by the enrollment of node plugins (daemon/enrollment_service.h); what a
-// review must say to earn a certificate is daemon/enrollment_policy.h's.
+// credentials. Used by the enrollment of node plugins (cluster/enrollment_service.h); what a
+// review must say to earn a certificate is cluster/enrollment_policy.h's.
 //
 // Tokens are secrets: they travel in the request body and the Authorization header only, are
 // never logged, and never appear in a message (the API server echoes the reviewed token in its

@@ -4,7 +4,7 @@
 // nodes, a PullSnapshot it forwards for an admin, itself or this host), it issues a grant naming
 // the receiver, the source and the snapshot, and sends its token to the receiver in the call's
 // metadata (kTransferGrantKey); the receiver shows it to the source with every read
-// (daemon/source_node.h). The source holds each read to the grant: the caller's certificate
+// (cluster/source_node.h). The source holds each read to the grant: the caller's certificate
 // names the receiver, this node is the source, the snapshot asked is the one granted, and only
 // that snapshot's objects are sent. A source that is not the controller asks the controller
 // about a token it does not know (Registry CheckTransferGrant) on the handler pool, and keeps

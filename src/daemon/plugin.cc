@@ -183,9 +183,9 @@ void Plugin::register_services(grpc::ServerBuilder& builder, NodeProxy& proxy) {
   // name a node (rosetctl-node) and explains the others.
   builder.RegisterCallbackGenericService(&proxy);
   // A node serves the Controller service too: its controller places `local` volumes on it
-  // (daemon/node_controllers.h), and only the controller's certificate may call it there.
+  // (cluster/node_controllers.h), and only the controller's certificate may call it there.
   builder.RegisterService(routing_.get());
-  // The authorization of every call (daemon/authorization.h) and the placed ids. gRPC runs a
+  // The authorization of every call (cluster/authorization.h) and the placed ids. gRPC runs a
   // server's interceptors on what it receives last first, so the decision sees ids already
   // localized; it reads wrapped ids whole either way (placed_fields.h placed_nodes_of).
   auto interceptors = placed_id_interceptors(context_->options.node_id,

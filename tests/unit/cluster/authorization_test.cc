@@ -1,4 +1,4 @@
-// Tests for src/daemon/authorization.cc and authorization_table.cc: the decision for each kind of
+// Tests for src/cluster/authorization.cc and authorization_table.cc: the decision for each kind of
 // caller and server, peers read from certificates, and the table against the services served
 // and against docs/SECURITY.md. The interceptor on real TLS calls is tests/security/'s.
 #include "cluster/authorization.h"

@@ -1,4 +1,4 @@
-// Tests for src/daemon/enrollment_policy.cc and the TokenReview parsing of token_review.cc: what
+// Tests for src/cluster/enrollment_policy.cc and the TokenReview parsing of token_review.cc: what
 // a review must say for a node certificate, and that a review's answer never carries the token
 // into a message.
 #include "cluster/enrollment_policy.h"

@@ -1,4 +1,4 @@
-// Tests for src/daemon/node_registration.cc: what a registering node may say about itself.
+// Tests for src/cluster/node_registration.cc: what a registering node may say about itself.
 #include "cluster/node_registration.h"
 
 #include <catch2/catch.hpp>

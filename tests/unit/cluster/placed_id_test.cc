@@ -1,4 +1,4 @@
-// Tests for src/daemon/placed_id.cc and placed_fields.cc: placed ids and combined-list tokens
+// Tests for src/cluster/placed_id.cc and placed_fields.cc: placed ids and combined-list tokens
 // round-trip, other ids are left alone, and an id over CSI's 128 bytes is refused naming the node.
 #include "cluster/placed_id.h"
 

@@ -1,4 +1,4 @@
-// Tests for src/daemon/pulled_snapshot.cc: a node's answer is taken only when it is the snapshot
+// Tests for src/cluster/pulled_snapshot.cc: a node's answer is taken only when it is the snapshot
 // asked for and holds nothing a local CreateSnapshot would refuse.
 #include "cluster/pulled_snapshot.h"
 

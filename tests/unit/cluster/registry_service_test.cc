@@ -1,4 +1,4 @@
-// Tests for src/daemon/registry_service.cc through the real in-process gRPC channel, and for
+// Tests for src/cluster/registry_service.cc through the real in-process gRPC channel, and for
 // what the registry means to ControllerPublishVolume (src/daemon/controller_service.cc).
 #include <catch2/catch.hpp>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-// Tests for src/daemon/transfer_grants.cc: a grant binds the receiver, the source and the
+// Tests for src/cluster/transfer_grants.cc: a grant binds the receiver, the source and the
 // snapshot, expires unused, lives on while used (never past its limit), and no message shows
 // its token. Over the wire: tests/security/test_transfer_grants.py.
 #include "cluster/transfer_grants.h"
