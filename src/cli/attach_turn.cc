@@ -3,9 +3,9 @@
 
 #include <cstdio>
 
+#include "cluster/peer_authority.h"
 #include "daemon/grpc_status.h"
 #include "daemon/node_state_service.h"
-#include "daemon/peer_authority.h"
 
 namespace rosetctl::cli {
 

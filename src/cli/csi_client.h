@@ -18,11 +18,11 @@
 
 #include "cli/attach_turn.h"
 #include "cli/network_failure.h"
+#include "cluster/peer_authority.h"
+#include "cluster/placed_id.h"
 #include "core/status.h"
 #include "csi.grpc.pb.h"
 #include "daemon/grpc_status.h"
-#include "daemon/peer_authority.h"
-#include "daemon/placed_id.h"
 #include "rosetctl.grpc.pb.h"
 
 namespace rosetctl::cli {
@@ -156,7 +156,7 @@ class CsiClient {
     }
     return v1::ObjectStore::NewStub(controller_channel_);
   }
-  // ListVolumes accepting a partial combined list (daemon/placed_id.h kPartialListKey): the
+  // ListVolumes accepting a partial combined list (cluster/placed_id.h kPartialListKey): the
   // nodes that did not answer are added to `unreachable` ("node \"b\" did not answer: ...").
   Status list_volumes_partial(const csi::v1::ListVolumesRequest& request,
                               csi::v1::ListVolumesResponse* response,
@@ -198,7 +198,7 @@ class CsiClient {
   }
 
   template <typename Stub, typename Method, typename Request, typename Response>
-  // `unreachable`: the call accepts a partial combined list (daemon/placed_id.h) and gets the
+  // `unreachable`: the call accepts a partial combined list (cluster/placed_id.h) and gets the
   // nodes it lacks here.
   Status send(Stub& stub, Method method, const Request& request, Response* response,
               std::chrono::system_clock::duration deadline, bool remote,

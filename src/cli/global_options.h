@@ -4,8 +4,8 @@
 #include <map>
 #include <string>
 
+#include "cluster/tls_files.h"
 #include "core/state_layout.h"
-#include "daemon/tls_files.h"
 #include "providers/provider_registration.h"
 
 namespace rosetctl::cli {

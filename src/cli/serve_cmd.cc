@@ -5,10 +5,10 @@
 #include "cli/node_announce.h"
 #include "cli/serve_enroll.h"
 #include "cli/session.h"
+#include "cluster/node_heartbeat.h"
 #include "core/host_addresses.h"
 #include "core/log.h"
 #include "core/validate.h"
-#include "daemon/node_heartbeat.h"
 #include "daemon/server.h"
 
 namespace rosetctl::cli {
@@ -82,7 +82,7 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
     plugin_options.node_credentials = channel_credentials(tls);  // or directly, for a pull
   } else if (plugin_options.role != PluginRole::kNode && !options.listen.empty()) {
     // The controller itself dials a node with its own certificate to pull a snapshot from it
-    // (a volume placed on this host from a node's snapshot; daemon/source_node.h).
+    // (a volume placed on this host from a node's snapshot; cluster/source_node.h).
     plugin_options.node_credentials = channel_credentials(tls);
   }
   auto plugin = Plugin::open(std::move(plugin_options));

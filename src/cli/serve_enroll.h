@@ -1,6 +1,6 @@
 // `serve`'s flags for node certificates in Kubernetes (docs/KUBERNETES.md): on the controller,
-// the enrollment listener that issues them against TokenReview (daemon/enrollment_service.h);
-// on a node plugin, getting one at start and renewing it (daemon/node_enrollment.h).
+// the enrollment listener that issues them against TokenReview (cluster/enrollment_service.h);
+// on a node plugin, getting one at start and renewing it (cluster/node_enrollment.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,9 +8,9 @@
 #include <string>
 
 #include "cli/global_options.h"
-#include "daemon/authorization.h"
-#include "daemon/enrollment_service.h"
-#include "daemon/node_enrollment.h"
+#include "cluster/authorization.h"
+#include "cluster/enrollment_service.h"
+#include "cluster/node_enrollment.h"
 
 namespace rosetctl::cli {
 

@@ -10,11 +10,11 @@
 
 #include "cli/node_announce.h"
 #include "cli/secrets_file.h"
+#include "cluster/placed_id.h"
+#include "cluster/tls_files.h"
 #include "core/validate.h"
 #include "core/x509/certificates.h"
-#include "daemon/placed_id.h"
 #include "daemon/server.h"
-#include "daemon/tls_files.h"
 
 namespace rosetctl::cli {
 
@@ -38,7 +38,7 @@ bool is_controller_certificate(const std::string& certificate_file) {
 // Without --controller: the certificate the in-process plugin reaches registered nodes with.
 // On the controller host, whose configuration names serve's certificate (tls-cert, tls-key,
 // tls-ca), that is serve's: the CLI then sees and acts on volumes and snapshots placed on nodes
-// as serve does, by the same calls over the same channels (daemon/node_controllers.h). Any other
+// as serve does, by the same calls over the same channels (cluster/node_controllers.h). Any other
 // certificate (a node's, an admin's) is none: nodes take Controller calls from a controller only.
 Expected<TlsFiles> certificate_for_nodes(const GlobalOptions& options) {
   TlsFiles tls = tls_files(options);
@@ -95,7 +95,7 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
     TlsFiles tls = tls_files(options);
     ROSETCTL_RETURN_IF_ERROR(check_tls_files(tls, "--controller"));
     // The controller must show a controller certificate (tls_files.h); other nodes are
-    // checked by name once they answer (daemon/source_node.h).
+    // checked by name once they answer (cluster/source_node.h).
     controller =
         grpc::CreateChannel(options.controller, peer_channel_credentials(tls, "controller", ""));
     plugin_options.role = PluginRole::kNode;

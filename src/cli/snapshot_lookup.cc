@@ -1,11 +1,11 @@
 // Snapshot references, resolved by the controller's catalog.
 #include "cli/snapshot_lookup.h"
 
+#include "cluster/peer_authority.h"
+#include "cluster/placed_id.h"
 #include "core/validate.h"
 #include "daemon/catalog_convert.h"
 #include "daemon/grpc_status.h"
-#include "daemon/peer_authority.h"
-#include "daemon/placed_id.h"
 #include "providers/volume_context.h"
 
 namespace rosetctl::cli {

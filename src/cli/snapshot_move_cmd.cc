@@ -1,7 +1,7 @@
 // `snapshot push` and `snapshot pull`: a snapshot of one node's local provider made present on
 // another node, by content address, sending only the objects the receiver lacks. Either way the
 // receiving node does the work (rosetctl.v1.ObjectStore PullSnapshot): it fetches from the
-// source (directly, or through the controller's proxy: daemon/source_node.h) and verifies every
+// source (directly, or through the controller's proxy: cluster/source_node.h) and verifies every
 // object, so no node ever writes into another's store.
 #include "cli/render.h"
 #include "cli/session.h"

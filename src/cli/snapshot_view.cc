@@ -4,8 +4,8 @@
 #include <time.h>
 
 #include "cli/terminal_progress.h"
+#include "cluster/placed_id.h"
 #include "core/map_lookup.h"
-#include "daemon/placed_id.h"
 #include "providers/volume_context.h"
 
 namespace rosetctl::cli {

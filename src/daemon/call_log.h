@@ -11,16 +11,16 @@
 #include <chrono>
 #include <string_view>
 
+#include "cluster/authorization.h"
+#include "cluster/peer_authority.h"
+#include "cluster/transfer_grants.h"
 #include "core/call_scope.h"
 #include "core/full_filesystem.h"
 #include "core/status.h"
-#include "daemon/authorization.h"
 #include "daemon/grpc_status.h"
 #include "daemon/handler_pool.h"
 #include "daemon/metrics.h"
-#include "daemon/peer_authority.h"
 #include "daemon/request_limits.h"
-#include "daemon/transfer_grants.h"
 
 namespace rosetctl {
 
@@ -30,11 +30,11 @@ void log_call_end(std::string_view method, const Peer& peer,
                   const google::protobuf::Message& response, const Status& status,
                   std::chrono::steady_clock::duration elapsed);
 
-// The transfer grant `call` carries in its metadata (daemon/transfer_grants.h); "" when none.
+// The transfer grant `call` carries in its metadata (cluster/transfer_grants.h); "" when none.
 std::string carried_grant(const grpc::ServerContextBase& call);
 
 // `handler` returns Status and fills `response`. It runs only when the caller may make the
-// call (daemon/authorization.h) and the request is within daemon/request_limits.h's bounds;
+// call (cluster/authorization.h) and the request is within daemon/request_limits.h's bounds;
 // a refusal is logged like any other answer. It works for the call (core/call_scope.h): its
 // long loops and lock waits stop when the call's deadline passes or its client cancels, with
 // DEADLINE_EXCEEDED or CANCELLED.
@@ -44,7 +44,7 @@ grpc::Status run_logged(grpc::ServerContextBase& call, std::string_view method,
                         google::protobuf::Message* response, Handler&& handler) {
   auto start = std::chrono::steady_clock::now();
   log_call_start(method, request);
-  // daemon/authorization.h: decided before we ran, with the caller it was decided for.
+  // cluster/authorization.h: decided before we ran, with the caller it was decided for.
   auto [status, peer] = decision_of(call);
   CallLimits limits(call.deadline(), [&call] { return call.IsCancelled(); });
   CurrentCall working_for(&limits);

@@ -4,7 +4,7 @@
 //
 // Volumes and snapshots placed on nodes live in the nodes' stores: a lookup by placed id is the
 // same Catalog call on the node its id names, sent the way CSI calls on placed ids are
-// (daemon/node_controllers.h), and a lookup by name (or commit) asks this host and every node the
+// (cluster/node_controllers.h), and a lookup by name (or commit) asks this host and every node the
 // caller may see (a node certificate: the controller host and itself), so a name unique in that
 // view resolves wherever the user stands and an ambiguous one is refused naming each id.
 #pragma once
@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "cluster/node_controllers.h"
 #include "daemon/handler_pool.h"
-#include "daemon/node_controllers.h"
 #include "daemon/service_context.h"
 #include "rosetctl.grpc.pb.h"
 

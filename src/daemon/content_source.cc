@@ -5,12 +5,12 @@
 
 #include <algorithm>
 
+#include "cluster/placed_id.h"
+#include "cluster/snapshot_pull.h"
 #include "core/commit_store/commit_store.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
-#include "daemon/placed_id.h"
 #include "daemon/snapshot_locks.h"
-#include "daemon/snapshot_pull.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
 
@@ -154,7 +154,7 @@ Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context,
 // A clone copies a volume in place. A volume of another node is copied by way of a snapshot of
 // it there: the controller takes one and names it (`clone_by`, kCloneBySnapshotKey); it is
 // fetched and restored as a restore from it would be, and the volume is recorded as a clone of
-// the volume (daemon/cross_node_clone.cc).
+// the volume (cluster/cross_node_clone.cc).
 Expected<ResolvedSource> resolve_volume(const ServiceContext& context, const std::string& id,
                                         const Provider& provider, int64_t required, int64_t limit,
                                         const std::string& clone_by) {

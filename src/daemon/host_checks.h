@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "cluster/tls_files.h"
 #include "daemon/service_context.h"
-#include "daemon/tls_files.h"
 
 namespace rosetctl {
 

@@ -7,13 +7,13 @@
 
 #include <cstring>
 
+#include "cluster/node_forward.h"
 #include "core/loop_device.h"
 #include "core/mount_ops.h"
 #include "core/validate.h"
 #include "daemon/call_log.h"
 #include "daemon/convert.h"
 #include "daemon/csi_secrets.h"
-#include "daemon/node_forward.h"
 #include "daemon/node_mounts.h"
 #include "daemon/node_paths.h"
 #include "daemon/node_repair.h"

@@ -12,9 +12,9 @@
 #include <mutex>
 #include <thread>
 
+#include "cluster/node_forward.h"
 #include "core/validate.h"
 #include "daemon/call_log.h"
-#include "daemon/node_forward.h"
 #include "daemon/node_mounts.h"
 #include "daemon/node_paths.h"
 

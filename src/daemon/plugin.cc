@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <utility>
 
+#include "cluster/authorization.h"
+#include "cluster/placed_interceptor.h"
 #include "core/full_filesystem.h"
 #include "core/host_addresses.h"
 #include "core/validate.h"
-#include "daemon/authorization.h"
 #include "daemon/grpc_logging.h"
-#include "daemon/placed_interceptor.h"
 #include "daemon/reconcile.h"
 #include "daemon/server.h"
 
@@ -90,8 +90,9 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
   plugin->handlers_ = std::make_unique<HandlerPool>();
   plugin->identity_ = std::make_unique<IdentityService>(*plugin->context_, *plugin->handlers_);
   plugin->node_controllers_ = std::make_unique<NodeControllers>(*plugin->context_);
-  plugin->controller_ = std::make_unique<ControllerService>(*plugin->context_, *plugin->handlers_,
-                                                            *plugin->node_controllers_);
+  plugin->controller_ = std::make_unique<ControllerService>(*plugin->context_);
+  plugin->routing_ = std::make_unique<RoutingController>(
+      *plugin->context_, *plugin->handlers_, *plugin->node_controllers_, *plugin->controller_);
   plugin->node_ = std::make_unique<NodeService>(*plugin->context_, *plugin->handlers_);
   plugin->node_state_ = std::make_unique<NodeStateService>(*plugin->context_, *plugin->handlers_);
   plugin->objects_ = std::make_unique<ObjectStoreService>(*plugin->context_, *plugin->handlers_);
@@ -126,7 +127,7 @@ Status Plugin::start(const std::optional<std::string>& unix_socket,
   // A serving controller that can reach its nodes takes up what killed clones left there.
   if (context_->options.role != PluginRole::kNode && !context_->options.one_command &&
       !tls.certificate.empty()) {
-    controller_->collect_clone_leftovers_later();
+    routing_->collect_clone_leftovers_later();
   }
   if (context_->options.role == PluginRole::kController) {
     grpc::ServerBuilder own;
@@ -182,9 +183,9 @@ void Plugin::register_services(grpc::ServerBuilder& builder, NodeProxy& proxy) {
   // name a node (rosetctl-node) and explains the others.
   builder.RegisterCallbackGenericService(&proxy);
   // A node serves the Controller service too: its controller places `local` volumes on it
-  // (daemon/node_controllers.h), and only the controller's certificate may call it there.
-  builder.RegisterService(controller_.get());
-  // The authorization of every call (daemon/authorization.h) and the placed ids. gRPC runs a
+  // (cluster/node_controllers.h), and only the controller's certificate may call it there.
+  builder.RegisterService(routing_.get());
+  // The authorization of every call (cluster/authorization.h) and the placed ids. gRPC runs a
   // server's interceptors on what it receives last first, so the decision sees ids already
   // localized; it reads wrapped ids whole either way (placed_fields.h placed_nodes_of).
   auto interceptors = placed_id_interceptors(context_->options.node_id,

@@ -13,6 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "cluster/node_proxy.h"
+#include "cluster/object_store_service.h"
+#include "cluster/registry_service.h"
+#include "cluster/routing_controller.h"
+#include "cluster/tls_files.h"
 #include "daemon/catalog_service.h"
 #include "daemon/controller_service.h"
 #include "daemon/handler_pool.h"
@@ -20,13 +25,9 @@
 #include "daemon/identity_service.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_endpoint.h"
-#include "daemon/node_proxy.h"
 #include "daemon/node_service.h"
 #include "daemon/node_state_service.h"
-#include "daemon/object_store_service.h"
-#include "daemon/registry_service.h"
 #include "daemon/service_context.h"
-#include "daemon/tls_files.h"
 
 namespace rosetctl {
 
@@ -78,7 +79,8 @@ class Plugin {
   std::unique_ptr<ServiceContext> context_;
   std::unique_ptr<IdentityService> identity_;
   std::unique_ptr<NodeControllers> node_controllers_;  // the controller's calls to its nodes
-  std::unique_ptr<ControllerService> controller_;
+  std::unique_ptr<ControllerService> controller_;      // this host's answers
+  std::unique_ptr<RoutingController> routing_;  // the Controller service: where each call goes
   std::unique_ptr<NodeService> node_;
   // The TCP listeners with mutual TLS: a server of their own, replaced whole by reload_tls().
   struct TcpServer {

@@ -12,11 +12,11 @@
 #include <memory>
 #include <string>
 
+#include "cluster/transfer_grants.h"
 #include "core/lock_space.h"
 #include "core/progress.h"
 #include "core/state_layout.h"
 #include "core/state_store.h"
-#include "daemon/transfer_grants.h"
 #include "providers/registry.h"
 
 namespace rosetctl {
@@ -58,13 +58,13 @@ struct ServiceContext {
   ProviderRegistry& providers;
   LockSpace locks;
   // The channel to registered node `node` for a call naming it that reached one of this
-  // server's own services (daemon/node_forward.h); it authorizes the caller as the proxy does
-  // (daemon/node_proxy.h). Set by Plugin::start; empty: no calls are forwarded.
+  // server's own services (cluster/node_forward.h); it authorizes the caller as the proxy does
+  // (cluster/node_proxy.h). Set by Plugin::start; empty: no calls are forwarded.
   std::function<Expected<std::shared_ptr<grpc::Channel>>(
       const grpc::ServerContextBase& call, const std::string& method, const std::string& node)>
       route_to_node;
   // The transfer grants this host issued (a controller) or was told of by its controller (a
-  // node a grant names as the source): daemon/transfer_grants.h.
+  // node a grant names as the source): cluster/transfer_grants.h.
   TransferGrants transfer_grants;
 };
 

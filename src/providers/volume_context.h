@@ -1,7 +1,9 @@
 // The keys of the CSI volume context (and of a snapshot's context, which uses the same words)
 // that providers write and the daemon and CLI read back: one vocabulary, so that a key a
-// provider writes is the key the CLI looks for. Keys of the publish context (what
-// ControllerPublish hands to NodeStage) belong here too when a provider sets some.
+// provider writes is the key the CLI looks for. Keys only one provider reads are that
+// provider's, in its folder (providers/roset/roset_context.h, providers/iscsi/iscsi_context.h).
+// Keys of the publish context (what ControllerPublish hands to NodeStage) belong here too when a
+// provider sets some.
 //
 // The values are stored in every volume record and PV: never rename one.
 #pragma once
@@ -32,14 +34,5 @@ inline constexpr std::string_view kAccessBlock = "block";
 // (Catalog/GetPublishSecrets) and hand to the provider beside the request's own secrets. The
 // secrets themselves never travel in a publish context, which COs keep in plain sight.
 inline constexpr const char* kPublishSecretsFromController = "rosetctl.io/secrets";
-
-// --- the roset provider's volumes (the published driver's names, so PVs read the same) ---
-inline constexpr const char* kRosetMountId = "mountId";
-inline constexpr const char* kRosetNodeId = "nodeId";
-inline constexpr const char* kRosetRootPath = "rootPath";
-inline constexpr const char* kRosetApiUrl = "apiUrl";
-inline constexpr const char* kRosetCommitId = "commitId";
-inline constexpr const char* kRosetRef = "ref";
-inline constexpr const char* kRosetSubPath = "subPath";
 
 }  // namespace rosetctl

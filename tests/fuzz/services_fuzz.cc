@@ -39,8 +39,8 @@
 #include <string>
 #include <vector>
 
+#include "cluster/node_registration.h"
 #include "csi.grpc.pb.h"
-#include "daemon/node_registration.h"
 #include "daemon/plugin.h"
 #include "fuzz_check.h"
 #include "rosetctl.grpc.pb.h"

@@ -1,4 +1,4 @@
-"""Every method of the authorization table (docs/SECURITY.md, daemon/authorization_table.cc) called
+"""Every method of the authorization table (docs/SECURITY.md, cluster/authorization_table.cc) called
 by every kind of caller at every kind of listener, over real mutual TLS in the network-namespace
 lab: the answer is PERMISSION_DENIED exactly where the table says no, the handshake fails for a
 certificate of another CA or none, and the calls the table allows get past the authorization

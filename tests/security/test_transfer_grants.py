@@ -1,11 +1,11 @@
 """A node reads another node's objects only for a transfer the controller started (issue 31, item 1):
 node A's store answers LookupSnapshot and FetchObjects to another node's certificate only under a
 grant the controller issued for that transfer, naming the receiver, the source and the snapshot
-(daemon/transfer_grants.h). The receiver here is "evil" (hostile_node.py), registered like any node:
+(cluster/transfer_grants.h). The receiver here is "evil" (hostile_node.py), registered like any node:
 the controller places a volume on it from A's snapshot, so the CreateVolume it forwards carries the
 grant, which evil records. With it, evil reads that snapshot of A and nothing else; nobody else
 reads with it; without one, no node reads A's store, directly or through the controller's proxy.
-An expired grant is refused too (tests/unit/daemon/transfer_grants_test.cc: ten minutes unused).
+An expired grant is refused too (tests/unit/cluster/transfer_grants_test.cc: ten minutes unused).
 The transfers the controller starts (a create placed across nodes, a clone across nodes, an
 admin's pull or push) are test_snapshot_streaming.py's, and still work.
 """

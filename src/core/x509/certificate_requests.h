@@ -1,5 +1,5 @@
 // Certificate signing requests (PKCS#10) for a node that gets its certificate from its
-// controller instead of `tls issue` (daemon/enrollment_service.h): the node makes its key, which
+// controller instead of `tls issue` (cluster/enrollment_service.h): the node makes its key, which
 // never leaves it, and sends a request holding the public key, signed with it; the controller
 // signs a certificate for that key with a name of its own choosing. The request's subject is
 // never read: who the certificate names is the signer's decision alone.

@@ -16,6 +16,7 @@
 #include "core/unique_fd.h"
 #include "core/validate.h"
 #include "providers/roset/roset_api.h"
+#include "providers/roset/roset_context.h"
 
 namespace rosetctl {
 namespace {

@@ -11,6 +11,7 @@
 #include "core/validate.h"
 #include "providers/roset/api_json.h"
 #include "providers/roset/roset_api.h"
+#include "providers/roset/roset_context.h"
 #include "providers/roset/roset_provider.h"
 
 namespace rosetctl {

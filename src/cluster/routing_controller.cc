@@ -1,0 +1,176 @@
+// The routing controller's gRPC entry points (routing_controller.h): each call is answered here
+// (daemon/controller_service.h) or by the node its id names.
+#include "cluster/routing_controller.h"
+
+namespace rosetctl {
+
+Status RoutingController::create_volume(const csi::v1::CreateVolumeRequest& request,
+                                        csi::v1::CreateVolumeResponse* response,
+                                        const std::string& clone_by) {
+  // The request's own checks come first, wherever the volume is to be made.
+  auto provider = here_.create_checks(request);
+  if (!provider) return provider.status();
+  const std::string& own = context_.options.node_id;
+  if ((*provider)->volumes_are_node_local()) {
+    if (auto node = placement_of(request, own)) return create_on_node(*node, request, response);
+    // Here, a clone of a node's volume: by way of a snapshot of it there, as on any node.
+    if (auto source = volume_source_node(request); source && clone_by.empty() &&
+                                                   context_.options.role != PluginRole::kNode &&
+                                                   source->node != own) {
+      return clone_on_node(own, *source, request, response);
+    }
+  }
+  return here_.create_volume(request, response, clone_by);
+}
+
+Status RoutingController::get_capacity(const csi::v1::GetCapacityRequest& request,
+                                       csi::v1::GetCapacityResponse* response) {
+  auto provider = here_.capacity_provider(request);
+  if (!provider) return provider.status();
+  // Another node's capacity is that node's answer.
+  if ((*provider)->volumes_are_node_local()) {
+    if (auto node = capacity_node(request, context_.options.node_id))
+      return capacity_on_node(*node, request, response);
+  }
+  return here_.get_capacity(request, response);
+}
+
+grpc::ServerUnaryReactor* RoutingController::CreateVolume(
+    Request* call, const csi::v1::CreateVolumeRequest* request,
+    csi::v1::CreateVolumeResponse* response) {
+  return serve(call, "CreateVolume", request, response,
+               [=, this] { return create_volume(*request, response, clone_by_snapshot(*call)); });
+}
+
+grpc::ServerUnaryReactor* RoutingController::DeleteVolume(
+    Request* call, const csi::v1::DeleteVolumeRequest* request,
+    csi::v1::DeleteVolumeResponse* response) {
+  return serve(call, "DeleteVolume", request, response, [=, this] {
+    return here_or_on_node(request->volume_id(), &csi::v1::Controller::Stub::DeleteVolume, *request,
+                           response, Code::kUnavailable,
+                           [&] { return here_.delete_volume(*request); });
+  });
+}
+
+grpc::ServerUnaryReactor* RoutingController::ControllerPublishVolume(
+    Request* call, const csi::v1::ControllerPublishVolumeRequest* request,
+    csi::v1::ControllerPublishVolumeResponse* response) {
+  return serve(call, "ControllerPublishVolume", request, response, [=, this] {
+    // To an unknown node: NOT_FOUND here, from the controller's registry, before a volume placed
+    // on a node is asked there (where only its own node is known).
+    if (node_of_id(request->volume_id(), context_.options.node_id))
+      ROSETCTL_RETURN_IF_ERROR(here_.check_node_registered(request->node_id()));
+    return here_or_on_node(
+        request->volume_id(), &csi::v1::Controller::Stub::ControllerPublishVolume, *request,
+        response, Code::kNotFound, [&] { return here_.publish_volume(*request, response); });
+  });
+}
+
+grpc::ServerUnaryReactor* RoutingController::ControllerUnpublishVolume(
+    Request* call, const csi::v1::ControllerUnpublishVolumeRequest* request,
+    csi::v1::ControllerUnpublishVolumeResponse* response) {
+  return serve(call, "ControllerUnpublishVolume", request, response, [=, this] {
+    return here_or_on_node(
+        request->volume_id(), &csi::v1::Controller::Stub::ControllerUnpublishVolume, *request,
+        response, Code::kNotFound, [&] { return here_.unpublish_volume(*request); });
+  });
+}
+
+grpc::ServerUnaryReactor* RoutingController::ValidateVolumeCapabilities(
+    Request* call, const csi::v1::ValidateVolumeCapabilitiesRequest* request,
+    csi::v1::ValidateVolumeCapabilitiesResponse* response) {
+  return serve(call, "ValidateVolumeCapabilities", request, response, [=, this] {
+    return here_or_on_node(
+        request->volume_id(), &csi::v1::Controller::Stub::ValidateVolumeCapabilities, *request,
+        response, Code::kNotFound, [&] { return here_.validate_capabilities(*request, response); });
+  });
+}
+
+grpc::ServerUnaryReactor* RoutingController::ListVolumes(Request* call,
+                                                         const csi::v1::ListVolumesRequest* request,
+                                                         csi::v1::ListVolumesResponse* response) {
+  return serve(call, "ListVolumes", request, response,
+               [=, this] { return list_volumes_everywhere(*call, *request, response); });
+}
+
+grpc::ServerUnaryReactor* RoutingController::GetCapacity(Request* call,
+                                                         const csi::v1::GetCapacityRequest* request,
+                                                         csi::v1::GetCapacityResponse* response) {
+  return serve(call, "GetCapacity", request, response,
+               [=, this] { return get_capacity(*request, response); });
+}
+
+grpc::ServerUnaryReactor* RoutingController::ControllerGetCapabilities(
+    Request* call, const csi::v1::ControllerGetCapabilitiesRequest* request,
+    csi::v1::ControllerGetCapabilitiesResponse* response) {
+  return answer_now(call, "ControllerGetCapabilities", request, response, [&] {
+    using Rpc = csi::v1::ControllerServiceCapability::RPC;
+    for (auto type : {Rpc::CREATE_DELETE_VOLUME, Rpc::PUBLISH_UNPUBLISH_VOLUME, Rpc::LIST_VOLUMES,
+                      Rpc::GET_CAPACITY, Rpc::PUBLISH_READONLY, Rpc::EXPAND_VOLUME,
+                      Rpc::LIST_VOLUMES_PUBLISHED_NODES, Rpc::VOLUME_CONDITION, Rpc::GET_VOLUME,
+                      Rpc::CREATE_DELETE_SNAPSHOT, Rpc::LIST_SNAPSHOTS, Rpc::CLONE_VOLUME,
+                      Rpc::MODIFY_VOLUME}) {
+      response->add_capabilities()->mutable_rpc()->set_type(type);
+    }
+    return Status::ok();
+  });
+}
+
+grpc::ServerUnaryReactor* RoutingController::ControllerGetVolume(
+    Request* call, const csi::v1::ControllerGetVolumeRequest* request,
+    csi::v1::ControllerGetVolumeResponse* response) {
+  return serve(call, "ControllerGetVolume", request, response, [=, this] {
+    return here_or_on_node(request->volume_id(), &csi::v1::Controller::Stub::ControllerGetVolume,
+                           *request, response, Code::kNotFound,
+                           [&] { return here_.get_volume(*request, response); });
+  });
+}
+
+grpc::ServerUnaryReactor* RoutingController::ControllerExpandVolume(
+    Request* call, const csi::v1::ControllerExpandVolumeRequest* request,
+    csi::v1::ControllerExpandVolumeResponse* response) {
+  return serve(call, "ControllerExpandVolume", request, response, [=, this] {
+    return here_or_on_node(request->volume_id(), &csi::v1::Controller::Stub::ControllerExpandVolume,
+                           *request, response, Code::kNotFound,
+                           [&] { return here_.expand_volume(*request, response); });
+  });
+}
+
+grpc::ServerUnaryReactor* RoutingController::CreateSnapshot(
+    Request* call, const csi::v1::CreateSnapshotRequest* request,
+    csi::v1::CreateSnapshotResponse* response) {
+  return serve(call, "CreateSnapshot", request, response, [=, this] {
+    return here_or_on_node(request->source_volume_id(), &csi::v1::Controller::Stub::CreateSnapshot,
+                           *request, response, Code::kNotFound,
+                           [&] { return here_.create_snapshot(*request, response); });
+  });
+}
+
+grpc::ServerUnaryReactor* RoutingController::DeleteSnapshot(
+    Request* call, const csi::v1::DeleteSnapshotRequest* request,
+    csi::v1::DeleteSnapshotResponse* response) {
+  return serve(call, "DeleteSnapshot", request, response, [=, this] {
+    return here_or_on_node(request->snapshot_id(), &csi::v1::Controller::Stub::DeleteSnapshot,
+                           *request, response, Code::kUnavailable,
+                           [&] { return here_.delete_snapshot(*request); });
+  });
+}
+
+grpc::ServerUnaryReactor* RoutingController::ListSnapshots(
+    Request* call, const csi::v1::ListSnapshotsRequest* request,
+    csi::v1::ListSnapshotsResponse* response) {
+  return serve(call, "ListSnapshots", request, response,
+               [=, this] { return list_snapshots_everywhere(*call, *request, response); });
+}
+
+grpc::ServerUnaryReactor* RoutingController::ControllerModifyVolume(
+    Request* call, const csi::v1::ControllerModifyVolumeRequest* request,
+    csi::v1::ControllerModifyVolumeResponse* response) {
+  return serve(call, "ControllerModifyVolume", request, response, [=, this] {
+    return here_or_on_node(request->volume_id(), &csi::v1::Controller::Stub::ControllerModifyVolume,
+                           *request, response, Code::kNotFound,
+                           [&] { return here_.modify_volume(*request); });
+  });
+}
+
+}  // namespace rosetctl
