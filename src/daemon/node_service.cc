@@ -282,7 +282,8 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   ROSETCTL_RETURN_IF_ERROR(
       refuse_foreign_mount(*staging_mount, request.volume_id(), "staging", *staging));
 
-  auto repaired = repair_dead_staging(context_, **node, request.volume_id(), *staging);
+  auto repaired = repair_dead_staging(context_, **node, request.volume_id(), *staging,
+                                      PublicationCheck::kUnlessCheckedAtThisMount);
   if (!repaired) return repaired.status();
   if (*repaired) {  // mounted anew
     ROSETCTL_RETURN_IF_ERROR(
