@@ -60,19 +60,24 @@ Expected<Capability> required_capability(bool present, const csi::v1::VolumeCapa
 }
 
 // The spec's "exceeds capabilities" (FAILED_PRECONDITION): mount access to a block volume or the
-// reverse. Only checkable where the volume record lives on this host.
+// reverse. Only checkable where the volume record lives on this host (`record`, else null).
+Status check_access_type(std::string_view volume_id, const VolumeRecord* record,
+                         const Capability& capability) {
+  if (!record) return Status::ok();
+  std::string_view wanted = capability.access_type == AccessType::kBlock ? "block" : "mount";
+  if (record->access_type != wanted) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" is a {} volume; it cannot be used for {} access", volume_id,
+                 record->access_type, wanted);
+  }
+  return Status::ok();
+}
+
 Status check_access_type(const ServiceContext& context, std::string_view volume_id,
                          const Capability& capability) {
   auto record = context.store.find_volume(volume_id);
   if (!record) return record.status();
-  if (!record->has_value()) return Status::ok();
-  std::string_view wanted = capability.access_type == AccessType::kBlock ? "block" : "mount";
-  if ((*record)->access_type != wanted) {
-    return error(Code::kFailedPrecondition,
-                 "volume \"{}\" is a {} volume; it cannot be used for {} access", volume_id,
-                 (*record)->access_type, wanted);
-  }
-  return Status::ok();
+  return check_access_type(volume_id, record->has_value() ? &**record : nullptr, capability);
 }
 
 // For unstage/unpublish: a path that no longer exists (kubelet may have removed its parent)
@@ -262,8 +267,12 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
 
   auto node = context_.providers.node_for_volume(request.volume_id());
   if (!node) return node.status();
-  ROSETCTL_RETURN_IF_ERROR((*node)->check_volume_on_node(request.volume_id()));
-  ROSETCTL_RETURN_IF_ERROR(check_access_type(context_, request.volume_id(), *capability));
+  // Read once for every check below and the provider's publish.
+  auto volume = context_.store.find_volume(request.volume_id());
+  if (!volume) return volume.status();
+  const VolumeRecord* volume_here = volume->has_value() ? &**volume : nullptr;
+  ROSETCTL_RETURN_IF_ERROR((*node)->check_volume_on_node_given(request.volume_id(), volume_here));
+  ROSETCTL_RETURN_IF_ERROR(check_access_type(request.volume_id(), volume_here, *capability));
 
   auto staged = context_.store.find_staging(request.volume_id(), *staging);
   if (!staged) return staged.status();
@@ -350,7 +359,8 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   ROSETCTL_RETURN_IF_ERROR(context_.store.upsert_node_publication(publication));
 
   PublishSpec spec{request.volume_id(), *staging,           *target,
-                   *capability,         request.readonly(), to_map(request.volume_context())};
+                   *capability,         request.readonly(), to_map(request.volume_context()),
+                   volume_here};
   if (Status status = (*node)->publish_volume(spec); !status) {
     (void)context_.store.delete_node_publication(*target);
     if (publication.created_target) (void)remove_target(*target);

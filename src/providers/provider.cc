@@ -10,6 +10,11 @@
 
 namespace rosetctl {
 
+Status NodeSide::check_volume_on_node_given(std::string_view volume_id,
+                                            const VolumeRecord* /*here*/) const {
+  return check_volume_on_node(volume_id);
+}
+
 Status NodeSide::publish_volume(const PublishSpec& spec) {
   auto options = parse_mount_flags(spec.capability.mount_flags);
   if (!options) return options.status();

@@ -147,6 +147,9 @@ struct PublishSpec {
   Capability capability;
   bool readonly = false;
   StringMap volume_context;
+  // The volume's record on this host as the caller read it for this call, so that the provider
+  // need not read it again; null: not read (or not held here).
+  const VolumeRecord* volume = nullptr;
 };
 
 struct VolumeCondition {
@@ -279,6 +282,11 @@ class NodeSide {
 
   // NOT_FOUND when this node cannot reach a volume with that id.
   virtual Status check_volume_on_node(std::string_view volume_id) const = 0;
+  // The same for a caller that has just read the volume's record on this host (`here`; null
+  // when this host holds none), which a provider that would read it takes instead.
+  // Default: check_volume_on_node.
+  virtual Status check_volume_on_node_given(std::string_view volume_id,
+                                            const VolumeRecord* here) const;
   // Makes the volume appear at spec.staging_path. Leaves nothing behind on failure.
   virtual Status stage_volume(const StageSpec& spec) = 0;
   // Undoes stage_volume; a path that is not mounted is fine (idempotent). The daemon has
