@@ -2,6 +2,7 @@
 // in between leaves a record a retry completes, never a mount nobody knows about.
 #include "daemon/node_service.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -356,16 +357,33 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                               request.readonly(),
                               key,
                               *created || (existing->has_value() && (*existing)->created_target)};
-  ROSETCTL_RETURN_IF_ERROR(context_.store.upsert_node_publication(publication));
-
+  // The record is written once, when the bind is built and not yet attached: it exists before
+  // the mount does and already names it. Only when the bind could not be described then (no
+  // unique ids, or a source inside its mount) is its identity added after the attach.
+  bool recorded = false;
+  bool identified = false;
   PublishSpec spec{request.volume_id(), *staging,           *target,
                    *capability,         request.readonly(), to_map(request.volume_context()),
                    volume_here};
+  spec.before_attach = [&](const RecordedMount& mount) {
+    publication.mount = mount;
+    identified = mount.id != 0 && !mount.fingerprint.empty();
+    Status written = context_.store.upsert_node_publication(publication);
+    recorded = written.is_ok();
+    return written;
+  };
   if (Status status = (*node)->publish_volume(spec); !status) {
     (void)context_.store.delete_node_publication(*target);
     if (publication.created_target) (void)remove_target(*target);
     return status;
   }
+  if (!recorded) {  // a provider that mounted without bind_mount's before_attach: a bug
+    spdlog::error("volume \"{}\": provider mounted \"{}\" before it was recorded",
+                  request.volume_id(), *target);
+    publication.mount = record_mount_at(*target);
+    return context_.store.upsert_node_publication(publication);
+  }
+  if (identified) return Status::ok();
   return context_.store.set_node_publication_mount(*target, record_mount_at(*target));
 }
 

@@ -19,7 +19,7 @@ Status NodeSide::publish_volume(const PublishSpec& spec) {
   auto options = parse_mount_flags(spec.capability.mount_flags);
   if (!options) return options.status();
   options->read_only = options->read_only || spec.readonly;
-  return bind_mount(spec.staging_path, spec.target_path, *options);
+  return bind_mount(spec.staging_path, spec.target_path, *options, spec.before_attach);
 }
 
 namespace {

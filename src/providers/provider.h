@@ -16,6 +16,7 @@
 
 #include "core/commit_store/tree_diff.h"
 #include "core/lock_space.h"
+#include "core/mount_ops.h"
 #include "core/progress.h"
 #include "core/state_store.h"
 #include "core/status.h"
@@ -150,6 +151,9 @@ struct PublishSpec {
   // The volume's record on this host as the caller read it for this call, so that the provider
   // need not read it again; null: not read (or not held here).
   const VolumeRecord* volume = nullptr;
+  // Given to bind_mount (core/mount_ops.h) for the target's mount: the caller records the
+  // publication there, before the mount exists and with its identity. Empty: no record.
+  BeforeAttach before_attach = {};
 };
 
 struct VolumeCondition {
@@ -292,7 +296,8 @@ class NodeSide {
   // Undoes stage_volume; a path that is not mounted is fine (idempotent). The daemon has
   // checked that a mount at the path is the recorded staging, so only the topmost one goes.
   virtual Status unstage_volume(std::string_view volume_id, const std::string& staging_path) = 0;
-  // Default: bind mount staging → target, read-only and with mount flags when asked.
+  // Default: bind mount staging → target, read-only and with mount flags when asked. The
+  // target's mount is made by bind_mount with spec.before_attach.
   virtual Status publish_volume(const PublishSpec& spec);
   // Default: unmount the topmost mount at the target, which the daemon has checked is the
   // recorded publication (core/mount_ownership.h).
