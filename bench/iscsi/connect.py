@@ -99,7 +99,15 @@ def main() -> None:
         bare_id = __import__("json").loads(bare_id)["id"]
         run("--state-dir", state, *flags, "--node-id", "guest", "node", "register",
             "--iscsi-initiator", "iqn.2026-11.io.roset.test:guest")
-        run("--state-dir", state, *flags, "volume", "map", "bare", "--node", "guest")
+        # Every mapping has a CHAP account (issue 31): give this one known credentials, which the
+        # hand-made record below carries (a throwaway secret, in a script file, never an argv).
+        chap_user, chap_password = "bare-by-hand", "bench-" + __import__("secrets").token_hex(8)
+        chap_file = work / "chap.json"
+        chap_file.write_text(__import__("json").dumps({"chap-user": chap_user, "chap-password": chap_password}))
+        os.chmod(chap_file, 0o600)
+        mapped = run("--state-dir", state, *flags, "--secrets-file", chap_file, "volume", "map", "bare",
+                     "--node", "guest", "-o", "json")
+        chap_user = __import__("json").loads(mapped)["publish_context"]["chap-user"]  # "<id>:<user>"
         bare_iqn = f"iqn.2026-11.io.roset:{bare_id}"
         portal = f"{HOST}:{tgtd.port}"
         boot.mkdir()
@@ -116,6 +124,10 @@ def main() -> None:
 ms() {{ echo $(( $(date +%s%N) / 1000000 )); }}
 mkdir -p /mnt/bare
 iscsiadm -m node -o new -T {bare_iqn} -p {portal} >/dev/null
+iscsiadm -m node -T {bare_iqn} -p {portal} -o update -n node.session.auth.authmethod -v CHAP \
+  -n node.session.auth.username -v {chap_user}
+record=$(ls -d /etc/iscsi/nodes/{bare_iqn}/*); [ -d "$record" ] && record=$record/default
+echo "node.session.auth.password = {chap_password}" >> "$record"
 for i in $(seq {options.cycles}); do
   a=$(ms); {ctl} volume connect data --target /mnt/data >/dev/null; b=$(ms)
   {ctl} volume disconnect data >/dev/null; c=$(ms)

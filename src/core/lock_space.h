@@ -5,6 +5,8 @@
 // processes, vanish when their holder dies, and need no lock file per key.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -16,19 +18,31 @@ namespace rosetctl {
 
 enum class LockMode { kShared, kExclusive };
 
-// A held lock; releasing closes its private descriptor, which drops the lock.
+// Descriptors of the lock file no lock is held through, kept open for the next lock instead of
+// an open(2) and close(2) per lock (lock_space.cc).
+class LockFileDescriptors;
+
+// A held lock. Its descriptor is its own open file description while held; releasing unlocks
+// its byte and hands the descriptor back for reuse (or closes it, which drops the lock too).
 class HeldLock {
  public:
   HeldLock() = default;
-  explicit HeldLock(int fd) : fd_(fd) {}
-  HeldLock(HeldLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  HeldLock(HeldLock&& other) noexcept;
   HeldLock& operator=(HeldLock&& other) noexcept;
   HeldLock(const HeldLock&) = delete;
   HeldLock& operator=(const HeldLock&) = delete;
   ~HeldLock();
 
  private:
+  friend class LockSpace;
+  HeldLock(int fd, LockMode mode, off_t offset, std::shared_ptr<LockFileDescriptors> reuse)
+      : fd_(fd), mode_(mode), offset_(offset), reuse_(std::move(reuse)) {}
+  void release();
+
   int fd_ = -1;
+  LockMode mode_ = LockMode::kShared;
+  off_t offset_ = 0;
+  std::shared_ptr<LockFileDescriptors> reuse_;
 };
 
 class LockSpace {
@@ -48,8 +62,9 @@ class LockSpace {
                                std::chrono::milliseconds patience) const;
 
  private:
-  explicit LockSpace(std::string path) : path_(std::move(path)) {}
+  explicit LockSpace(std::string path);
   std::string path_;
+  std::shared_ptr<LockFileDescriptors> descriptors_;
 };
 
 }  // namespace rosetctl

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/linux_mount_api.h"
 #include "core/mount_lookup.h"
 #include "core/mount_point.h"
 #include "core/real_path.h"
@@ -157,6 +158,38 @@ std::string table_path(const std::string& target) {
   return out;
 }
 
+// The unique mount id of `fd`'s mount (0 when the kernel gives none); `root` (when given) says
+// whether `fd` is that mount's root.
+MountId unique_mount_id(int fd, bool* root = nullptr) {
+  struct statx st = {};
+  int flags = AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC;
+  if (::statx(fd, "", flags, linux_api::kStatxMountIdUnique, &st) != 0 ||
+      !(st.stx_mask & linux_api::kStatxMountIdUnique))
+    return 0;
+  if (root) {
+    *root = (st.stx_attributes_mask & linux_api::kStatxMountRoot) &&
+            (st.stx_attributes & linux_api::kStatxMountRoot);
+  }
+  return st.stx_mnt_id;
+}
+
+// What record_mount_at will find of the bind `tree_fd` of `source_fd` once it is attached
+// (bind_mount's before_attach says why it is read before).
+RecordedMount recorded_bind(int source_fd, int tree_fd) {
+  RecordedMount out;
+  out.id = unique_mount_id(tree_fd);
+  if (out.id == 0) return out;
+  out.mount_ns = current_mount_namespace();
+  // The detached bind is in no namespace statmount looks in; the source's mount is, and a
+  // bind of that mount's root shows the same filesystem and directory of it.
+  bool source_is_root = false;
+  MountId source_mount = unique_mount_id(source_fd, &source_is_root);
+  if (source_mount == 0 || !source_is_root) return out;
+  auto entry = find_mount_by_id(source_mount);
+  if (entry && entry->has_value()) out.fingerprint = fingerprint_of(**entry);
+  return out;
+}
+
 }  // namespace
 
 Expected<MountOptions> parse_mount_flags(const std::vector<std::string>& flags) {
@@ -173,8 +206,8 @@ Expected<MountOptions> parse_mount_flags(const std::vector<std::string>& flags) 
   return options;
 }
 
-Status bind_mount(const std::string& source, const std::string& target,
-                  const MountOptions& options) {
+Status bind_mount(const std::string& source, const std::string& target, const MountOptions& options,
+                  const BeforeAttach& before_attach) {
   std::string what = fmt::format("bind mount of \"{}\"", source);
   // A caller that pinned the source itself names its descriptor (/proc/self/fd/N): use that
   // very descriptor. Any other source is pinned here, without following symlinks.
@@ -200,6 +233,7 @@ Status bind_mount(const std::string& source, const std::string& target,
     int err = errno;  // read before formatting, which may allocate
     return errno_status(err, fmt::format("{} as {} failed", what, describe(options)));
   }
+  if (before_attach) ROSETCTL_RETURN_IF_ERROR(before_attach(recorded_bind(source_fd, tree.get())));
   auto point = PinnedPath::open(target, "mount point");
   if (!point) return point.status().with_context(what);
   return attach_mount(tree.get(), *point, !S_ISDIR(st.st_mode), what);

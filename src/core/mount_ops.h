@@ -6,9 +6,11 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "core/recorded_mount.h"
 #include "core/status.h"
 
 namespace rosetctl {
@@ -33,8 +35,16 @@ Expected<MountOptions> parse_mount_flags(const std::vector<std::string>& flags);
 // (core/mount_point.h). The bind keeps the source mount's nosuid/nodev/noexec (and atime mode
 // unless one is given), which the kernel requires in a user namespace. MS_SYNCHRONOUS belongs
 // to the filesystem, not the mount: a bind inherits it from the mount it shows.
-Status bind_mount(const std::string& source, const std::string& target,
-                  const MountOptions& options);
+//
+// `before_attach`, when given, is called with what the new mount is to be recorded as once it
+// is built and before it is attached, so that its record can exist before the mount does and
+// already name it (a failure stops the mount). What is read then: its unique id (move_mount
+// keeps it), this mount namespace, and the fingerprint of the source's mount when the source is
+// that mount's root (a bind of it shares it); id 0 or an empty fingerprint where the kernel or
+// the source does not tell, which record_mount_at after the attach can fill in.
+using BeforeAttach = std::function<Status(const RecordedMount& mount)>;
+Status bind_mount(const std::string& source, const std::string& target, const MountOptions& options,
+                  const BeforeAttach& before_attach = {});
 
 // Unmounts the topmost mount at `target` through its parent directory, never following a
 // symlink on the way. Codes the caller branches on: FAILED_PRECONDITION when `target` is not a

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/mount_ops.h"
+#include "core/mount_point.h"
 #include "daemon/convert.h"
 #include "daemon/metrics.h"
 #include "daemon/node_mounts.h"
@@ -15,17 +16,21 @@ namespace rosetctl {
 namespace {
 
 // Binds again each publication of the staging that does not answer (the staging answers now).
-Status rebind_dead_publications(ServiceContext& context, NodeSide& node, std::string_view volume_id,
-                                const std::string& staging_path) {
+// True when every one answered (nothing was dead).
+Expected<bool> rebind_dead_publications(ServiceContext& context, NodeSide& node,
+                                        std::string_view volume_id,
+                                        const std::string& staging_path) {
   auto publications = context.store.node_publications_of_staging(volume_id, staging_path);
   if (!publications) return publications.status();
   std::optional<VolumeRecord> record;
+  bool all_answered = true;
   for (const NodePublication& publication : *publications) {
     if (!is_dead_mount(publication.target_path)) continue;
+    all_answered = false;
     if (!record) {
       auto found = context.store.find_volume(volume_id);
       if (!found) return found.status();
-      if (!found->has_value()) return Status::ok();
+      if (!found->has_value()) return false;
       record = std::move(**found);
     }
     auto judged = judge_mount(publication.target_path, publication.mount);
@@ -50,7 +55,7 @@ Status rebind_dead_publications(ServiceContext& context, NodeSide& node, std::st
     record_mount_repair(MountRepair::kPublication);
     spdlog::info("volume \"{}\": bound \"{}\" again", volume_id, publication.target_path);
   }
-  return Status::ok();
+  return all_answered;
 }
 
 // Whether the staging or one of its recorded publications does not answer.
@@ -72,8 +77,16 @@ bool is_dead_mount(const std::string& path) {
 }
 
 Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
-                                   std::string_view volume_id, const std::string& staging_path) {
+                                   std::string_view volume_id, const std::string& staging_path,
+                                   PublicationCheck check) {
   bool dead = is_dead_mount(staging_path);
+  // The staging's mount now, read before its publications are: what they were checked at.
+  MountId checked_at = 0;
+  if (!dead && check == PublicationCheck::kUnlessCheckedAtThisMount) {
+    auto id = mount_id_at(staging_path);
+    if (id && id->has_value()) checked_at = **id;
+    if (context.checked_stagings.all_answered(staging_path, checked_at)) return false;
+  }
   if (dead) {
     spdlog::warn("volume \"{}\": staging \"{}\" does not answer (dead mount); repairing it",
                  volume_id, staging_path);
@@ -85,7 +98,9 @@ Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
   }
   // Also when the staging answers: its provider may have revived it already (roset's start-up
   // reconcile restarts roset-fuse and binds its stagings), leaving the pods' targets dead.
-  ROSETCTL_RETURN_IF_ERROR(rebind_dead_publications(context, node, volume_id, staging_path));
+  auto all_answered = rebind_dead_publications(context, node, volume_id, staging_path);
+  if (!all_answered) return all_answered.status();
+  if (*all_answered) context.checked_stagings.remember(staging_path, checked_at);
   return dead;
 }
 

@@ -13,12 +13,19 @@
 
 namespace rosetctl {
 
+// Whether the publications of a staging that answers are looked at every time
+// (kAlways) or only when they have not all answered before at the staging's current mount
+// (daemon/checked_stagings.h says why that is enough): NodePublish's choice, as a fan-out
+// to N targets would otherwise stat N² of them.
+enum class PublicationCheck { kAlways, kUnlessCheckedAtThisMount };
+
 // Revives the staging when it does not answer, then binds again every recorded publication of
 // it that does not answer (with the volume's stored context, when this host has the record;
 // else their own NodePublish repairs them). Call with the volume's stage lock held. True when
 // the staging was mounted anew (its mount changed).
 Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
-                                   std::string_view volume_id, const std::string& staging_path);
+                                   std::string_view volume_id, const std::string& staging_path,
+                                   PublicationCheck check = PublicationCheck::kAlways);
 
 // repair_dead_staging for every recorded staging of this node with a dead mount (its own or a
 // publication's), each under the locks a NodeStage takes; one in use by a call right now is

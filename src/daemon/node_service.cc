@@ -2,6 +2,7 @@
 // in between leaves a record a retry completes, never a mount nobody knows about.
 #include "daemon/node_service.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -60,19 +61,24 @@ Expected<Capability> required_capability(bool present, const csi::v1::VolumeCapa
 }
 
 // The spec's "exceeds capabilities" (FAILED_PRECONDITION): mount access to a block volume or the
-// reverse. Only checkable where the volume record lives on this host.
+// reverse. Only checkable where the volume record lives on this host (`record`, else null).
+Status check_access_type(std::string_view volume_id, const VolumeRecord* record,
+                         const Capability& capability) {
+  if (!record) return Status::ok();
+  std::string_view wanted = capability.access_type == AccessType::kBlock ? "block" : "mount";
+  if (record->access_type != wanted) {
+    return error(Code::kFailedPrecondition,
+                 "volume \"{}\" is a {} volume; it cannot be used for {} access", volume_id,
+                 record->access_type, wanted);
+  }
+  return Status::ok();
+}
+
 Status check_access_type(const ServiceContext& context, std::string_view volume_id,
                          const Capability& capability) {
   auto record = context.store.find_volume(volume_id);
   if (!record) return record.status();
-  if (!record->has_value()) return Status::ok();
-  std::string_view wanted = capability.access_type == AccessType::kBlock ? "block" : "mount";
-  if ((*record)->access_type != wanted) {
-    return error(Code::kFailedPrecondition,
-                 "volume \"{}\" is a {} volume; it cannot be used for {} access", volume_id,
-                 (*record)->access_type, wanted);
-  }
-  return Status::ok();
+  return check_access_type(volume_id, record->has_value() ? &**record : nullptr, capability);
 }
 
 // For unstage/unpublish: a path that no longer exists (kubelet may have removed its parent)
@@ -262,8 +268,12 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
 
   auto node = context_.providers.node_for_volume(request.volume_id());
   if (!node) return node.status();
-  ROSETCTL_RETURN_IF_ERROR((*node)->check_volume_on_node(request.volume_id()));
-  ROSETCTL_RETURN_IF_ERROR(check_access_type(context_, request.volume_id(), *capability));
+  // Read once for every check below and the provider's publish.
+  auto volume = context_.store.find_volume(request.volume_id());
+  if (!volume) return volume.status();
+  const VolumeRecord* volume_here = volume->has_value() ? &**volume : nullptr;
+  ROSETCTL_RETURN_IF_ERROR((*node)->check_volume_on_node_given(request.volume_id(), volume_here));
+  ROSETCTL_RETURN_IF_ERROR(check_access_type(request.volume_id(), volume_here, *capability));
 
   auto staged = context_.store.find_staging(request.volume_id(), *staging);
   if (!staged) return staged.status();
@@ -282,7 +292,8 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   ROSETCTL_RETURN_IF_ERROR(
       refuse_foreign_mount(*staging_mount, request.volume_id(), "staging", *staging));
 
-  auto repaired = repair_dead_staging(context_, **node, request.volume_id(), *staging);
+  auto repaired = repair_dead_staging(context_, **node, request.volume_id(), *staging,
+                                      PublicationCheck::kUnlessCheckedAtThisMount);
   if (!repaired) return repaired.status();
   if (*repaired) {  // mounted anew
     ROSETCTL_RETURN_IF_ERROR(
@@ -346,15 +357,33 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                               request.readonly(),
                               key,
                               *created || (existing->has_value() && (*existing)->created_target)};
-  ROSETCTL_RETURN_IF_ERROR(context_.store.upsert_node_publication(publication));
-
+  // The record is written once, when the bind is built and not yet attached: it exists before
+  // the mount does and already names it. Only when the bind could not be described then (no
+  // unique ids, or a source inside its mount) is its identity added after the attach.
+  bool recorded = false;
+  bool identified = false;
   PublishSpec spec{request.volume_id(), *staging,           *target,
-                   *capability,         request.readonly(), to_map(request.volume_context())};
+                   *capability,         request.readonly(), to_map(request.volume_context()),
+                   volume_here};
+  spec.before_attach = [&](const RecordedMount& mount) {
+    publication.mount = mount;
+    identified = mount.id != 0 && !mount.fingerprint.empty();
+    Status written = context_.store.upsert_node_publication(publication);
+    recorded = written.is_ok();
+    return written;
+  };
   if (Status status = (*node)->publish_volume(spec); !status) {
     (void)context_.store.delete_node_publication(*target);
     if (publication.created_target) (void)remove_target(*target);
     return status;
   }
+  if (!recorded) {  // a provider that mounted without bind_mount's before_attach: a bug
+    spdlog::error("volume \"{}\": provider mounted \"{}\" before it was recorded",
+                  request.volume_id(), *target);
+    publication.mount = record_mount_at(*target);
+    return context_.store.upsert_node_publication(publication);
+  }
+  if (identified) return Status::ok();
   return context_.store.set_node_publication_mount(*target, record_mount_at(*target));
 }
 

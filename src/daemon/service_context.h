@@ -17,6 +17,7 @@
 #include "core/progress.h"
 #include "core/state_layout.h"
 #include "core/state_store.h"
+#include "daemon/checked_stagings.h"
 #include "providers/registry.h"
 
 namespace rosetctl {
@@ -66,6 +67,9 @@ struct ServiceContext {
   // The transfer grants this host issued (a controller) or was told of by its controller (a
   // node a grant names as the source): cluster/transfer_grants.h.
   TransferGrants transfer_grants;
+  // Stagings whose publications all answered at their current mount (NodePublish's repair
+  // check, daemon/node_repair.h).
+  CheckedStagings checked_stagings;
 };
 
 }  // namespace rosetctl

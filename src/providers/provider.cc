@@ -10,11 +10,16 @@
 
 namespace rosetctl {
 
+Status NodeSide::check_volume_on_node_given(std::string_view volume_id,
+                                            const VolumeRecord* /*here*/) const {
+  return check_volume_on_node(volume_id);
+}
+
 Status NodeSide::publish_volume(const PublishSpec& spec) {
   auto options = parse_mount_flags(spec.capability.mount_flags);
   if (!options) return options.status();
   options->read_only = options->read_only || spec.readonly;
-  return bind_mount(spec.staging_path, spec.target_path, *options);
+  return bind_mount(spec.staging_path, spec.target_path, *options, spec.before_attach);
 }
 
 namespace {

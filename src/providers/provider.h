@@ -16,6 +16,7 @@
 
 #include "core/commit_store/tree_diff.h"
 #include "core/lock_space.h"
+#include "core/mount_ops.h"
 #include "core/progress.h"
 #include "core/state_store.h"
 #include "core/status.h"
@@ -147,6 +148,12 @@ struct PublishSpec {
   Capability capability;
   bool readonly = false;
   StringMap volume_context;
+  // The volume's record on this host as the caller read it for this call, so that the provider
+  // need not read it again; null: not read (or not held here).
+  const VolumeRecord* volume = nullptr;
+  // Given to bind_mount (core/mount_ops.h) for the target's mount: the caller records the
+  // publication there, before the mount exists and with its identity. Empty: no record.
+  BeforeAttach before_attach = {};
 };
 
 struct VolumeCondition {
@@ -279,12 +286,18 @@ class NodeSide {
 
   // NOT_FOUND when this node cannot reach a volume with that id.
   virtual Status check_volume_on_node(std::string_view volume_id) const = 0;
+  // The same for a caller that has just read the volume's record on this host (`here`; null
+  // when this host holds none), which a provider that would read it takes instead.
+  // Default: check_volume_on_node.
+  virtual Status check_volume_on_node_given(std::string_view volume_id,
+                                            const VolumeRecord* here) const;
   // Makes the volume appear at spec.staging_path. Leaves nothing behind on failure.
   virtual Status stage_volume(const StageSpec& spec) = 0;
   // Undoes stage_volume; a path that is not mounted is fine (idempotent). The daemon has
   // checked that a mount at the path is the recorded staging, so only the topmost one goes.
   virtual Status unstage_volume(std::string_view volume_id, const std::string& staging_path) = 0;
-  // Default: bind mount staging → target, read-only and with mount flags when asked.
+  // Default: bind mount staging → target, read-only and with mount flags when asked. The
+  // target's mount is made by bind_mount with spec.before_attach.
   virtual Status publish_volume(const PublishSpec& spec);
   // Default: unmount the topmost mount at the target, which the daemon has checked is the
   // recorded publication (core/mount_ownership.h).

@@ -234,7 +234,7 @@ Status IscsiProvider::publish_volume(const PublishSpec& spec) {
                  spec.volume_id);
   }
   return bind_mount(fmt::format("{}/{}", spec.staging_path, kStagedDeviceNode), spec.target_path,
-                    MountOptions{});
+                    MountOptions{}, spec.before_attach);
 }
 
 Expected<int64_t> IscsiProvider::expand_on_node(const NodeExpandSpec& spec) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -40,14 +41,21 @@ std::vector<std::string> node_arguments(const std::string& target, const std::st
   return {"--mode", "node", "--targetname", target, "--portal", portal};
 }
 
-Status update_record(const LunAddress& lun, const std::string& name, const std::string& value) {
+// Every setting in one iscsiadm run (it takes several --name/--value pairs): each process start
+// is hundreds of milliseconds in an emulated guest.
+Status update_record(const LunAddress& lun, const RecordSettings& settings) {
   auto arguments = node_arguments(lun.target, lun.portal);
-  arguments.insert(arguments.end(), {"--op", "update", "--name", name, "--value", value});
+  arguments.insert(arguments.end(), {"--op", "update"});
+  for (const auto& [name, value] : settings)
+    arguments.insert(arguments.end(), {"--name", name, "--value", value});
   auto result = iscsiadm(arguments);
   if (!result) return result.status();
   if (!result->succeeded()) {
+    std::string names;
+    for (const auto& setting : settings)
+      names += (names.empty() ? "" : ", ") + setting.first;
     return iscsiadm_failure(result->exit_code, result->describe(),
-                            fmt::format("setting {} of the node record for {}", name, lun.target));
+                            fmt::format("setting {} of the node record for {}", names, lun.target));
   }
   return Status::ok();
 }
@@ -83,24 +91,59 @@ Status OpenIscsi::check_installed() const {
   return program ? Status::ok() : program.status();
 }
 
-Status OpenIscsi::write_chap(const LunAddress& lun, const LoginChap& chap) const {
-  // The user name goes through iscsiadm; the password is written into the record file
-  // directly, so that it never appears in a process list (iscsiadm only takes it as an
-  // argument).
-  ROSETCTL_RETURN_IF_ERROR(update_record(lun, "node.session.auth.authmethod", "CHAP"));
-  ROSETCTL_RETURN_IF_ERROR(update_record(lun, "node.session.auth.username", chap.initiator.user));
-  if (chap.target) {
-    ROSETCTL_RETURN_IF_ERROR(
-        update_record(lun, "node.session.auth.username_in", chap.target->user));
-  }
+std::vector<fs::path> OpenIscsi::record_files(const LunAddress& lun) const {
+  std::vector<fs::path> found;
   std::error_code ec;
   std::string prefix = record_prefix(lun.portal);
-  bool written = false;
   for (const auto& entry : fs::directory_iterator(fs::path(nodes_dir_) / lun.target, ec)) {
     std::string name = entry.path().filename().string();
     if (name.rfind(prefix + ",", 0) != 0 && name != prefix) continue;
     // Newer open-iscsi keeps one file per interface inside the portal's directory.
-    fs::path record = entry.is_directory() ? entry.path() / "default" : entry.path();
+    found.push_back(entry.is_directory() ? entry.path() / "default" : entry.path());
+  }
+  return found;
+}
+
+bool OpenIscsi::record_has(const LunAddress& lun, const RecordSettings& settings) const {
+  auto records = record_files(lun);
+  if (records.empty()) return false;
+  for (const fs::path& record : records) {
+    std::ifstream in(record);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const auto& [name, value] : settings) {
+      std::string line = fmt::format("{} = {}\n", name, value);
+      if (text.rfind(line, 0) != 0 && text.find("\n" + line) == std::string::npos) return false;
+    }
+  }
+  return true;
+}
+
+Status OpenIscsi::write_settings(const LunAddress& lun,
+                                 const std::optional<LoginChap>& chap) const {
+  RecordSettings settings = {{"node.startup", "manual"},
+                             // Give up on an unreachable portal after a few tries rather than
+                             // open-iscsi's minutes.
+                             {"node.session.initial_login_retry_max", "2"}};
+  if (chap) {
+    // The user names go through iscsiadm; the passwords are written into the record file
+    // directly, so that they never appear in a process list (iscsiadm only takes them as
+    // arguments).
+    settings.push_back({"node.session.auth.authmethod", "CHAP"});
+    settings.push_back({"node.session.auth.username", chap->initiator.user});
+    if (chap->target) settings.push_back({"node.session.auth.username_in", chap->target->user});
+  }
+  ROSETCTL_RETURN_IF_ERROR(update_record(lun, settings));
+  // An iscsiadm that took only the last pair of several: one run per setting, as it wants.
+  if (!record_has(lun, settings)) {
+    for (const auto& setting : settings)
+      ROSETCTL_RETURN_IF_ERROR(update_record(lun, {setting}));
+  }
+  return chap ? write_passwords(lun, *chap) : Status::ok();
+}
+
+Status OpenIscsi::write_passwords(const LunAddress& lun, const LoginChap& chap) const {
+  bool written = false;
+  for (const fs::path& record : record_files(lun)) {
     std::ifstream in(record);
     if (!in) continue;
     std::ostringstream kept;
@@ -146,10 +189,7 @@ Expected<std::string> OpenIscsi::attach(const LunAddress& lun, const std::option
       return iscsiadm_failure(created->exit_code, created->describe(),
                               fmt::format("creating the node record for {}", lun.target));
     }
-    ROSETCTL_RETURN_IF_ERROR(update_record(lun, "node.startup", "manual"));
-    // Give up on an unreachable portal after a few tries rather than open-iscsi's minutes.
-    ROSETCTL_RETURN_IF_ERROR(update_record(lun, "node.session.initial_login_retry_max", "2"));
-    if (chap) ROSETCTL_RETURN_IF_ERROR(write_chap(lun, *chap));
+    ROSETCTL_RETURN_IF_ERROR(write_settings(lun, chap));
     auto login = node_arguments(lun.target, lun.portal);
     login.push_back("--login");
     auto logged_in = iscsiadm(login);

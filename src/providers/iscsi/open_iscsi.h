@@ -4,8 +4,10 @@
 #pragma once
 
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -28,6 +30,9 @@ struct LoginChap {
   ChapCredentials initiator;
   std::optional<ChapCredentials> target;
 };
+
+// Settings of an open-iscsi node record: name, value.
+using RecordSettings = std::vector<std::pair<std::string, std::string>>;
 
 class OpenIscsi {
  public:
@@ -67,7 +72,14 @@ class OpenIscsi {
   Status login(const std::string& portal, const std::string& target) const;
 
  private:
-  Status write_chap(const LunAddress& lun, const LoginChap& chap) const;
+  // The settings of a new node record (startup manual, a short login retry, CHAP when given)
+  // in one iscsiadm run, the passwords written into the record file.
+  Status write_settings(const LunAddress& lun, const std::optional<LoginChap>& chap) const;
+  Status write_passwords(const LunAddress& lun, const LoginChap& chap) const;
+  // The record files of the target at the LUN's portal (one per interface).
+  std::vector<std::filesystem::path> record_files(const LunAddress& lun) const;
+  // Whether every record file has each setting ("name = value").
+  bool record_has(const LunAddress& lun, const RecordSettings& settings) const;
 
   std::string sysfs_;
   std::string nodes_dir_;

@@ -203,7 +203,7 @@ Status ImageNode::publish_block(const VolumeRecord& volume, const PublishSpec& s
   }
   MountOptions options;
   options.read_only = spec.readonly;
-  return bind_mount(node, spec.target_path, options);
+  return bind_mount(node, spec.target_path, options, spec.before_attach);
 }
 
 // A read-only bind mount of a device node still lets a writer open the device, so read-only

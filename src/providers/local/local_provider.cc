@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 
 #include "core/log.h"
 #include "core/mount_ops.h"
@@ -258,6 +259,11 @@ Status LocalProvider::check_volume_on_node(std::string_view volume_id) const {
   return load(volume_id).status();
 }
 
+Status LocalProvider::check_volume_on_node_given(std::string_view volume_id,
+                                                 const VolumeRecord* here) const {
+  return here ? Status::ok() : check_volume_on_node(volume_id);
+}
+
 Status LocalProvider::ensure_data_dir(std::string_view volume_id) const {
   std::string dir = data_dir(volume_id);
   if (::mkdir(dir.c_str(), 0777) == 0) {
@@ -290,9 +296,14 @@ Status LocalProvider::unstage_volume(std::string_view volume_id, const std::stri
 }
 
 Status LocalProvider::publish_volume(const PublishSpec& spec) {
-  auto volume = load(spec.volume_id);
-  if (!volume) return volume.status();
-  if (is_block_volume(*volume)) return image_node_.publish_block(*volume, spec);
+  std::optional<VolumeRecord> loaded;  // when the caller did not read the record
+  if (!spec.volume) {
+    auto volume = load(spec.volume_id);
+    if (!volume) return volume.status();
+    loaded = std::move(*volume);
+  }
+  const VolumeRecord& volume = spec.volume ? *spec.volume : *loaded;
+  if (is_block_volume(volume)) return image_node_.publish_block(volume, spec);
   return NodeSide::publish_volume(spec);
 }
 

@@ -78,6 +78,8 @@ class LocalProvider final : public Provider,
   Expected<StorageCollection> collect_garbage(std::chrono::milliseconds patience) override;
 
   Status check_volume_on_node(std::string_view volume_id) const override;
+  Status check_volume_on_node_given(std::string_view volume_id,
+                                    const VolumeRecord* here) const override;
   Status stage_volume(const StageSpec& spec) override;
   Status unstage_volume(std::string_view volume_id, const std::string& staging_path) override;
   Status publish_volume(const PublishSpec& spec) override;

@@ -90,3 +90,51 @@ TEST_CASE("locks conflict across processes and die with their holder", "[lock]")
   ::close(ready[0]);
   ::close(ready[1]);
 }
+
+// Released descriptors serve later locks (no open(2) per lock): each must come back holding
+// nothing, whatever mode and key it held before.
+TEST_CASE("a descriptor released from one lock holds nothing when the next lock reuses it",
+          "[lock]") {
+  TempFile file;
+  auto space = rosetctl::LockSpace::open(file.path);
+  REQUIRE(space.has_value());
+  for (int round = 0; round < 3; ++round) {
+    {
+      auto a = space->try_lock("volume:a", LockMode::kExclusive, "busy a");
+      auto s = space->try_lock("stage:s", LockMode::kShared, "busy s");
+      REQUIRE(a.has_value());
+      REQUIRE(s.has_value());
+      // Refused: its descriptor goes back too, and must not hold the key afterwards.
+      CHECK_FALSE(space->try_lock("volume:a", LockMode::kShared, "busy").has_value());
+    }
+    auto b = space->try_lock("volume:b", LockMode::kExclusive, "busy b");
+    REQUIRE(b.has_value());
+    CHECK(space->try_lock("volume:b", LockMode::kExclusive, "busy b").status().code() ==
+          Code::kAborted);
+    // Neither old key is held any more by the reused descriptors.
+    auto a_again = space->try_lock("volume:a", LockMode::kExclusive, "busy a");
+    auto s_again = space->try_lock("stage:s", LockMode::kExclusive, "busy s");
+    CHECK(a_again.has_value());
+    CHECK(s_again.has_value());
+  }
+}
+
+TEST_CASE("a lock released in one process is free for another at once", "[lock]") {
+  TempFile file;
+  auto space = rosetctl::LockSpace::open(file.path);
+  REQUIRE(space.has_value());
+  auto held = space->try_lock("volume:x", LockMode::kExclusive, "busy");
+  REQUIRE(held.has_value());
+  *held = rosetctl::HeldLock();  // released: its descriptor stays open for reuse
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // The child's own lock space: a fresh open file description.
+    auto mine = rosetctl::LockSpace::open(file.path);
+    bool got = mine && mine->try_lock("volume:x", LockMode::kExclusive, "busy").has_value();
+    std::_Exit(got ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+}
