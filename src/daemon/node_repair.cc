@@ -20,13 +20,16 @@ Status rebind_dead_publications(ServiceContext& context, NodeSide& node, std::st
   auto publications = context.store.node_publications_of_staging(volume_id, staging_path);
   if (!publications) return publications.status();
   std::optional<VolumeRecord> record;
+  bool looked = false;
   for (const NodePublication& publication : *publications) {
     if (!is_dead_mount(publication.target_path)) continue;
-    if (!record) {
+    if (!looked) {
+      // The volume record is there where one state serves CLI and node (a host); a Kubernetes
+      // node plugin's state is its own (the controller keeps the volumes): no record then.
       auto found = context.store.find_volume(volume_id);
       if (!found) return found.status();
-      if (!found->has_value()) return Status::ok();
-      record = std::move(**found);
+      if (found->has_value()) record = std::move(**found);
+      looked = true;
     }
     auto judged = judge_mount(publication.target_path, publication.mount);
     if (!judged) return judged.status();
@@ -39,8 +42,11 @@ Status rebind_dead_publications(ServiceContext& context, NodeSide& node, std::st
     auto capability = capability_from_key(publication.capability);
     if (!capability) return capability.status();
     ROSETCTL_RETURN_IF_ERROR(unmount_topmost(publication.target_path));
-    PublishSpec spec{std::string(volume_id), staging_path,   publication.target_path, *capability,
-                     publication.readonly,   record->context};
+    // What NodePublish was given; rows from before schema 11 have none, the volume record has it.
+    const StringMap& volume_context =
+        publication.volume_context.empty() && record ? record->context : publication.volume_context;
+    PublishSpec spec{std::string(volume_id), staging_path,  publication.target_path, *capability,
+                     publication.readonly,   volume_context};
     if (Status bound = node.publish_volume(spec); !bound) {
       return bound.with_context(fmt::format("volume \"{}\": cannot bind \"{}\" again", volume_id,
                                             publication.target_path));

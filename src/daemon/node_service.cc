@@ -345,7 +345,9 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                               *staging,
                               request.readonly(),
                               key,
-                              *created || (existing->has_value() && (*existing)->created_target)};
+                              *created || (existing->has_value() && (*existing)->created_target),
+                              {},
+                              to_map(request.volume_context())};
   ROSETCTL_RETURN_IF_ERROR(context_.store.upsert_node_publication(publication));
 
   PublishSpec spec{request.volume_id(), *staging,           *target,
