@@ -154,7 +154,8 @@ def standin_image(roset_image: str, name: str, cache_dir: Path) -> str:
             assert cached, f"apt-get download {package} left no .deb in {cache_dir}"
             shutil.copy(cached[0], debs / cached[0].name)
         shutil.copy(INTEGRATION_DIR / "containers" / "Containerfile.roset-standin", context / "Containerfile")
-        done = run([*podman, "build", "--quiet", "--network=none", "--pull=never", *run_options()[1:],
+        limits = [option for option in run_options() if option.startswith("--ulimit=")]
+        done = run([*podman, "build", "--quiet", "--network=none", "--pull=never", *limits,
                     "--build-arg", f"BASE={roset_image}", "-t", name, context], timeout=BUILD_TIMEOUT)
         assert done.returncode == 0, f"expected the stand-in's image to build: {done.stdout}{done.stderr}"
     return name
