@@ -13,12 +13,13 @@
 #      (deploy/container/Containerfile.roset), tagged localhost/rosetctl-roset:<version>.
 #
 # Usage: scripts/build-image.sh [--build-dir DIR] [--cache-dir DIR] [--tag NAME:TAG]
-#                               [--roset-fuse FILE]
+#                               [--roset-fuse FILE] [--print-names]
 #   --build-dir  the configured and built CMake build directory (default: build/release)
 #   --cache-dir  where the base's tarball is kept (default: build/container)
 #   --tag        the image's name (default: localhost/rosetctl:<rosetctl --version>)
 #   --roset-fuse Roset's FUSE client (an executable; not a Debian package): also build the roset
 #                image, named like --tag with "-roset" after the name
+#   --print-names  print the names the images would get (one a line) and build nothing
 # ROSETCTL_DEBIAN_MIRROR overrides the mirror. Prints the image's name on the last line (with
 # --roset-fuse: the rosetctl image's, then the roset image's on the last).
 # Needs root, debootstrap and podman (scripts/install-deps.sh installs them).
@@ -29,6 +30,7 @@ build_dir=${source_dir}/build/release
 cache_dir=${source_dir}/build/container
 tag=
 roset_fuse=
+print_names=0
 
 while (($#)); do
   case $1 in
@@ -36,6 +38,7 @@ while (($#)); do
     --cache-dir) cache_dir=$2; shift 2 ;;
     --tag) tag=$2; shift 2 ;;
     --roset-fuse) roset_fuse=$2; shift 2 ;;
+    --print-names) print_names=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-image: unknown argument \"$1\" (see --help)" >&2; exit 2 ;;
   esac
@@ -46,12 +49,24 @@ fail() {
   exit 1
 }
 
+rosetctl=${build_dir}/src/rosetctl
+[[ -x ${rosetctl} ]] || fail "no rosetctl in \"${build_dir}\" (build it: cmake --preset release && cmake --build --preset release)"
+if [[ -z ${tag} ]]; then
+  version=$("${rosetctl}" --version | awk '{print $2}')
+  tag=localhost/rosetctl:${version}
+fi
+# NAME:TAG -> NAME-roset:TAG (a registry's host:port before the name keeps its colon).
+if [[ ${tag##*/} == *:* ]]; then roset_tag=${tag%:*}-roset:${tag##*:}; else roset_tag=${tag}-roset; fi
+if ((print_names)); then
+  echo "${tag}"
+  if [[ -n ${roset_fuse} ]]; then echo "${roset_tag}"; fi
+  exit 0
+fi
+
 [[ ${EUID} -eq 0 ]] || fail "run as root (debootstrap makes device nodes and chowns; podman runs rootful)"
 for tool in debootstrap podman; do
   command -v "${tool}" >/dev/null || fail "${tool} is not installed (run scripts/install-deps.sh)"
 done
-rosetctl=${build_dir}/src/rosetctl
-[[ -x ${rosetctl} ]] || fail "no rosetctl in \"${build_dir}\" (build it: cmake --preset release && cmake --build --preset release)"
 if [[ -n ${roset_fuse} ]]; then
   [[ -f ${roset_fuse} && -x ${roset_fuse} ]] || fail "--roset-fuse \"${roset_fuse}\" is not an executable file"
 fi
@@ -145,10 +160,6 @@ context=${scratch}/context
 DESTDIR=${context} cmake --install "${build_dir}" --prefix /usr >"${scratch}/install.log" ||
   { cat "${scratch}/install.log" >&2; fail "cmake --install ${build_dir} failed"; }
 
-if [[ -z ${tag} ]]; then
-  version=$("${rosetctl}" --version | awk '{print $2}')
-  tag=localhost/rosetctl:${version}
-fi
 # podman build of one Containerfile FROM a base into a tag; the image the tag named before, now
 # nameless, is removed unless a container still uses it.
 build() {
@@ -166,8 +177,6 @@ build() {
 build Containerfile "${base_image}" "${tag}" "${context}"
 echo "${tag}"
 if [[ -n ${roset_fuse} ]]; then
-  # NAME:TAG -> NAME-roset:TAG (a registry's host:port before the name keeps its colon).
-  if [[ ${tag##*/} == *:* ]]; then roset_tag=${tag%:*}-roset:${tag##*:}; else roset_tag=${tag}-roset; fi
   roset_context=${scratch}/roset-context
   mkdir "${roset_context}"
   cp "${roset_fuse}" "${roset_context}/roset-fuse"

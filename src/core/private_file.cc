@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/random_id.h"
+#include "core/secret_volume_file.h"
 #include "core/unique_fd.h"
 
 namespace rosetctl {
@@ -75,12 +76,18 @@ Expected<std::string> read_private_file(const std::string& path, std::string_vie
   if (!fd.valid()) {
     int err = errno;
     // What the path names, only to say so: a symlink (ELOOP) or a socket (ENXIO) cannot be
-    // opened this way at all.
+    // opened this way at all. A symlink is followed only when it is a Kubernetes Secret
+    // volume's own (core/secret_volume_file.h); the mode below is then the file's.
     struct stat named;
-    if (::lstat(path.c_str(), &named) == 0 && !S_ISREG(named.st_mode)) {
+    if (::lstat(path.c_str(), &named) == 0 && S_ISLNK(named.st_mode)) {
+      auto opened = open_secret_volume_file(path, what);
+      if (!opened) return opened.status();
+      fd = std::move(*opened);
+    } else if (::lstat(path.c_str(), &named) == 0 && !S_ISREG(named.st_mode)) {
       return not_a_regular_file(what, path, named.st_mode);
+    } else {
+      return errno_status(err, fmt::format("cannot open {} \"{}\"", what, path));
     }
-    return errno_status(err, fmt::format("cannot open {} \"{}\"", what, path));
   }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) {

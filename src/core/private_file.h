@@ -1,6 +1,7 @@
 // Reading a file that holds a secret (an API key, CSI secrets): the one opener for every such
 // file. It must be a regular file (not a symlink, FIFO, device, ...) that only its owner can
-// access, and its content never appears in an error message.
+// access, and its content never appears in an error message. The one symlink followed is a
+// Kubernetes Secret volume's key, through exactly kubelet's links (core/secret_volume_file.h).
 #pragma once
 
 #include <cstddef>
@@ -13,8 +14,8 @@ namespace rosetctl {
 
 // The file's content, at most `max_bytes` of it. `what` names the file in errors ("the Roset API
 // key file"). PERMISSION_DENIED, saying what the path is, for anything but a regular file (it
-// is never followed or waited on), and, naming the access that is wrong, when group or others
-// have any access to it.
+// is never waited on, and a symlink is followed only as open_secret_volume_file says), and,
+// naming the access that is wrong, when group or others have any access to it.
 Expected<std::string> read_private_file(const std::string& path, std::string_view what,
                                         size_t max_bytes);
 

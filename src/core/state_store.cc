@@ -149,6 +149,12 @@ ALTER TABLE stagings ADD COLUMN mount_fingerprint TEXT NOT NULL DEFAULT '';
 ALTER TABLE node_publications ADD COLUMN mount_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE node_publications ADD COLUMN mount_fingerprint TEXT NOT NULL DEFAULT '';
 )sql"},
+    // The volume_context of each publication, so that a node plugin whose state is its own (the
+    // volume records are the controller's) can bind a dead target again. Rows from before have
+    // none; they are repaired from the volume record where there is one.
+    {11, R"sql(
+ALTER TABLE node_publications ADD COLUMN volume_context TEXT NOT NULL DEFAULT '{}';
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");
@@ -162,7 +168,7 @@ constexpr const char* kStagingColumns =
     "volume_id, staging_path, capability, created_dir, mount_id, mount_ns, mount_fingerprint";
 constexpr const char* kNodePublicationColumns =
     "volume_id, target_path, staging_path, readonly, capability, created_target, mount_id, "
-    "mount_ns, mount_fingerprint";
+    "mount_ns, mount_fingerprint, volume_context";
 constexpr const char* kSnapshotColumns =
     "id, name, provider, source_volume_id, source_volume_name, parent_id, message, parameters, "
     "size_bytes, file_count, new_bytes, created_at_ns, commit_id, ready, failure_code, failure, "
@@ -377,9 +383,11 @@ Expected<Staging> read_staging(const sqlite::Statement& row) {
 }
 
 Expected<NodePublication> read_node_publication(const sqlite::Statement& row) {
-  return NodePublication{row.column_text(0),         row.column_text(1), row.column_text(2),
-                         row.column_bool(3),         row.column_text(4), row.column_bool(5),
-                         read_recorded_mount(row, 6)};
+  Expected<StringMap> context = from_json(row.column_text(9), "node_publications.volume_context");
+  if (!context) return context.status();
+  return NodePublication{row.column_text(0),          row.column_text(1), row.column_text(2),
+                         row.column_bool(3),          row.column_text(4), row.column_bool(5),
+                         read_recorded_mount(row, 6), std::move(*context)};
 }
 
 Expected<SnapshotRecord> read_snapshot(const sqlite::Statement& row) {
@@ -847,16 +855,16 @@ Status StateStore::upsert_node_publication(const NodePublication& publication) {
         return run(
             prepare(connection,
                     fmt::format("INSERT INTO node_publications ({}) VALUES (?1, ?2, ?3, ?4, "
-                                "?5, ?6, ?7, ?8, ?9) ON CONFLICT (target_path) DO UPDATE SET "
+                                "?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (target_path) DO UPDATE SET "
                                 "volume_id = ?1, staging_path = ?3, readonly = ?4, capability = "
                                 "?5, created_target = ?6, mount_id = ?7, mount_ns = ?8, "
-                                "mount_fingerprint = ?9",
+                                "mount_fingerprint = ?9, volume_context = ?10",
                                 kNodePublicationColumns),
                     publication.volume_id, publication.target_path, publication.staging_path,
                     publication.readonly, publication.capability, publication.created_target,
                     static_cast<int64_t>(publication.mount.id),
                     static_cast<int64_t>(publication.mount.mount_ns),
-                    publication.mount.fingerprint.to_text()));
+                    publication.mount.fingerprint.to_text(), to_json(publication.volume_context)));
       },
       Durability::kUntilReboot);
 }

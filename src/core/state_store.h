@@ -69,6 +69,10 @@ struct NodePublication {
   std::string capability;
   bool created_target = false;  // we made target_path, so unpublish removes it
   RecordedMount mount;          // the mount publishing made; id 0: not known
+  // The volume_context NodePublish was given: binding the target again after a restart needs
+  // it (roset's subPath, readOnly), and a node plugin with a state of its own (Kubernetes) has
+  // no volume record to take it from.
+  std::map<std::string, std::string> volume_context;
 
   bool operator==(const NodePublication&) const = default;
 };
@@ -132,7 +136,7 @@ struct NodeRemoval {
 class StateStore {
  public:
   // The schema version this binary creates and understands (the last migration's number).
-  static constexpr int kSchemaVersion = 10;
+  static constexpr int kSchemaVersion = 11;
 
   // Who opens the store. The first connection of a process reads SQLite's whole WAL to
   // rebuild its index (2.3 ms of CPU at 2.9 MB here). `serve` pays that once and keeps

@@ -24,14 +24,17 @@ Expected<bool> rebind_dead_publications(ServiceContext& context, NodeSide& node,
   if (!publications) return publications.status();
   std::optional<VolumeRecord> record;
   bool all_answered = true;
+  bool looked = false;
   for (const NodePublication& publication : *publications) {
     if (!is_dead_mount(publication.target_path)) continue;
     all_answered = false;
-    if (!record) {
+    if (!looked) {
+      // The volume record is there where one state serves CLI and node (a host); a Kubernetes
+      // node plugin's state is its own (the controller keeps the volumes): no record then.
       auto found = context.store.find_volume(volume_id);
       if (!found) return found.status();
-      if (!found->has_value()) return false;
-      record = std::move(**found);
+      if (found->has_value()) record = std::move(**found);
+      looked = true;
     }
     auto judged = judge_mount(publication.target_path, publication.mount);
     if (!judged) return judged.status();
@@ -44,8 +47,11 @@ Expected<bool> rebind_dead_publications(ServiceContext& context, NodeSide& node,
     auto capability = capability_from_key(publication.capability);
     if (!capability) return capability.status();
     ROSETCTL_RETURN_IF_ERROR(unmount_topmost(publication.target_path));
-    PublishSpec spec{std::string(volume_id), staging_path,   publication.target_path, *capability,
-                     publication.readonly,   record->context};
+    // What NodePublish was given; rows from before schema 11 have none, the volume record has it.
+    const StringMap& volume_context =
+        publication.volume_context.empty() && record ? record->context : publication.volume_context;
+    PublishSpec spec{std::string(volume_id), staging_path,  publication.target_path, *capability,
+                     publication.readonly,   volume_context};
     if (Status bound = node.publish_volume(spec); !bound) {
       return bound.with_context(fmt::format("volume \"{}\": cannot bind \"{}\" again", volume_id,
                                             publication.target_path));

@@ -356,7 +356,9 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                               *staging,
                               request.readonly(),
                               key,
-                              *created || (existing->has_value() && (*existing)->created_target)};
+                              *created || (existing->has_value() && (*existing)->created_target),
+                              {},
+                              to_map(request.volume_context())};
   // The record is written once, when the bind is built and not yet attached: it exists before
   // the mount does and already names it. Only when the bind could not be described then (no
   // unique ids, or a source inside its mount) is its identity added after the attach.

@@ -3,10 +3,14 @@
 controller` with its mutual-TLS listener and its enrollment listener, reviewing tokens with the
 fake as its own ServiceAccount, and node plugins `serve --role node --enroll-at` started as a
 DaemonSet pod would start them: a projected token file, the CA, and nowhere a certificate of
-their own. All on 127.0.0.1 of the test's host (the tgtd of the iscsi tests listens there too).
+their own. On 127.0.0.1 of the test's host (the tgtd of the iscsi tests listens there too), or
+on the hosts of a host lab (`build_enrollment_site(..., controller_host=)`: the controller and
+the fake API server on one host, each node plugin on its own; `start_*` take the host as
+`processes`, as Host.start takes the same arguments as a process tracker's start).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -47,14 +51,15 @@ class EnrollmentSite:
     controller_log: Path | None = None
     plugins: dict[str, tuple[subprocess.Popen, Path]] = field(default_factory=dict)
     tokens: list[str] = field(default_factory=list)  # every token made: none may be printed
+    address: str = "127.0.0.1"  # the controller's: its listeners and its certificate's IP
 
     @property
     def enroll_address(self) -> str:
-        return f"127.0.0.1:{self.enroll_port}"
+        return f"{self.address}:{self.enroll_port}"
 
     @property
     def controller_address(self) -> str:
-        return f"127.0.0.1:{self.listen_port}"
+        return f"{self.address}:{self.listen_port}"
 
     def token(self, node: str | None, *, service_account: str = NODE_SA, audiences=(AUDIENCE,),
               lifetime: float = 3600, pod: str | None = "auto") -> str:
@@ -147,15 +152,22 @@ def wait_for_line(path: Path, text: str, proc: subprocess.Popen, timeout: float 
     raise AssertionError(f"never logged {text!r} within {timeout} s:\n{path.read_text(errors='replace')}")
 
 
-def build_enrollment_site(workdir: Path, provider_flags: list[str]) -> EnrollmentSite:
-    """The rosetctl CA and controller certificate (for 127.0.0.1), the cluster's CA and the fake API."""
+def build_enrollment_site(workdir: Path, provider_flags: list[str], controller_host=None) -> EnrollmentSite:
+    """The rosetctl CA and controller certificate (for 127.0.0.1, or the address of
+    `controller_host`, a host lab's Host), the cluster's CA and the fake API (on 127.0.0.1 of the
+    controller's host: the API server as the controller reaches it, and nothing else does)."""
+    address = controller_host.address if controller_host else "127.0.0.1"
     tls = workdir / "tls" / "rosetctl"
-    done = subprocess.run([binary_path(), "tls", "init", "--dir", str(tls), "--ip", "127.0.0.1"],
+    done = subprocess.run([binary_path(), "tls", "init", "--dir", str(tls), "--ip", address],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     cluster_ca, cert, key = make_serving_certificate(workdir / "tls" / "cluster", "127.0.0.1")
-    kube = FakeKubeApi(cert, key, host="127.0.0.1").start()
-    return EnrollmentSite(workdir, kube, tls, provider_flags)
+    with controller_host.network() if controller_host else contextlib.nullcontext():
+        kube = FakeKubeApi(cert, key, host="127.0.0.1")  # binds its socket here
+    site = EnrollmentSite(workdir, kube.start(), tls, provider_flags, address=address)
+    if controller_host:  # the lab's hosts are fresh namespaces: the manifests' own ports are free
+        site.listen_port, site.enroll_port = 9443, 9444
+    return site
 
 
 def issue_request(site: EnrollmentSite, stubs, node_id: str, token: str | None,

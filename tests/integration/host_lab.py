@@ -20,6 +20,8 @@ in any of them; it raises AssertionError when something could not be cleaned.
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import functools
 import itertools
 import os
@@ -30,7 +32,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from rosetctl_cli import Result, Rosetctl, binary_path, isolated_environment, process_alive
 
@@ -44,6 +46,7 @@ BRIDGE = "br0"
 HOST_NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
 STALE_NAME = re.compile(rf"{re.escape(LAB_PREFIX)}(\d+)-\d+-")
 DEFAULT_TIMEOUT = 60.0
+CLONE_NEWNET = 0x40000000  # setns(2)'s namespace type
 DISCARD_PORT = 9  # ping() knocks here; nobody listens, so a live host answers with a reset
 
 _lab_numbers = itertools.count()  # with the PID, makes every lab's names unique on the machine
@@ -191,6 +194,17 @@ class Host:
         """
         address = other.address if isinstance(other, Host) else other
         return self._connect_once(address, DISCARD_PORT, timeout) in (0, 3)
+
+    @contextlib.contextmanager
+    def network(self) -> Iterator[None]:
+        """Sockets this thread makes inside the block are this host's (setns(2) of the calling
+        thread only): a server of the test's own process, bound here, listens on this host."""
+        with open("/proc/thread-self/ns/net") as here, open(NETNS_DIR / self.namespace) as there:
+            _setns(there.fileno())
+            try:
+                yield
+            finally:
+                _setns(here.fileno())
 
     def disconnect(self) -> None:
         """Pulls this host's cable at the switch: its eth0 loses carrier and keeps its address."""
@@ -376,6 +390,13 @@ class HostLab:
         done = subprocess.run([_tool("ip"), *args], capture_output=True, text=True, timeout=30)
         if done.returncode != 0:
             raise LabError(f"`ip {' '.join(args)}` failed: {done.stderr.strip()}")
+
+
+def _setns(fd: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"setns: {os.strerror(error)}")
 
 
 def list_namespaces() -> list[str]:

@@ -18,7 +18,7 @@ import pytest
 
 import k8s_manifests as k8s
 from csi_server import CALL_TIMEOUT
-from podman_lab import build_images, podman_command, remove_podman_cgroups, run, run_options
+from podman_lab import built_images, podman_command, remove_podman_cgroups, rendered_names, run, run_options
 from rosetctl_cli import binary_path
 from rosetctl_fixtures import skip_or_fail
 
@@ -34,8 +34,10 @@ EXECUTED = {
 
 @pytest.fixture(scope="module")
 def images() -> dict[str, str]:
-    """Builds the images from the tree holding the tested binary: {"rosetctl": name, "roset": name}."""
-    yield build_images(SOURCE)
+    """Builds the images from the tree holding the tested binary, under this run's own names:
+    {"rosetctl": name, "roset": name}; removed at the end."""
+    with built_images(SOURCE) as names:
+        yield names
     remove_podman_cgroups()
 
 
@@ -52,13 +54,26 @@ def rendered(overlay: str) -> list[dict]:
 
 
 def test_each_overlay_runs_the_image_built_for_it(images):
-    """local and iscsi run the rosetctl image; roset the one with roset-fuse."""
+    """local and iscsi run the rosetctl image; roset the one with roset-fuse: each overlay renders
+    the name build-image.sh gives that image by default (this run built them under its own)."""
+    names = rendered_names(SOURCE)
     for overlay in k8s.OVERLAYS:
-        wanted = images["roset" if overlay == "roset" else "rosetctl"]
+        wanted = names["roset" if overlay == "roset" else "rosetctl"]
         assert k8s.plugin_images(rendered(overlay)) == {wanted}, overlay
     done = run([*podman_command(), "run", "--rm", *run_options(), "--entrypoint", "/bin/sh", images["roset"],
                 "-c", "command -v roset-fuse"])
     assert done.stdout.strip() == "/usr/bin/roset-fuse", done.stderr
+
+
+def test_this_run_builds_images_of_its_own(images):
+    """Two runs at once on one machine (several worktrees) must not retag or remove each other's
+    images: a run never builds under the shared names the overlays render, and its own names
+    are removed at the end (built_images checks that)."""
+    shared = rendered_names(SOURCE)
+    for kind in ("rosetctl", "roset"):
+        assert images[kind] != shared[kind], kind
+        assert f"-{os.getpid()}-" in images[kind], images[kind]
+    assert run([*podman_command(), "image", "exists", images["rosetctl"]]).returncode == 0
 
 
 def test_image_runs_the_tested_rosetctl(image):

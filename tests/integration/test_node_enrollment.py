@@ -25,11 +25,18 @@ def iscsi_flags(tgtd) -> list[str]:
 
 
 @pytest.fixture
-def site(workdir, tgtd, processes):
-    s = build_enrollment_site(workdir, iscsi_flags(tgtd))
+def lab_site(workdir, tgtd, host_lab):
+    """The controller (and the API server it reviews tokens with) on the lab host "controller",
+    192.0.2.1, listening on the manifests' ports; node-a and node-b are hosts of their own,
+    which reach it only over the lab's network, as DaemonSet pods reach the controller's Service.
+    tgtd stays on the test's host: the controller reaches it through its control socket (a
+    file), and no node logs in here."""
+    controller = host_lab.add("controller")
+    nodes = {name: host_lab.add(name) for name in ("node-a", "node-b")}
+    s = build_enrollment_site(workdir, iscsi_flags(tgtd), controller_host=controller)
     try:
-        s.start_controller(processes, s.kube.add_caller(CONTROLLER_USER))
-        yield s
+        s.start_controller(controller, s.kube.add_caller(CONTROLLER_USER))
+        yield s, nodes
     finally:
         s.kube.stop()
 
@@ -39,15 +46,21 @@ def registry(cli) -> dict[str, dict]:
 
 
 def test_a_node_plugin_gets_a_certificate_for_its_node_registers_itself_and_is_published_to(
-        site, processes, tgtd):
+        lab_site, processes, tgtd):
+    """Across hosts: each node plugin on its own lab host enrolls at and registers with the
+    controller's address on the lab's network."""
+    site, hosts = lab_site
     ctl = site.controller_cli(processes)
     volume = ctl.ok_json(*site.provider_flags, "volume", "create", "data", "--size", "16Mi")["id"]
     # Before: the node is unknown to the controller, as every Kubernetes node was (issue 33 #1).
     unknown = ctl.run(*site.provider_flags, "volume", "map", "data", "--node", "node-a")
     assert unknown.rc != 0 and "not registered" in unknown.stderr, unknown.describe()
 
-    site.start_plugin(processes, "node-a", site.token("node-a"), initiator=INITIATOR_A)
-    site.start_plugin(processes, "node-b", site.token("node-b"), initiator=INITIATOR_B)
+    site.start_plugin(hosts["node-a"], "node-a", site.token("node-a"), initiator=INITIATOR_A)
+    site.start_plugin(hosts["node-b"], "node-b", site.token("node-b"), initiator=INITIATOR_B)
+    # Only the lab's network joins them: the controller is not on this host's loopback.
+    assert site.controller_address == "192.0.2.1:9443" and site.enroll_address == "192.0.2.1:9444"
+    assert not hosts["node-a"].can_connect("127.0.0.1", 9444)
 
     files = site.plugin_files("node-a")
     certificate = files["cert"].read_text()

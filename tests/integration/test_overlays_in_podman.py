@@ -32,7 +32,6 @@ Rendered fields this test cannot honour, and how each is checked instead:
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -46,13 +45,13 @@ import pytest
 
 import k8s_manifests as k8s
 from csi_server import CALL_TIMEOUT
-from podman_lab import build_images, podman_command, remove_podman_cgroups, run, run_options
+from k8s_pods import Csi, LabHost, Pod, kubelet_paths, provisioner_parameters
+from podman_lab import built_images, remove_podman_cgroups
 from rosetctl_fixtures import skip_or_fail
 from rosetctl_mounts import is_mount_point
 
 SOURCE = Path(os.environ.get("ROSETCTL_SOURCE_DIR") or Path(__file__).resolve().parents[2])
 MiB = 1024 * 1024
-PROPAGATION = {None: "rprivate", "None": "rprivate", "HostToContainer": "rslave", "Bidirectional": "rshared"}
 CAP_SYS_RESOURCE = 24
 
 
@@ -65,133 +64,10 @@ def can_grow_ext4_online() -> bool:
     return False
 
 
-# kubelet's (and the pod's default) grace period between SIGTERM and SIGKILL, in seconds.
-GRACE = 30
-
-
-class LabHost:
-    """A host of the lab: a directory standing for its root file system, a bind mount of itself
-    made rshared (as systemd makes a host's /), so Bidirectional mounts reach it."""
-
-    def __init__(self, root: Path, name: str):
-        self.root, self.name = root, name
-        root.mkdir(parents=True)
-        for argv in (["mount", "--bind", root, root], ["mount", "--make-rshared", root]):
-            done = run(argv)
-            assert done.returncode == 0, done.stderr
-        # What kubelet makes on every node.
-        for path in ("/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/pods"):
-            self.path(path).mkdir(parents=True, exist_ok=True)
-
-    def path(self, host_path: str) -> Path:
-        return self.root / host_path.lstrip("/")
-
-    def close(self):
-        run(["umount", "--recursive", "--lazy", self.root])
-
-
-class Pod:
-    """One pod's rosetctl container, run by podman as the rendered pod says."""
-
-    def __init__(self, obj: dict, host: LabHost, image: str, scratch: Path):
-        self.obj, self.host, self.image = obj, host, image
-        self.name = f"rosetctl-k8s-{uuid.uuid4().hex[:8]}-{obj['metadata']['name']}-{host.name}"
-        self.plugin = k8s.container(obj, "rosetctl")
-        self.empty_dirs = scratch / self.name.split("-")[2]  # short: unix socket paths fit in 108 bytes
-        self.empty_dirs.mkdir(parents=True)
-        self.start()
-
-    def volume_source(self, volume: dict) -> Path:
-        if "emptyDir" in volume:
-            path = self.empty_dirs / volume["name"]
-            path.mkdir(exist_ok=True)
-            return path
-        host = volume["hostPath"]
-        if host["path"] == "/dev":
-            return Path("/dev")
-        path = self.host.path(host["path"])
-        if host.get("type") == "DirectoryOrCreate":
-            path.mkdir(parents=True, exist_ok=True)
-        assert path.is_dir(), f"{self.obj['metadata']['name']}: hostPath {host} is missing on {self.host.name}"
-        return path
-
-    def argv(self) -> list[str]:
-        volumes = {v["name"]: v for v in k8s.pod_spec(self.obj)["volumes"]}
-        options = []
-        for mount in self.plugin.get("volumeMounts", []):
-            source = self.volume_source(volumes[mount["name"]])
-            flags = [PROPAGATION[mount.get("mountPropagation")]] + (["ro"] if mount.get("readOnly") else [])
-            options.append(f"--volume={source}:{mount['mountPath']}:{','.join(flags)}")
-        for variable in self.plugin.get("env", []):
-            field = variable.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
-            assert field in (None, "spec.nodeName"), f"an env field this test cannot give: {variable}"
-            options.append(f"--env={variable['name']}={self.host.name if field else variable['value']}")
-        security = self.plugin.get("securityContext") or {}
-        if security.get("privileged"):
-            options.append("--privileged")
-        if security.get("readOnlyRootFilesystem"):
-            options.append("--read-only")
-        assert not k8s.pod_spec(self.obj).get("hostNetwork"), "host-network pods: not in this test yet"
-        return [*podman_command(), "run", "-d", "--name", self.name, *run_options(), *options,
-                self.image, *self.plugin["args"]]
-
-    def start(self):
-        done = run(self.argv())
-        assert done.returncode == 0, f"expected {self.name} to start: {done.stderr}"
-
-    def restart(self):
-        """What kubelet does to a container it restarts: SIGTERM, SIGKILL after the grace period,
-        then the same container again."""
-        done = run([*podman_command(), "rm", "--force", "--time", str(GRACE), self.name], timeout=GRACE + 30)
-        assert done.returncode == 0, done.stderr
-        self.start()
-
-    def logs(self) -> str:
-        return run([*podman_command(), "logs", self.name]).stderr
-
-    def socket(self) -> Path:
-        """The plugin's --endpoint as this host sees it."""
-        endpoint = k8s.flag_value(self.plugin["args"], "--endpoint").removeprefix("unix://")
-        volume, mount = k8s.mount_path_of(self.obj, "rosetctl", endpoint)
-        inside = endpoint[len(mount["mountPath"].rstrip("/")) + 1:]
-        return self.volume_source(volume) / inside
-
-    def channel(self) -> grpc.Channel:
-        deadline = time.monotonic() + 30
-        while not self.socket().is_socket() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert self.socket().is_socket(), f"expected {self.name} to listen on {self.socket()}: {self.logs()}"
-        channel = grpc.insecure_channel(f"unix://{self.socket()}")
-        grpc.channel_ready_future(channel).result(timeout=30)
-        return channel
-
-    def close(self):
-        run([*podman_command(), "rm", "--force", "--time", "5", self.name], timeout=60)
-
-
-class Csi:
-    """Stubs on a pod's socket, opened again after each restart."""
-
-    def __init__(self, csi, pod: Pod):
-        self.csi, self.pod = csi, pod
-        self.open()
-
-    def open(self):
-        channel = self.pod.channel()
-        self.identity = self.csi.grpc.IdentityStub(channel)
-        self.controller = self.csi.grpc.ControllerStub(channel)
-        self.node = self.csi.grpc.NodeStub(channel)
-
-    def restart(self):
-        self.pod.restart()
-        self.open()
-        assert self.identity.Probe(self.csi.pb2.ProbeRequest(), timeout=CALL_TIMEOUT).ready.value
-
-
 @pytest.fixture(scope="module")
 def image():
-    images = build_images(SOURCE)
-    yield images["rosetctl"]
+    with built_images(SOURCE) as images:
+        yield images["rosetctl"]
     remove_podman_cgroups()
 
 
@@ -212,27 +88,6 @@ def lab():
             host.close()
         if not any(is_mount_point(str(h.root)) for h in hosts.values()):
             shutil.rmtree(root, ignore_errors=True)
-
-
-def kubelet_paths(host: LabHost, driver: str, volume_id: str, pv: str) -> tuple[str, str]:
-    """Where kubelet 1.32 stages (per volume handle) and publishes (per pod and PV), parents made
-    as kubelet makes them."""
-    staging = f"/var/lib/kubelet/plugins/kubernetes.io/csi/{driver}/{hashlib.sha256(volume_id.encode()).hexdigest()}/globalmount"
-    target = f"/var/lib/kubelet/pods/{uuid.uuid4()}/volumes/kubernetes.io~csi/{pv}/mount"
-    host.path(staging).parent.mkdir(parents=True)
-    host.path(target).parent.mkdir(parents=True)
-    return staging, target
-
-
-def provisioner_parameters(storage_class: dict, pvc: str, pv: str) -> dict:
-    """What csi-provisioner sends: the class's parameters without the keys it consumes (fstype,
-    secret references), and with --extra-create-metadata's."""
-    consumed = ("csi.storage.k8s.io/fstype",)
-    params = {k: v for k, v in storage_class.get("parameters", {}).items()
-              if k not in consumed and not k.endswith(("-secret-name", "-secret-namespace"))}
-    params.update({"csi.storage.k8s.io/pvc/name": pvc, "csi.storage.k8s.io/pvc/namespace": "default",
-                   "csi.storage.k8s.io/pv/name": pv})
-    return params
 
 
 def test_the_local_overlay_as_a_cluster_runs_it(image, lab, csi):

@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import grpc
+import pytest
 
 from csi_server import CALL_TIMEOUT, Server, expect_code, mount_capability
 from rosetctl_cli import Rosetctl
@@ -239,20 +240,30 @@ def _parent_of(pid: int) -> int:
         return 0
 
 
+@pytest.mark.parametrize("volumes_kept_by", ["this serve", "a controller"])
 def test_roset_mounts_are_repaired_when_serve_restarts_in_a_new_namespace_after_its_fuse_died(
-        csi, cli, roset, workdir, processes):
+        csi, cli, roset, workdir, processes, volumes_kept_by):
     """Issue 33 finding 6: a node plugin's container restart kills roset-fuse with serve; the
     FUSE mount, the staging bound from it and the pod's target bound from that answer ENOTCONN,
     and kubelet never calls NodePublish again (requiresRepublish: false). The restarted serve,
     in a new mount namespace, starts roset-fuse again and binds the staging and the pod's target
-    again at start-up, so the pod reads its data without being restarted."""
+    again at start-up, so the pod reads its data without being restarted. Also when the volume's
+    record is a controller's, as a Kubernetes node plugin's state never holds it (the pod's
+    target was left dead then: its volume_context came from that record)."""
     pb2, timeout = csi.pb2, CALL_TIMEOUT
     shared_subtree(workdir)
-    first = serve_in_new_namespace(csi, cli, workdir, processes, "first")
+    node_role = ("--role", "node") if volumes_kept_by == "a controller" else ()
+    first = serve_in_new_namespace(csi, cli, workdir, processes, "first", extra=node_role)
     capability = pb2.VolumeCapability(mount=pb2.VolumeCapability.MountVolume(), access_mode=pb2.VolumeCapability.AccessMode(
         mode=pb2.VolumeCapability.AccessMode.MULTI_NODE_MULTI_WRITER))
-    volume = first.controller.CreateVolume(pb2.CreateVolumeRequest(
-        name="pvc-roset", volume_capabilities=[capability]), timeout=timeout).volume
+    if node_role:
+        controller = Rosetctl(state_dir=workdir / "controller-state", cwd=workdir, tracker=processes, binary=cli.binary)
+        controller.env = dict(cli.env)
+        created = controller.ok_json("volume", "create", "pvc-roset")
+        volume = pb2.Volume(volume_id=created["id"], volume_context=created["context"])
+    else:
+        volume = first.controller.CreateVolume(pb2.CreateVolumeRequest(
+            name="pvc-roset", volume_capabilities=[capability]), timeout=timeout).volume
     staging, target = workdir / "kubelet" / "globalmount", workdir / "kubelet" / "pod" / "mount"
     target.parent.mkdir(parents=True)
     first.node.NodeStageVolume(pb2.NodeStageVolumeRequest(
@@ -268,7 +279,7 @@ def test_roset_mounts_are_repaired_when_serve_restarts_in_a_new_namespace_after_
     assert not answers(target), "expected the pod's target dead with its roset-fuse (else this shows nothing)"
 
     second = serve_in_new_namespace(csi, cli, workdir, processes, "second",
-                                    extra=("--metrics-listen", "127.0.0.1:0"))
+                                    extra=("--metrics-listen", "127.0.0.1:0", *node_role))
     [new_pid] = roset.fuse_pids()
     assert new_pid != fuse_pid and process_alive(new_pid), "expected roset-fuse started again"
     assert answers(target), f"expected the pod's target bound again at start-up: {second.log()}"

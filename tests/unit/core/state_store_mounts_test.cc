@@ -45,6 +45,7 @@ TEST_CASE("state store: records from schema 9 keep their mount id, with no names
                 ->exec("ALTER TABLE stagings DROP COLUMN mount_ns; ALTER TABLE stagings DROP "
                        "COLUMN mount_fingerprint; ALTER TABLE node_publications DROP COLUMN "
                        "mount_ns; ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
+                       "ALTER TABLE node_publications DROP COLUMN volume_context; "
                        "PRAGMA user_version = 9")
                 .is_ok());
   }

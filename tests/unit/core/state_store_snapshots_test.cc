@@ -97,6 +97,7 @@ TEST_CASE("snapshots: a version 1 database migrates and keeps its volumes", "[st
                    "ALTER TABLE stagings DROP COLUMN mount_ns; ALTER TABLE stagings DROP COLUMN "
                    "mount_fingerprint; ALTER TABLE node_publications DROP COLUMN mount_ns; "
                    "ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
+                   "ALTER TABLE node_publications DROP COLUMN volume_context; "
                    "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications "
                    "DROP COLUMN "
                    "mount_id; DROP TABLE nodes; PRAGMA user_version = 1")
@@ -155,6 +156,7 @@ TEST_CASE("snapshots: a version 2 database migrates, its ids kept and copied to 
                    "ALTER TABLE stagings DROP COLUMN mount_ns; ALTER TABLE stagings DROP COLUMN "
                    "mount_fingerprint; ALTER TABLE node_publications DROP COLUMN mount_ns; "
                    "ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
+                   "ALTER TABLE node_publications DROP COLUMN volume_context; "
                    "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications "
                    "DROP COLUMN "
                    "mount_id; DROP TABLE nodes; PRAGMA user_version = 2")
@@ -207,6 +209,7 @@ TEST_CASE("snapshots: a version 3 database migrates; old snapshots' source size 
                    "ALTER TABLE stagings DROP COLUMN mount_ns; ALTER TABLE stagings DROP COLUMN "
                    "mount_fingerprint; ALTER TABLE node_publications DROP COLUMN mount_ns; "
                    "ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
+                   "ALTER TABLE node_publications DROP COLUMN volume_context; "
                    "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications DROP "
                    "COLUMN "
                    "mount_id; DROP TABLE nodes; PRAGMA user_version = 3")
@@ -240,6 +243,7 @@ TEST_CASE("snapshots: a version 8 database migrates; rows pulled before say \"?\
             ->exec("ALTER TABLE stagings DROP COLUMN mount_ns; ALTER TABLE stagings DROP COLUMN "
                    "mount_fingerprint; ALTER TABLE node_publications DROP COLUMN mount_ns; "
                    "ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
+                   "ALTER TABLE node_publications DROP COLUMN volume_context; "
                    "ALTER TABLE snapshots DROP COLUMN pulled_from; PRAGMA user_version = 8")
             .is_ok());
   }

@@ -251,10 +251,20 @@ TEST_CASE("state store: publications and stagings round trip", "[state_store]") 
   CHECK(*store->find_staging("remote", "/stage/remote") == staging);
   CHECK(*store->stagings("remote") == std::vector{staging});
   const NodePublication a{"remote", "/t/a", "/stage/remote", true, "mount", true};
-  const NodePublication b{"remote", "/t/b", "/stage/remote", false, "mount", false};
+  // b keeps the volume_context NodePublish had: repairing a dead target needs it, and this
+  // node has no volume row to take it from.
+  const NodePublication b{"remote",
+                          "/t/b",
+                          "/stage/remote",
+                          false,
+                          "mount",
+                          false,
+                          {},
+                          {{"rootPath", "/volumes/x"}, {"subPath", "a"}}};
   REQUIRE(store->upsert_node_publication(a).is_ok());
   REQUIRE(store->upsert_node_publication(b).is_ok());
   CHECK(*store->find_node_publication("/t/a") == a);
+  CHECK((*store->find_node_publication("/t/b"))->volume_context.at("subPath") == "a");
   CHECK(*store->node_publications("remote") == std::vector{a, b});
   CHECK(*store->node_publications_of_staging("remote", "/stage/remote") == std::vector{a, b});
   CHECK(store->node_publications_of_staging("remote", "/elsewhere")->empty());
@@ -402,6 +412,7 @@ TEST_CASE("state store: a version 7 database migrates to 8 and keeps its records
             ->exec("ALTER TABLE stagings DROP COLUMN mount_ns; ALTER TABLE stagings DROP COLUMN "
                    "mount_fingerprint; ALTER TABLE node_publications DROP COLUMN mount_ns; "
                    "ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
+                   "ALTER TABLE node_publications DROP COLUMN volume_context; "
                    "DROP TABLE nodes; ALTER TABLE snapshots DROP COLUMN pulled_from; PRAGMA "
                    "user_version = 7")
             .is_ok());
