@@ -62,7 +62,12 @@ def test_the_image_labels_and_the_package_contact():
     assert re.search(r'org\.opencontainers\.image\.licenses="Apache-2\.0"', containerfile)
     assert f'org.opencontainers.image.authors="{MAINTAINER}"' in containerfile
     packaging = (SOURCE / "cmake" / "Packaging.cmake").read_text()
-    assert re.search(rf'CPACK_PACKAGE_CONTACT "{MAINTAINER} <', packaging)
+    assert f'CPACK_PACKAGE_CONTACT "{MAINTAINER}")' in packaging, "the .deb's Maintainer is the maintainers"
+    # No e-mail address made up for them: not in the package's contact, nor in its changelog.
+    changelog = (SOURCE / "deploy" / "debian" / "changelog").read_text()
+    for name, text in (("cmake/Packaging.cmake", packaging), ("deploy/debian/changelog", changelog)):
+        assert not re.search(r"[\w.+-]+@[\w-]+\.[\w.]+", text), f"{name} names an e-mail address"
+    assert f" -- {MAINTAINER}  " in changelog
 
 
 def test_security_reports_go_to_a_private_advisory_not_an_invented_address():

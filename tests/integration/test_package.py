@@ -23,6 +23,7 @@ PACKAGED = [
     "usr/share/zsh/vendor-completions/_rosetctl",
     "usr/share/fish/vendor_completions.d/rosetctl.fish",
     "usr/share/doc/rosetctl/copyright",
+    "usr/share/lintian/overrides/rosetctl",
     *(f"usr/lib/systemd/system/{unit}" for unit in UNITS),
 ]
 
@@ -57,6 +58,11 @@ def test_lintian_finds_no_error(deb):
     done = run(lintian, "--fail-on", "none", deb)
     errors = [line for line in done.stdout.splitlines() if line.startswith("E:")]
     assert not errors, "expected lintian to find no error in the .deb:\n" + done.stdout
+
+
+def test_its_maintainer_is_the_maintainers_without_an_invented_address(deb):
+    maintainer = run("dpkg-deb", "-f", deb, "Maintainer").stdout.strip()
+    assert maintainer == "rosetctl maintainers", f"expected no e-mail address in the Maintainer field: {maintainer}"
 
 
 def test_it_declares_what_rosetctl_runs_and_this_machine_satisfies_it(deb):
