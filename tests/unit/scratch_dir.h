@@ -1,8 +1,7 @@
-// Test helpers for the commit store tests: a scratch directory removed at the end, small
-// file-writing shorthands, and damage to a stored object.
+// Unit test helpers: a scratch directory removed at the end of the test, and small
+// file-writing shorthands.
 #pragma once
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,18 +13,32 @@
 
 namespace rosetctl::testing {
 
+// A fresh directory under /tmp, removed with all it holds when the test ends. Its path is
+// canonical (no symlink in it), as mountinfo and sysfs show paths. A test that mounts or
+// attaches something in it undoes that in its own destructor, which runs first.
 struct ScratchDir {
   std::string path;
-  ScratchDir() {
-    char pattern[] = "/tmp/rosetctl-store-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path = pattern;
+  // `name` tells apart the directories of different tests: /tmp/rosetctl-<name>-XXXXXX.
+  explicit ScratchDir(const std::string& name = "unit") {
+    std::string pattern = "/tmp/rosetctl-" + name + "-XXXXXX";
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path = std::filesystem::canonical(pattern).string();
   }
   ~ScratchDir() {
+    if (kept_) return;
     std::error_code ignored;
     std::filesystem::remove_all(path, ignored);
   }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
   std::string operator/(const std::string& name) const { return path + "/" + name; }
+
+  // Leaves the directory in place: a mount the test could not undo is still in it, and removing
+  // would delete through the mount. A person looks at it.
+  void keep() { kept_ = true; }
+
+ private:
+  bool kept_ = false;
 };
 
 inline void write_file(const std::string& path, const std::string& text) {
@@ -43,25 +56,6 @@ inline std::string read_file(const std::string& path) {
 
 inline void make_dir(const std::string& path, mode_t mode = 0755) {
   REQUIRE(::mkdir(path.c_str(), mode) == 0);
-}
-
-// Overwrites 4 bytes in the middle of `path` (at least 8 bytes long), keeping its size: what a
-// stray write or bit rot does to a stored object.
-inline void damage_middle(const std::string& path) {
-  REQUIRE(::chmod(path.c_str(), 0644) == 0);  // objects are stored read-only
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  REQUIRE(fd >= 0);
-  struct stat st;
-  REQUIRE(::fstat(fd, &st) == 0);
-  REQUIRE(st.st_size >= 8);
-  CHECK(::pwrite(fd, "\xde\xad\xbe\xef", 4, st.st_size / 2) == 4);
-  ::close(fd);
-}
-
-// Where the store under `store_root` keeps object `id` of `kind` ("blobs", "trees").
-inline std::string object_path(const std::string& store_root, const std::string& kind,
-                               const std::string& id) {
-  return store_root + "/" + kind + "/" + id.substr(0, 2) + "/" + id;
 }
 
 }  // namespace rosetctl::testing
