@@ -2,7 +2,6 @@
 // /sys/block/loop*/ (no losetup, no udev: device nodes come from devtmpfs, or are made here).
 #include "core/loop_device.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
@@ -17,6 +16,8 @@
 #include <cstring>
 #include <fstream>
 #include <utility>
+
+#include "core/directory_listing.h"
 
 namespace rosetctl {
 namespace {
@@ -193,13 +194,13 @@ void LoopDevice::reset() {
 }
 
 Expected<std::vector<LoopInfo>> list_loop_devices(const std::string& sysfs_block) {
-  DIR* dir = ::opendir(sysfs_block.c_str());
-  if (dir == nullptr) return errno_status(errno, fmt::format("cannot read \"{}\"", sysfs_block));
+  auto names = list_directory(sysfs_block);
+  if (!names) return names.status();
   std::vector<LoopInfo> out;
-  while (dirent* entry = ::readdir(dir)) {
+  for (const std::string& name : *names) {
     LoopInfo info;
-    if (!parse_loop_number(entry->d_name, &info.number)) continue;
-    std::string base = fmt::format("{}/{}", sysfs_block, entry->d_name);
+    if (!parse_loop_number(name.c_str(), &info.number)) continue;
+    std::string base = fmt::format("{}/{}", sysfs_block, name);
     // backing_file exists only while something is attached; a device detached between two
     // reads shows an empty value and is skipped like a free one.
     std::string backing = read_attribute(base + "/loop/backing_file");
@@ -217,7 +218,6 @@ Expected<std::vector<LoopInfo>> list_loop_devices(const std::string& sysfs_block
     info.size_bytes = std::strtoll(read_attribute(base + "/size").c_str(), nullptr, 10) * 512;
     out.push_back(std::move(info));
   }
-  ::closedir(dir);
   std::sort(out.begin(), out.end(),
             [](const LoopInfo& a, const LoopInfo& b) { return a.number < b.number; });
   return out;

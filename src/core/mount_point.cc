@@ -2,7 +2,6 @@
 // unique mount ids, unmounting through a pinned parent.
 #include "core/mount_point.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/mount.h>
@@ -14,6 +13,7 @@
 #include <cstdio>  // renameat2
 #include <cstring>
 
+#include "core/directory_listing.h"
 #include "core/linux_mount_api.h"
 
 namespace rosetctl {
@@ -72,24 +72,14 @@ Expected<MountOfFd> mount_of(int dir_fd, const char* name, int extra_flags) {
   return out;
 }
 
-Expected<bool> is_empty_directory(int fd) {
-  // getdents needs a real descriptor: reopen the O_PATH one for reading, through /proc so that
-  // it is the very same directory.
-  UniqueFd dir(::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid()) return errno_status(errno, "cannot read the directory");
-  DIR* stream = ::fdopendir(dir.get());
-  if (stream == nullptr) return errno_status(errno, "cannot read the directory");
-  dir.release();  // the stream owns it now
-  bool empty = true;
-  while (dirent* entry = ::readdir(stream)) {
-    std::string_view name = entry->d_name;
-    if (name != "." && name != "..") {
-      empty = false;
-      break;
-    }
-  }
-  ::closedir(stream);
-  return empty;
+Expected<bool> is_empty_directory(int fd, const std::string& path) {
+  // getdents needs a real descriptor: open_at reopens the O_PATH one for reading, through
+  // openat(fd, ".") so that it is the very same directory.
+  auto listing = DirectoryListing::open_at(fd, path);
+  if (!listing) return listing.status();
+  auto first = listing->next();
+  if (!first) return first.status();
+  return !first->has_value();
 }
 
 }  // namespace
@@ -175,8 +165,8 @@ Status check_mount_point(const PinnedPath& point, bool file, std::string_view fi
                  "{} \"{}\" exists and is not a directory; a mount volume needs a directory", field,
                  point.path());
   }
-  auto empty = is_empty_directory(point.fd());
-  if (!empty) return empty.status().with_context(fmt::format("{} \"{}\"", field, point.path()));
+  auto empty = is_empty_directory(point.fd(), point.path());
+  if (!empty) return empty.status().with_context(field);
   if (!*empty) {
     return error(Code::kFailedPrecondition,
                  "{} \"{}\" is not empty; mounting over it would hide its contents", field,

@@ -1,7 +1,6 @@
 // remove_tree: openat/unlinkat recursion, one device, no symlink following.
 #include "core/remove_tree.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +8,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <vector>
+
+#include "core/directory_listing.h"
 
 namespace rosetctl {
 namespace {
@@ -34,21 +35,10 @@ Status where_is(int dir_fd, const char* name, const std::string& shown, Where* o
 // Empties the directory open at `dir_fd` (which belongs to mount `mount_id`); `shown` is its
 // path for messages.
 Status empty_directory(int dir_fd, uint64_t mount_id, const std::string& shown) {
-  int list_fd = ::dup(dir_fd);
-  if (list_fd < 0) return errno_status(errno, fmt::format("cannot read \"{}\"", shown));
-  DIR* dir = ::fdopendir(list_fd);
-  if (dir == nullptr) {
-    ::close(list_fd);
-    return errno_status(errno, fmt::format("cannot read \"{}\"", shown));
-  }
-  std::vector<std::string> names;
-  while (dirent* entry = ::readdir(dir)) {
-    std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(std::move(name));
-  }
-  ::closedir(dir);
+  auto names = list_directory_at(dir_fd, shown);
+  if (!names) return names.status();
 
-  for (const std::string& name : names) {
+  for (const std::string& name : *names) {
     std::string child = shown + "/" + name;
     Where where;
     if (Status status = where_is(dir_fd, name.c_str(), child, &where); !status) {

@@ -128,6 +128,22 @@ class Site:
         """Every serve's log so far (restarts included), in order."""
         return "".join(serve.output() for serve in self.serves)
 
+    def wait_until_registered(self, node: str, address: str, process: HostProcess | None = None,
+                              ready=lambda: True, timeout: float = 20) -> None:
+        """Returns once the controller's registry lists `node` at `address` (a node's heartbeat or
+        `node register` put it there) and `ready()` holds; fails if `process`, the node's serve,
+        ends first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            nodes = {n["node_id"]: n for n in self.ctl.ok_json("node", "list")}
+            if nodes.get(node, {}).get("address") == address and ready():
+                return
+            alive = process is None or process.poll() is None
+            assert time.monotonic() < deadline and alive, (
+                f"expected {node} registered at {address}: {nodes}"
+                + (f"\n{process.output()}" if process is not None else ""))
+            time.sleep(0.2)
+
     def grpc(self, host: Host, stubs, proto: str, service: str, method: str, request: dict,
              identity: tuple[Path, Path, Path] | None = None, security: str = "mtls",
              metadata: list[tuple[str, str]] = ()) -> dict:

@@ -418,13 +418,8 @@ def start_node_serve(site) -> HostProcess:
     node_serve = b.start([binary_path(), "serve", "--role", "node", "--listen", f"{b.address}:9444",
                           "--endpoint", f"unix://{b.dir}/csi.sock", "--state-dir", b.state_dir,
                           "--grace-period", "2"], env=site.b.env)
-    deadline = time.monotonic() + 20
-    while True:
-        nodes = {n["node_id"]: n for n in site.ctl.ok_json("node", "list")}
-        if nodes.get("consumer-b", {}).get("address") == f"{b.address}:9444":
-            return node_serve
-        assert time.monotonic() < deadline and node_serve.poll() is None, (nodes, node_serve.output())
-        time.sleep(0.2)
+    site.wait_until_registered("consumer-b", f"{b.address}:9444", node_serve)
+    return node_serve
 
 
 def test_a_node_registers_by_heartbeat_and_the_controller_proxies_calls_to_it(site):

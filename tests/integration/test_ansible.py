@@ -23,6 +23,7 @@ import grpc
 import pytest
 import yaml
 
+from playbook_run import PlaybookRun
 from roset_fixtures import STANDIN_FUSE, fuse_processes_under
 from rosetctl_cli import isolated_environment
 from rosetctl_mounts import is_mount_point
@@ -40,45 +41,6 @@ SECRET = "s3cr3t-never-shown-7f1c"
 pytestmark = pytest.mark.skipif(
     not os.access(ANSIBLE_PLAYBOOK, os.X_OK) and os.environ.get("ROSETCTL_REQUIRE_ROOT_TESTS") != "1",
     reason="ansible-core is not installed (scripts/install-deps.sh installs it)")
-
-
-class PlaybookRun:
-    def __init__(self, done: subprocess.CompletedProcess):
-        self.rc = done.returncode
-        self.stdout = done.stdout
-        self.stderr = done.stderr
-        try:
-            self.output = json.loads(done.stdout)
-        except json.JSONDecodeError as e:
-            raise AssertionError(f"expected JSON from ansible-playbook, got rc={self.rc} "
-                                 f"stdout={done.stdout[-3000:]!r} stderr={done.stderr[-3000:]!r}") from e
-
-    def describe(self) -> str:
-        failed = [(name, r.get("msg")) for name, r in self.tasks() if r.get("failed")]
-        return f"rc={self.rc} failed tasks={failed} stats={self.output.get('stats')} stderr={self.stderr[-2000:]!r}"
-
-    def tasks(self) -> list[tuple[str, dict]]:
-        """(task name, localhost's result) for every task that ran, in order."""
-        found = []
-        for play in self.output["plays"]:
-            for task in play["tasks"]:
-                result = task["hosts"].get("localhost")
-                if result is not None:
-                    found.append((task["task"]["name"], result))
-        return found
-
-    def task(self, name: str) -> dict:
-        matches = [r for n, r in self.tasks() if n == name]
-        assert len(matches) == 1, f"expected one task named {name!r}, got {len(matches)}: {[n for n, _ in self.tasks()]}"
-        return matches[0]
-
-    def changed_tasks(self) -> list[str]:
-        return [name for name, r in self.tasks() if r.get("changed")]
-
-    def assert_ok(self):
-        stats = self.output["stats"]["localhost"]
-        assert self.rc == 0 and stats["failures"] == 0 and stats["unreachable"] == 0, (
-            f"expected the playbook to succeed: {self.describe()}")
 
 
 class Ansible:

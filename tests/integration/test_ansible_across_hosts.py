@@ -25,6 +25,7 @@ import pytest
 import guest_lab
 from fake_roset_api import FakeRoset
 from guest_lab import HOST_ADDRESS
+from playbook_run import PlaybookRun
 from rosetctl_cli import isolated_environment, process_alive
 from rosetctl_fixtures import skip_or_fail
 from roset_fixtures import STANDIN_FUSE
@@ -50,42 +51,6 @@ SITE_PLAYBOOK = """
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 and os.environ.get("ROSETCTL_REQUIRE_ROOT_TESTS") != "1",
                                 reason="needs root: tgtd, QEMU guests and the controller's state")
-
-
-class PlaybookRun:
-    def __init__(self, done: subprocess.CompletedProcess):
-        self.rc = done.returncode
-        self.stderr = done.stderr
-        try:
-            self.output = json.loads(done.stdout)
-        except json.JSONDecodeError as e:
-            raise AssertionError(f"expected JSON from ansible-playbook, got rc={self.rc} "
-                                 f"stdout={done.stdout[-3000:]!r} stderr={done.stderr[-3000:]!r}") from e
-
-    def results(self, host: str) -> list[tuple[str, dict]]:
-        """(task name, result) of every task that ran on `host`, in order."""
-        return [(task["task"]["name"], task["hosts"][host])
-                for play in self.output["plays"] for task in play["tasks"] if host in task["hosts"]]
-
-    def result(self, host: str, name: str) -> dict:
-        found = [r for n, r in self.results(host) if n == name]
-        assert len(found) == 1, f"expected one task {name!r} on {host}, got {len(found)}"
-        return found[0]
-
-    def changed(self, host: str) -> list[str]:
-        return [name for name, r in self.results(host) if r.get("changed")]
-
-    def describe(self) -> str:
-        failed = [(host, name, r.get("msg"), r.get("stderr"))
-                  for play in self.output["plays"] for task in play["tasks"]
-                  for host, r in task["hosts"].items() for name in [task["task"]["name"]]
-                  if r.get("failed") or r.get("unreachable")]
-        return f"rc={self.rc} failed={failed} stats={self.output.get('stats')} stderr={self.stderr[-2000:]!r}"
-
-    def assert_ok(self) -> None:
-        stats = self.output["stats"]
-        assert self.rc == 0 and all(s["failures"] == 0 and s["unreachable"] == 0 for s in stats.values()), (
-            f"expected the playbook to succeed: {self.describe()}")
 
 
 class Site:
@@ -298,7 +263,7 @@ def lan_address() -> str:
 
 
 def role_changes(run: PlaybookRun, host: str) -> list[str]:
-    return [name for name in run.changed(host) if name.startswith("storage : ")]
+    return [name for name in run.changed_tasks(host) if name.startswith("storage : ")]
 
 
 def guest_sessions(guest) -> str:
@@ -321,12 +286,12 @@ def test_the_seed_playbook_attaches_each_consumers_volume_over_iscsi_from_one_co
     # The role on every host. (The seed playbook runs it again below: there it changes nothing.)
     first = site.playbook(site.site_playbook)
     first.assert_ok()
-    assert "storage : Make the CA and the controller's certificate" in first.changed("controller"), first.describe()
+    assert "storage : Make the CA and the controller's certificate" in first.changed_tasks("controller"), first.describe()
     for name in CONSUMERS:
-        assert "storage : Issue this consumer's certificate on the controller" in first.changed(name), first.describe()
+        assert "storage : Issue this consumer's certificate on the controller" in first.changed_tasks(name), first.describe()
     again = site.playbook(site.site_playbook, "--limit", "storage_controller")
     again.assert_ok()
-    assert again.changed("controller") == [], f"a second run of the role changed {again.changed('controller')}"
+    assert again.changed_tasks("controller") == [], f"a second run of the role changed {again.changed_tasks('controller')}"
     nodes = {node["node_id"]: node for node in site.ctl_json("node", "list")}
     for name, guest in site.guests.items():
         assert nodes[name]["iscsi_initiator"] == guest.initiator, nodes
@@ -340,7 +305,7 @@ def test_the_seed_playbook_attaches_each_consumers_volume_over_iscsi_from_one_co
     checked.assert_ok()
     for name in CONSUMERS:
         assert role_changes(checked, name) == [], f"the role in check mode would change {role_changes(checked, name)}"
-        assert checked.result(name, "Create volume")["changed"], "check mode should say the volume would be made"
+        assert checked.task("Create volume", name)["changed"], "check mode should say the volume would be made"
     assert site.ctl_json("volume", "list") == [], "check mode created a volume"
     assert site.targets() == {}
     assert sorted(p.name for p in (site.controller_dir / "state").iterdir()) == state_before
@@ -371,11 +336,11 @@ def test_the_seed_playbook_attaches_each_consumers_volume_over_iscsi_from_one_co
     run.assert_ok()
     for name in CONSUMERS:
         assert role_changes(run, name) == [], f"a second run of the role changed {role_changes(run, name)} on {name}"
-        created = run.result(name, "Create volume")
-        connected = run.result(name, "Connect volume")
+        created = run.task("Create volume", name)
+        connected = run.task("Connect volume", name)
         assert created["changed"] and created["id"] == seen[name], created
         assert connected["changed"] and connected["path"] == f"/var/lib/rosetctl/mnt/{name}", connected
-        message = [r for n, r in run.results(name) if r.get("action") == "debug"][0]["msg"]
+        message = [r for n, r in run.tasks(name) if r.get("action") == "debug"][0]["msg"]
         assert message == f"Volume {seen[name]} attached to /var/lib/rosetctl/mnt/{name}", message
     assert seen["consumer-a"] != seen["consumer-b"]
 
@@ -409,5 +374,5 @@ def test_the_seed_playbook_attaches_a_roset_folder_through_roset_fuse_on_each_co
                         pause_before="Disconnect volume", while_paused=while_connected)
     run.assert_ok()
     for name in CONSUMERS:
-        assert run.result(name, "Connect volume")["path"] == f"/var/lib/rosetctl/mnt/{name}"
+        assert run.task("Connect volume", name)["path"] == f"/var/lib/rosetctl/mnt/{name}"
     assert site.ctl_json("volume", "list") == []

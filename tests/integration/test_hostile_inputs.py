@@ -11,8 +11,6 @@ Covered elsewhere and not repeated here (the same checks through the CLI):
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -25,6 +23,7 @@ import pytest
 from csi_server import CALL_TIMEOUT, mount_capability
 from rosetctl_loops import loop_devices_under
 from rosetctl_mounts import is_mount_point, read_mounts, mounts_under
+from symlink_swapper import start_swapper
 
 MiB = 2**20
 INVALID, EXHAUSTED, NOT_FOUND = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -300,17 +299,6 @@ def test_invalid_utf8_in_a_name_is_refused_and_creates_nothing(world):
 
 # ---- a symlink swapped in while the call runs: the mount lands where asked, or nowhere.
 
-SWAPPER = r"""
-import ctypes, os, sys
-libc = ctypes.CDLL("libc.so.6", use_errno=True)
-a, b = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2])
-AT_FDCWD, RENAME_EXCHANGE, SYS_renameat2 = -100, 2, 316
-print("swapping", flush=True)
-while True:
-    libc.syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
-"""
-
-
 @pytest.mark.parametrize("step", ["stage", "publish"])
 def test_path_swapped_for_a_symlink_during_the_call_never_mounts_elsewhere(world, processes, step):
     race = world.workdir / "race"
@@ -318,9 +306,7 @@ def test_path_swapped_for_a_symlink_during_the_call_never_mounts_elsewhere(world
     path, link = race / "path", race / "lnk"
     path.mkdir()
     link.symlink_to(world.outside)
-    swapper = processes.start([sys.executable, "-c", SWAPPER, str(path), str(link)],
-                              stdout=subprocess.PIPE, text=True)
-    assert swapper.stdout.readline().strip() == "swapping"
+    swapper = start_swapper(processes, path, link)
     pb2, node = world.pb2, world.server.node
     mounted, attempts, deadline = 0, 0, time.monotonic() + 60
     while attempts < 100 and time.monotonic() < deadline:

@@ -5,28 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 
 from csi_server import CALL_TIMEOUT, mount_capability
 from rosetctl_mounts import is_mount_point, mount_at
-
-# Swaps two names atomically until killed: renameat2(RENAME_EXCHANGE), as an attacker would, in
-# bursts of back-to-back swaps with short pauses between them (an even number per burst, so the
-# names are as they started during a pause). Without the pauses a busy 2-core machine can lose
-# every one of the connects to the swapper, and the test would prove nothing about the winners.
-SWAPPER = r"""
-import ctypes, os, sys, time
-libc = ctypes.CDLL("libc.so.6", use_errno=True)
-a, b = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2])
-AT_FDCWD, RENAME_EXCHANGE, SYS_renameat2 = -100, 2, 316
-print("swapping", flush=True)
-while True:
-    for _ in range(400):
-        libc.syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
-    time.sleep(0.003)
-"""
-
+from symlink_swapper import start_swapper
 
 def tmpfs(path) -> None:
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "foreign", str(path)], check=True)
@@ -46,9 +29,9 @@ def test_connect_raced_by_a_symlink_swap_never_mounts_elsewhere(cli, workdir, pr
     victim.mkdir()
     (victim / "precious").write_text("keep me")
     os.symlink(victim, link)
-    swapper = processes.start([sys.executable, "-c", SWAPPER, str(target), str(link)],
-                              stdout=subprocess.PIPE, text=True)
-    assert swapper.stdout.readline().strip() == "swapping", "expected the swapper to start"
+    # In bursts: without the pauses a busy 2-core machine can lose every one of the connects to
+    # the swapper, and the test would prove nothing about the winners.
+    swapper = start_swapper(processes, target, link, burst=400)
 
     connected = 0
     deadline = time.monotonic() + 60

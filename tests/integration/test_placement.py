@@ -17,7 +17,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -42,13 +41,8 @@ def start_node(site: Site, host: Host, cli) -> HostProcess:
     serve = host.start([binary_path(), "serve", "--role", "node", "--listen", f"{host.address}:{NODE_PORT}",
                         "--endpoint", f"unix://{host.dir}/csi.sock", "--state-dir", host.state_dir,
                         "--grace-period", "2"], env=cli.env)
-    deadline = time.monotonic() + 20
-    while True:
-        nodes = {n["node_id"]: n for n in site.ctl.ok_json("node", "list")}
-        if nodes.get(host.name, {}).get("address") == f"{host.address}:{NODE_PORT}":
-            return serve
-        assert time.monotonic() < deadline and serve.poll() is None, (nodes, serve.output())
-        time.sleep(0.2)
+    site.wait_until_registered(host.name, f"{host.address}:{NODE_PORT}", serve)
+    return serve
 
 
 def csi_call(site: Site, csi, method: str, request: dict, target: str | None = None,

@@ -51,16 +51,11 @@ def start_node(site: Site, host: Host, env: dict) -> HostProcess:
     serve = host.start([binary_path(), "serve", "--role", "node", "--listen", f"{host.address}:{NODE_PORT}",
                         "--endpoint", f"unix://{host.dir}/csi.sock", "--state-dir", host.state_dir,
                         "--grace-period", "2"], env=env)
-    deadline = time.monotonic() + 20
-    while True:
-        # Registered, and this serve listening: after a restart the registry still holds the
-        # address the killed one registered, which alone said nothing of the new one.
-        nodes = {n["node_id"]: n for n in site.ctl.ok_json("node", "list")}
-        if (nodes.get(host.name, {}).get("address") == f"{host.address}:{NODE_PORT}"
-                and f"listening on {host.address}:{NODE_PORT}" in serve.output()):
-            return serve
-        assert time.monotonic() < deadline and serve.poll() is None, (nodes, serve.output())
-        time.sleep(0.2)
+    # Registered, and this serve listening: after a restart the registry still holds the
+    # address the killed one registered, which alone said nothing of the new one.
+    site.wait_until_registered(host.name, f"{host.address}:{NODE_PORT}", serve,
+                               ready=lambda: f"listening on {host.address}:{NODE_PORT}" in serve.output())
+    return serve
 
 
 def local_cli(host: Host) -> HostRosetctl:

@@ -75,11 +75,7 @@ def start_evil(nodes: Nodes, stubs, files: dict[str, str]) -> EvilNode:
         "ROSETCTL_TLS_KEY": str(key), "ROSETCTL_TLS_CA": str(ca)})
     registered = cli.run("node", "register", "--address", f"{host.address}:{EVIL_PORT}")
     assert registered.rc == 0, registered.describe()
-    deadline = time.monotonic() + 20
-    while {n["node_id"]: n for n in site.ctl.ok_json("node", "list")}.get("evil", {}).get("address") != (
-            f"{host.address}:{EVIL_PORT}"):
-        assert time.monotonic() < deadline, "evil never showed in the registry"
-        time.sleep(0.2)
+    site.wait_until_registered("evil", f"{host.address}:{EVIL_PORT}")
     return EvilNode(host, process, plan_path, facts[0])
 
 

@@ -1,7 +1,6 @@
 // Object files, fan-out directories and the GC lock.
 #include "core/commit_store/commit_store.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -13,6 +12,7 @@
 
 #include "core/call_scope.h"
 #include "core/commit_store/sha256.h"
+#include "core/directory_listing.h"
 #include "core/fsync_scope.h"
 #include "core/log.h"
 #include "core/parallel_for.h"
@@ -152,20 +152,8 @@ Status remove_object(int dir_fd, const std::string& name, const std::string& sho
 
 // Entries of a directory other than "." and "..".
 Expected<std::vector<std::string>> list_names(int dir_fd, const std::string& shown) {
-  int list_fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (list_fd < 0) return errno_status(errno, fmt::format("cannot read \"{}\"", shown));
-  DIR* dir = ::fdopendir(list_fd);
-  if (dir == nullptr) {
-    ::close(list_fd);
-    return errno_status(errno, fmt::format("cannot read \"{}\"", shown));
-  }
-  std::vector<std::string> names;
-  while (dirent* entry = ::readdir(dir)) {
-    std::string_view name = entry->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  ::closedir(dir);
-  std::sort(names.begin(), names.end());
+  auto names = list_directory_at(dir_fd, shown);
+  if (names) std::sort(names->begin(), names->end());
   return names;
 }
 

@@ -1,7 +1,6 @@
 // Verifying and staging objects received from another store.
 #include "core/commit_store/object_receiver.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
@@ -11,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/directory_listing.h"
 #include "core/parallel_for.h"
 #include "core/validate.h"
 
@@ -54,31 +54,26 @@ Status hash_prefix(int fd, int64_t length, Sha256& hash, std::string_view shown)
 // Removes the part files in `dir` not modified for `age`. Only with the staging area's lock held
 // exclusively: no transfer is at work. A failure leaves the file for the next time.
 void collect_stale_parts(int dir, std::chrono::seconds age, std::string_view shown) {
-  int fd = ::dup(dir);
-  DIR* listing = fd < 0 ? nullptr : ::fdopendir(fd);
-  if (listing == nullptr) {
-    if (fd >= 0) ::close(fd);
-    spdlog::warn("cannot list the staging directory {}: {}", shown, std::strerror(errno));
+  auto names = list_directory_at(dir, std::string(shown));
+  if (!names) {
+    spdlog::warn("cannot list the staging directory: {}", names.status().message());
     return;
   }
-  ::rewinddir(listing);
   const auto now = std::chrono::system_clock::now();
-  while (const dirent* entry = ::readdir(listing)) {
-    std::string_view name = entry->d_name;
+  for (const std::string& name : *names) {
     if (!name.ends_with(".part")) continue;
     struct stat st;
-    if (::fstatat(dir, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
       continue;
     auto modified = std::chrono::system_clock::time_point(
         std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
     if (now - modified < age) continue;
-    if (::unlinkat(dir, entry->d_name, 0) == 0) {
+    if (::unlinkat(dir, name.c_str(), 0) == 0) {
       spdlog::info("removed {}/{} ({} bytes): part of a transfer abandoned {} hours ago", shown,
                    escape_text(name), st.st_size,
                    std::chrono::duration_cast<std::chrono::hours>(now - modified).count());
     }
   }
-  ::closedir(listing);
 }
 
 }  // namespace

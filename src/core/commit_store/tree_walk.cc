@@ -2,7 +2,6 @@
 // replaced by a symlink mid-walk can never lead outside the tree.
 #include "core/commit_store/tree_walk.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -12,6 +11,7 @@
 #include <cerrno>
 #include <map>
 
+#include "core/directory_listing.h"
 #include "core/unique_fd.h"
 
 namespace rosetctl {
@@ -57,26 +57,6 @@ EntryType type_of(mode_t mode) {
     default:
       return EntryType::kRegular;
   }
-}
-
-Expected<std::vector<std::string>> directory_names(int dir_fd, const std::string& shown) {
-  int list_fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (list_fd < 0) return errno_status(errno, fmt::format("cannot read \"{}\"", shown));
-  DIR* dir = ::fdopendir(list_fd);
-  if (dir == nullptr) {
-    ::close(list_fd);
-    return errno_status(errno, fmt::format("cannot read \"{}\"", shown));
-  }
-  std::vector<std::string> names;
-  errno = 0;
-  while (dirent* entry = ::readdir(dir)) {
-    std::string_view name = entry->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  int err = errno;
-  ::closedir(dir);
-  if (err != 0) return errno_status(err, fmt::format("cannot read \"{}\"", shown));
-  return names;
 }
 
 class Walker {
@@ -166,7 +146,7 @@ Status Walker::visit_directory(int dir_fd, const std::string& relative) {
   if (!xattrs) return xattrs.status();
   self.entry.xattrs = std::move(*xattrs);
   entries_.push_back(std::move(self));
-  auto names = directory_names(dir_fd, shown(relative));
+  auto names = list_directory_at(dir_fd, shown(relative));
   if (!names) return names.status();
   // Room for the children at once (keeping the vector's doubling): moving entries is not free.
   if (std::size_t needed = entries_.size() + names->size(); needed > entries_.capacity())

@@ -1,13 +1,13 @@
 // CHAP credentials kept in private files; see chap_records.h.
 #include "providers/iscsi/chap_records.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 
+#include "core/directory_listing.h"
 #include "core/private_file.h"
 #include "core/random_id.h"
 #include "core/remove_tree.h"
@@ -94,19 +94,17 @@ Expected<std::vector<std::pair<std::string, ChapCredentials>>> ChapRecords::of_v
     std::string_view volume_id) const {
   std::vector<std::pair<std::string, ChapCredentials>> found;
   std::string dir = volume_dir(volume_id);
-  DIR* stream = ::opendir(dir.c_str());
-  if (stream == nullptr) {
-    if (errno == ENOENT) return found;
-    return errno_status(errno, fmt::format("cannot read \"{}\"", dir));
+  auto names = list_directory(dir);
+  if (!names) {
+    if (names.status().code() == Code::kNotFound) return found;
+    return names.status();
   }
   std::vector<std::string> nodes;
-  while (dirent* entry = ::readdir(stream)) {
-    std::string_view name = entry->d_name;
+  for (std::string_view name : *names) {
     if (name.starts_with(kNodePrefix) && !name.ends_with(".tmp")) {
       nodes.emplace_back(name.substr(kNodePrefix.size()));
     }
   }
-  ::closedir(stream);
   std::sort(nodes.begin(), nodes.end());  // one order: the first bound is the same every time
   for (std::string& node : nodes) {
     auto chap = of_node(volume_id, node);

@@ -1,7 +1,6 @@
 // Image volume plans, image files and the capacity policy (see image_volume.h).
 #include "providers/local/image_volume.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -13,6 +12,7 @@
 #include <optional>
 
 #include "core/crash_point.h"
+#include "core/directory_listing.h"
 #include "core/map_lookup.h"
 #include "core/size.h"
 #include "core/unique_fd.h"
@@ -344,15 +344,11 @@ Status ImageFiles::clear_grow_pending(std::string_view volume_id) const {
 }
 
 Expected<std::vector<std::string>> ImageFiles::entries() const {
-  std::vector<std::string> names;
-  DIR* dir = ::opendir(dir_.c_str());
-  if (dir == nullptr) {
-    if (errno == ENOENT) return names;  // no image volume yet
-    return errno_status(errno, fmt::format("cannot read the image directory \"{}\"", dir_));
+  auto names = list_directory(dir_);
+  if (!names && names.status().code() == Code::kNotFound) {
+    return std::vector<std::string>();  // no image volume yet
   }
-  while (dirent* entry = ::readdir(dir))
-    names.emplace_back(entry->d_name);
-  ::closedir(dir);
+  if (!names) return names.status().with_context("the image directory");
   return names;
 }
 

@@ -6,7 +6,6 @@
 // the daemon has recorded the result; collection takes it exclusively. So a commit file without
 // a snapshot record, found under the exclusive lock, was left by an interrupted commit or delete
 // and is removed.
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -21,6 +20,7 @@
 #include "core/commit_store/restore.h"
 #include "core/commit_store/store_gc.h"
 #include "core/commit_store/store_verify.h"
+#include "core/directory_listing.h"
 #include "core/log.h"
 #include "core/parallel_for.h"
 #include "core/remove_tree.h"
@@ -88,15 +88,8 @@ bool path_exists(const std::string& path) {
 }
 
 std::vector<std::string> directory_entries(const std::string& path) {
-  std::vector<std::string> names;
-  DIR* dir = ::opendir(path.c_str());
-  if (dir == nullptr) return names;
-  while (dirent* entry = ::readdir(dir)) {
-    std::string_view name = entry->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  ::closedir(dir);
-  return names;
+  auto names = list_directory(path);
+  return names ? std::move(*names) : std::vector<std::string>();
 }
 
 // Partial restores whose process is gone (their flock is free).

@@ -1,7 +1,6 @@
 // Process plumbing for FUSE clients: fork/exec detached, /proc inspection, signals.
 #include "providers/roset/fuse_process.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -15,6 +14,7 @@
 #include <thread>
 
 #include "core/call_scope.h"
+#include "core/directory_listing.h"
 #include "core/mount_ops.h"
 #include "core/mountinfo.h"
 #include "core/run_program.h"
@@ -236,12 +236,12 @@ Status stop_fuse_process(const ProcessIdentity& process, const std::string& moun
 
 std::vector<pid_t> processes_with_argument_under(const std::string& dir) {
   std::vector<pid_t> out;
-  std::unique_ptr<DIR, int (*)(DIR*)> proc(::opendir("/proc"), ::closedir);
-  if (!proc) return out;
+  auto names = list_directory("/proc");
+  if (!names) return out;
   pid_t self = ::getpid();
-  while (dirent* entry = ::readdir(proc.get())) {
+  for (const std::string& name : *names) {
     char* end = nullptr;
-    long pid = std::strtol(entry->d_name, &end, 10);
+    long pid = std::strtol(name.c_str(), &end, 10);
     if (*end != '\0' || pid <= 0 || pid == self) continue;
     std::string cmdline = read_file(fmt::format("/proc/{}/cmdline", pid));
     size_t start = 0;

@@ -1,7 +1,6 @@
 // Files of a shared roset-fuse process.
 #include "providers/roset/fuse_record.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -13,6 +12,7 @@
 #include <thread>
 
 #include "core/call_scope.h"
+#include "core/directory_listing.h"
 #include "core/private_file.h"
 #include "core/random_id.h"
 
@@ -27,11 +27,10 @@ using nlohmann::json;
 Status remove_temporaries_of(const std::string& path) {
   std::size_t slash = path.rfind('/');
   std::string dir = path.substr(0, slash), prefix = path.substr(slash + 1) + ".";
-  DIR* stream = ::opendir(dir.c_str());
-  if (stream == nullptr) return Status::ok();  // no directory, nothing left in it
+  auto names = list_directory(dir);
+  if (!names) return Status::ok();  // no directory, nothing left in it
   Status status;
-  while (dirent* entry = ::readdir(stream)) {
-    std::string_view name = entry->d_name;
+  for (std::string_view name : *names) {
     bool temporary = name.size() == prefix.size() + 8 + 4 &&
                      name.substr(0, prefix.size()) == prefix &&
                      name.substr(name.size() - 4) == ".tmp";
@@ -41,7 +40,6 @@ Status remove_temporaries_of(const std::string& path) {
       status = errno_status(errno, fmt::format("cannot remove \"{}\"", leftover));
     }
   }
-  ::closedir(stream);
   return status;
 }
 

@@ -1,7 +1,6 @@
 // Shared, reference-counted roset-fuse processes and the stagings bound inside them.
 #include "providers/roset/shared_fuse_mounts.h"
 
-#include <dirent.h>
 #include <spdlog/spdlog.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -10,6 +9,7 @@
 #include <algorithm>
 
 #include "core/commit_store/sha256.h"
+#include "core/directory_listing.h"
 #include "core/mount_ops.h"
 #include "core/mount_point.h"
 #include "core/mountinfo.h"
@@ -100,16 +100,10 @@ std::string SharedFuseMounts::lock_path(std::string_view key) const {
 }
 
 std::vector<std::string> SharedFuseMounts::all_keys() const {
-  std::vector<std::string> keys;
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir((settings_.root + "/fuse").c_str()),
-                                          ::closedir);
-  if (!dir) return keys;
-  while (dirent* entry = ::readdir(dir.get())) {
-    std::string name = entry->d_name;
-    if (name != "." && name != "..") keys.push_back(name);
-  }
-  std::sort(keys.begin(), keys.end());
-  return keys;
+  auto keys = list_directory(settings_.root + "/fuse");
+  if (!keys) return {};
+  std::sort(keys->begin(), keys->end());
+  return std::move(*keys);
 }
 
 int SharedFuseMounts::running_clients() const {

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/scratch_dir.h"
 
 using rosetctl::cli::read_initiator_name;
 using rosetctl::testing::ScratchDir;

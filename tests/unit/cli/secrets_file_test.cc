@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/scratch_dir.h"
 
 using rosetctl::Code;
 using rosetctl::cli::read_secrets_file;

@@ -19,8 +19,8 @@
 #include "core/mount_ops.h"
 #include "core/run_program.h"
 #include "core/unique_fd.h"
-#include "unit/core/commit_store/scratch_dir.h"
 #include "unit/root_tests.h"
+#include "unit/scratch_dir.h"
 
 using namespace std::chrono_literals;
 

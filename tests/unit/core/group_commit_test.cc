@@ -5,27 +5,22 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <thread>
 #include <vector>
 
+#include "unit/scratch_dir.h"
+
 namespace {
 
 struct TempDatabase {
-  std::string dir;
-  std::string path;
+  rosetctl::testing::ScratchDir dir{"group"};
+  std::string path = dir / "test.db";
   TempDatabase() {
-    char pattern[] = "/tmp/rosetctl-group-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    dir = pattern;
-    path = dir + "/test.db";
     auto connection = rosetctl::sqlite::Connection::open(path);
     REQUIRE(connection.has_value());
     REQUIRE(connection->exec("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER)").is_ok());
   }
-  ~TempDatabase() { std::filesystem::remove_all(dir); }
-
   int64_t count() {
     auto connection = rosetctl::sqlite::Connection::open(path);
     REQUIRE(connection.has_value());

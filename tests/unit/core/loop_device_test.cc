@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "unit/root_tests.h"
+#include "unit/scratch_dir.h"
 
 using rosetctl::block_device_size;
 using rosetctl::Code;
@@ -36,11 +37,7 @@ namespace {
 
 class ScratchDir {
  public:
-  ScratchDir() {
-    char pattern[] = "/tmp/rosetctl-loop-test-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path_ = std::filesystem::canonical(pattern).string();  // sysfs shows resolved paths
-  }
+  ScratchDir() : scratch_("loop-test"), path_(scratch_.path) {}
   ~ScratchDir() {
     // Whatever a test left attached to our files goes first, so no device outlives the test.
     if (auto leftovers = list_loop_devices()) {
@@ -48,8 +45,6 @@ class ScratchDir {
         if (info.backing_file.starts_with(path_ + "/")) (void)detach_loop_device(info.path);
       }
     }
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
   }
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
@@ -70,6 +65,7 @@ class ScratchDir {
   const std::string& path() const { return path_; }
 
  private:
+  rosetctl::testing::ScratchDir scratch_;  // removed after the devices are detached
   std::string path_;
 };
 

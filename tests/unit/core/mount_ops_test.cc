@@ -14,7 +14,6 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -23,6 +22,7 @@
 #include "core/mountinfo.h"
 #include "core/real_path.h"
 #include "unit/root_tests.h"
+#include "unit/scratch_dir.h"
 
 using rosetctl::Code;
 using rosetctl::MountEntry;
@@ -38,28 +38,18 @@ namespace {
 // A directory under /tmp that, whatever a test did, leaves no mount and no file behind.
 class ScratchDir {
  public:
-  ScratchDir() {
-    char pattern[] = "/tmp/rosetctl-mount-test-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    char resolved[PATH_MAX];  // mountinfo shows resolved paths
-    REQUIRE(::realpath(pattern, resolved) != nullptr);
-    path_ = resolved;
-  }
+  ScratchDir() : scratch_("mount-test"), path_(scratch_.path) {}
   ~ScratchDir() {
     for (int round = 0; round < 8; ++round) {  // stacked mounts may need several rounds
       auto table = MountTable::read();
-      if (!table) return;
+      if (!table) break;
       auto mounts = table->under(path_);
-      if (mounts.empty()) {
-        std::error_code ignored;
-        std::filesystem::remove_all(path_, ignored);
-        return;
-      }
+      if (mounts.empty()) return;  // scratch_ removes the directory
       for (auto it = mounts.rbegin(); it != mounts.rend(); ++it) {
         ::umount2((*it)->mount_point.c_str(), MNT_DETACH);
       }
     }
-    // Still mounted: removing would delete through the mount, so leave it for a person.
+    scratch_.keep();  // still mounted, or mounts not known
   }
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
@@ -78,6 +68,7 @@ class ScratchDir {
   const std::string& path() const { return path_; }
 
  private:
+  rosetctl::testing::ScratchDir scratch_;
   std::string path_;
 };
 
@@ -497,9 +488,8 @@ TEST_CASE("mount_lookup: find_mount answers as the mount table does", "[mount_lo
 }
 
 TEST_CASE("real_path: a directory's canonical path, as realpath(3) gives it", "[real_path]") {
-  char pattern[] = "/tmp/rosetctl-real-path-XXXXXX";
-  REQUIRE(::mkdtemp(pattern) != nullptr);
-  std::string scratch = pattern;
+  rosetctl::testing::ScratchDir scratch_dir("real-path");
+  const std::string& scratch = scratch_dir.path;
   REQUIRE(::mkdir((scratch + "/a").c_str(), 0755) == 0);
   REQUIRE(::mkdir((scratch + "/a/with space").c_str(), 0755) == 0);
   REQUIRE(::symlink("a/with space", (scratch + "/link").c_str()) == 0);
@@ -519,7 +509,4 @@ TEST_CASE("real_path: a directory's canonical path, as realpath(3) gives it", "[
   CHECK(errno == ENOENT);
   CHECK_FALSE(rosetctl::real_directory_path(scratch + "/file").has_value());
   CHECK(errno == ENOTDIR);
-
-  std::error_code ignored;
-  std::filesystem::remove_all(scratch, ignored);
 }

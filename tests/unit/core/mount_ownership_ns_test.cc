@@ -10,12 +10,12 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include "core/mount_ops.h"
 #include "core/mount_ownership.h"
 #include "unit/root_tests.h"
+#include "unit/scratch_dir.h"
 
 using rosetctl::MountOwner;
 using rosetctl::MountTable;
@@ -98,9 +98,8 @@ int judge_in_new_namespace(const std::string& target, const rosetctl::RecordedMo
 TEST_CASE("mount_ownership: ours is known in another mount namespace, and only ours",
           "[mount_ownership][root]") {
   if (!rosetctl::testing::have_root("for mount(2) and unshare(2)")) return;
-  char pattern[] = "/tmp/rosetctl-ownership-ns-XXXXXX";
-  REQUIRE(::mkdtemp(pattern) != nullptr);
-  std::string dir = pattern, source = dir + "/source", target = dir + "/target";
+  rosetctl::testing::ScratchDir dir("ownership-ns");
+  std::string source = dir / "source", target = dir / "target";
   REQUIRE(::mkdir(source.c_str(), 0755) == 0);
   REQUIRE(::mkdir(target.c_str(), 0755) == 0);
   REQUIRE(::mount("rosetctl-test", source.c_str(), "tmpfs", 0, "size=1m") == 0);
@@ -128,6 +127,4 @@ TEST_CASE("mount_ownership: ours is known in another mount namespace, and only o
 
   ::umount2(target.c_str(), MNT_DETACH);
   ::umount2(source.c_str(), MNT_DETACH);
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
 }

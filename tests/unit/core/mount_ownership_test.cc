@@ -2,18 +2,17 @@
 // with real mounts (root).
 #include "core/mount_ownership.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <string>
 
 #include "core/mount_ops.h"
 #include "core/mount_point.h"
 #include "unit/root_tests.h"
+#include "unit/scratch_dir.h"
 
 using rosetctl::MountOwner;
 using rosetctl::testing::have_root;
@@ -23,23 +22,14 @@ namespace {
 // A scratch directory whose mounts are all taken away at the end, stacked ones included.
 class Scratch {
  public:
-  Scratch() {
-    char pattern[] = "/tmp/rosetctl-ownership-test-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    char resolved[PATH_MAX];
-    REQUIRE(::realpath(pattern, resolved) != nullptr);
-    path_ = resolved;
-  }
   ~Scratch() {
     for (const std::string& point : points_) {
       for (int i = 0; i < 8 && ::umount2(point.c_str(), MNT_DETACH) == 0; ++i) {
       }
     }
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
   }
   std::string dir(const std::string& name) {
-    std::string path = path_ + "/" + name;
+    std::string path = scratch_ / name;
     REQUIRE(::mkdir(path.c_str(), 0755) == 0);
     points_.push_back(path);
     return path;
@@ -49,7 +39,7 @@ class Scratch {
   }
 
  private:
-  std::string path_;
+  rosetctl::testing::ScratchDir scratch_{"ownership-test"};  // removed after the unmounts
   std::vector<std::string> points_;
 };
 

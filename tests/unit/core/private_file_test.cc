@@ -3,6 +3,7 @@
 // exactly which access is wrong.
 #include "core/private_file.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -12,7 +13,7 @@
 #include <chrono>
 #include <future>
 
-#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/scratch_dir.h"
 
 using rosetctl::Code;
 using rosetctl::read_private_file;

@@ -7,29 +7,20 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
+
+#include "unit/scratch_dir.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char pattern[] = "/tmp/rosetctl-rm-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    ::umount2((path + "/victim/mounted").c_str(), MNT_DETACH);
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
+using rosetctl::testing::write_file;
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+// The tmpfs a test mounts at victim/mounted goes before the directory is removed.
+struct TempDir : rosetctl::testing::ScratchDir {
+  TempDir() : ScratchDir("rm") {}
+  ~TempDir() { ::umount2((path + "/victim/mounted").c_str(), MNT_DETACH); }
+};
 
 bool need_root() {
   if (::geteuid() == 0) return true;

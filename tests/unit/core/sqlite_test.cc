@@ -8,29 +8,12 @@
 #include <filesystem>
 #include <string>
 
+#include "unit/scratch_dir.h"
+
 namespace rosetctl::sqlite {
 namespace {
 
-// A fresh directory under $TMPDIR, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "rosetctl-sqlite-XXXXXX");
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = testing::ScratchDir;
 
 Connection open_ok(const std::string& path,
                    std::chrono::milliseconds busy_timeout = kDefaultBusyTimeout) {
@@ -57,16 +40,16 @@ int64_t count_rows(Connection& connection) {
 
 TEST_CASE("sqlite: a connection uses WAL, full sync and foreign keys", "[sqlite]") {
   TempDir dir;
-  Connection connection = open_ok(dir.file("db"));
+  Connection connection = open_ok(dir / "db");
   CHECK(query_text(connection, "PRAGMA journal_mode") == "wal");
   CHECK(query_text(connection, "PRAGMA synchronous") == "2");  // FULL
   CHECK(query_text(connection, "PRAGMA foreign_keys") == "1");
-  CHECK(connection.path() == std::filesystem::weakly_canonical(dir.file("db")).string());
+  CHECK(connection.path() == std::filesystem::weakly_canonical(dir / "db").string());
 }
 
 TEST_CASE("sqlite: statements bind and read back values", "[sqlite]") {
   TempDir dir;
-  Connection connection = open_ok(dir.file("db"));
+  Connection connection = open_ok(dir / "db");
   REQUIRE(connection.exec("CREATE TABLE t (s TEXT, i INTEGER, b INTEGER, n TEXT)").is_ok());
 
   const std::string with_nul("a\0b", 3);
@@ -98,7 +81,7 @@ TEST_CASE("sqlite: statements bind and read back values", "[sqlite]") {
 
 TEST_CASE("sqlite: errors become statuses with SQLite's message", "[sqlite]") {
   TempDir dir;
-  Connection connection = open_ok(dir.file("db"));
+  Connection connection = open_ok(dir / "db");
   REQUIRE(connection.exec("CREATE TABLE t (k TEXT PRIMARY KEY, u TEXT UNIQUE)").is_ok());
 
   Expected<Statement> bad = connection.prepare("SELEKT 1");
@@ -124,7 +107,7 @@ TEST_CASE("sqlite: errors become statuses with SQLite's message", "[sqlite]") {
 
 TEST_CASE("sqlite: a transaction rolls back unless committed", "[sqlite]") {
   TempDir dir;
-  Connection connection = open_ok(dir.file("db"));
+  Connection connection = open_ok(dir / "db");
   REQUIRE(connection.exec("CREATE TABLE t (v INTEGER)").is_ok());
   {
     Expected<Transaction> transaction = Transaction::begin(connection);
@@ -140,15 +123,15 @@ TEST_CASE("sqlite: a transaction rolls back unless committed", "[sqlite]") {
     REQUIRE(connection.exec("INSERT INTO t VALUES (2)").is_ok());
     REQUIRE(transaction->commit().is_ok());
   }
-  Connection other = open_ok(dir.file("db"));
+  Connection other = open_ok(dir / "db");
   CHECK(count_rows(other) == 1);
 }
 
 TEST_CASE("sqlite: a writer that waits out the busy timeout is ABORTED", "[sqlite]") {
   TempDir dir;
-  Connection holder = open_ok(dir.file("db"));
+  Connection holder = open_ok(dir / "db");
   REQUIRE(holder.exec("CREATE TABLE t (v INTEGER)").is_ok());
-  Connection waiter = open_ok(dir.file("db"), std::chrono::milliseconds(50));
+  Connection waiter = open_ok(dir / "db", std::chrono::milliseconds(50));
 
   Expected<Transaction> held = Transaction::begin(holder);
   REQUIRE(held.has_value());

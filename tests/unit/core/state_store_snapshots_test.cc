@@ -4,7 +4,7 @@
 
 #include "core/sqlite.h"
 #include "core/state_store.h"
-#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/scratch_dir.h"
 
 using namespace rosetctl;
 

@@ -12,38 +12,18 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/sqlite.h"
+#include "unit/scratch_dir.h"
 
 namespace rosetctl {
 namespace {
 
-// A fresh directory under $TMPDIR, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "rosetctl-state-XXXXXX");
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string path() const { return path_.string(); }
-  std::string sub(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = testing::ScratchDir;
 
 std::unique_ptr<StateStore> open_store(const std::string& dir) {
   Expected<std::unique_ptr<StateStore>> store = StateStore::open(dir);
@@ -117,9 +97,9 @@ std::vector<int> run_in_children(int count, const std::function<int(int)>& body)
 
 TEST_CASE("state store: opening creates a private directory and migrates", "[state_store]") {
   TempDir tmp;
-  const std::string dir = tmp.sub("a/b/state");
+  const std::string dir = tmp / "a/b/state";
   { open_store(dir); }
-  CHECK(mode_of(tmp.sub("a")) == 0700);
+  CHECK(mode_of(tmp / "a") == 0700);
   CHECK(mode_of(dir) == 0700);
   CHECK(mode_of(dir + "/state.db") == 0600);
   CHECK(schema_version_on_disk(dir + "/state.db") == StateStore::kSchemaVersion);
@@ -131,15 +111,15 @@ TEST_CASE("state store: opening creates a private directory and migrates", "[sta
 
 TEST_CASE("state store: a database from a newer rosetctl is refused", "[state_store]") {
   TempDir tmp;
-  const std::string db_path = tmp.sub("state.db");
-  { open_store(tmp.path()); }
+  const std::string db_path = tmp / "state.db";
+  { open_store(tmp.path); }
   {
     Expected<sqlite::Connection> connection = sqlite::Connection::open(db_path);
     REQUIRE(connection.has_value());
     const int future = StateStore::kSchemaVersion + 1;
     REQUIRE(connection->exec("PRAGMA user_version = " + std::to_string(future)).is_ok());
   }
-  Expected<std::unique_ptr<StateStore>> store = StateStore::open(tmp.path());
+  Expected<std::unique_ptr<StateStore>> store = StateStore::open(tmp.path);
   REQUIRE_FALSE(store.has_value());
   CHECK(store.status().code() == Code::kFailedPrecondition);
   CHECK(store.status().message() ==
@@ -152,14 +132,14 @@ TEST_CASE("state store: volumes round trip and survive reopening", "[state_store
   TempDir tmp;
   const VolumeRecord volume = make_volume("v1", "data");
   {
-    auto store = open_store(tmp.path());
+    auto store = open_store(tmp.path);
     REQUIRE(store->insert_volume(volume).is_ok());
     CHECK(*store->find_volume("v1") == volume);
     CHECK(*store->find_volume_by_name("data") == volume);
     CHECK_FALSE(store->find_volume("nope")->has_value());
     CHECK_FALSE(store->find_volume_by_name("nope")->has_value());
   }
-  auto store = open_store(tmp.path());
+  auto store = open_store(tmp.path);
   CHECK(*store->find_volume("v1") == volume);
 
   REQUIRE(store->update_volume_capacity("v1", 5 << 20).is_ok());
@@ -180,7 +160,7 @@ TEST_CASE("state store: volumes round trip and survive reopening", "[state_store
 TEST_CASE("state store: a taken name or id is ALREADY_EXISTS and changes nothing",
           "[state_store]") {
   TempDir tmp;
-  auto store = open_store(tmp.path());
+  auto store = open_store(tmp.path);
   const VolumeRecord first = make_volume("v1", "data");
   REQUIRE(store->insert_volume(first).is_ok());
 
@@ -201,7 +181,7 @@ TEST_CASE("state store: a taken name or id is ALREADY_EXISTS and changes nothing
 
 TEST_CASE("state store: volumes page by id", "[state_store]") {
   TempDir tmp;
-  auto store = open_store(tmp.path());
+  auto store = open_store(tmp.path);
   std::vector<std::string> ids;
   for (int i = 0; i < 25; ++i)
     ids.push_back(fmt::format("v{:02}", i));
@@ -230,7 +210,7 @@ TEST_CASE("state store: volumes page by id", "[state_store]") {
 
 TEST_CASE("state store: publications and stagings round trip", "[state_store]") {
   TempDir tmp;
-  auto store = open_store(tmp.path());
+  auto store = open_store(tmp.path);
   ControllerPublication publication{"v1", "n1", false, "mount/ext4/rw", {{"device", "/dev/x"}}};
   CHECK(store->upsert_controller_publication(publication).code() == Code::kNotFound);
   REQUIRE(store->insert_volume(make_volume("v1", "data")).is_ok());
@@ -276,7 +256,7 @@ TEST_CASE("state store: publications and stagings round trip", "[state_store]") 
 
 TEST_CASE("state store: a published or staged volume cannot be deleted", "[state_store]") {
   TempDir tmp;
-  auto store = open_store(tmp.path());
+  auto store = open_store(tmp.path);
   REQUIRE(store->insert_volume(make_volume("X", "x")).is_ok());
   REQUIRE(store->upsert_controller_publication({"X", "n1", false, "c", {}}).is_ok());
   REQUIRE(store->upsert_staging({"X", "/p", "c", false}).is_ok());
@@ -320,7 +300,7 @@ NodeRecord make_node(const std::string& id, int64_t seen_ns) {
 TEST_CASE("state store: nodes register idempotently and keep their first registration",
           "[state_store][nodes]") {
   TempDir tmp;
-  auto store = open_store(tmp.path());
+  auto store = open_store(tmp.path);
   CHECK(store->list_nodes()->empty());
   CHECK_FALSE(store->find_node("n1")->has_value());
 
@@ -351,7 +331,7 @@ TEST_CASE("state store: nodes register idempotently and keep their first registr
 TEST_CASE("state store: a node with publications is removed only by force, which keeps them",
           "[state_store][nodes]") {
   TempDir tmp;
-  auto store = open_store(tmp.path());
+  auto store = open_store(tmp.path);
   // Unknown: nothing to do, and that is no error.
   auto removal = store->delete_node("n1", false);
   REQUIRE(removal.has_value());
@@ -396,10 +376,10 @@ TEST_CASE("state store: a node with publications is removed only by force, which
 TEST_CASE("state store: a version 7 database migrates to 8 and keeps its records",
           "[state_store][nodes]") {
   TempDir tmp;
-  const std::string db_path = tmp.sub("state.db");
+  const std::string db_path = tmp / "state.db";
   const ControllerPublication publication{"v1", "n1", false, "c", {{"readonly", "false"}}};
   {
-    auto store = open_store(tmp.path());
+    auto store = open_store(tmp.path);
     REQUIRE(store->insert_volume(make_volume("v1", "db")).is_ok());
     REQUIRE(store->upsert_controller_publication(publication).is_ok());
   }
@@ -418,7 +398,7 @@ TEST_CASE("state store: a version 7 database migrates to 8 and keeps its records
             .is_ok());
   }
   REQUIRE(schema_version_on_disk(db_path) == 7);
-  auto store = open_store(tmp.path());
+  auto store = open_store(tmp.path);
   CHECK(schema_version_on_disk(db_path) == StateStore::kSchemaVersion);
   CHECK(*store->find_volume("v1") == make_volume("v1", "db"));
   CHECK(*store->controller_publications("v1") == std::vector{publication});
@@ -430,7 +410,7 @@ TEST_CASE("state store: a version 7 database migrates to 8 and keeps its records
 
 TEST_CASE("state store: threads share one store", "[state_store]") {
   TempDir tmp;
-  auto store = open_store(tmp.path());
+  auto store = open_store(tmp.path);
   constexpr int kThreads = 8;
   constexpr int kPerThread = 200;
   std::atomic<int> failures{0};
@@ -454,7 +434,7 @@ TEST_CASE("state store: threads share one store", "[state_store]") {
 
 TEST_CASE("state store: two processes open a fresh store and write together", "[state_store]") {
   TempDir tmp;
-  const std::string dir = tmp.sub("state");
+  const std::string dir = tmp / "state";
   const std::vector<int> statuses = run_in_children(2, [&](int child) {
     Expected<std::unique_ptr<StateStore>> store = StateStore::open(dir);
     if (!store) {
@@ -482,7 +462,7 @@ TEST_CASE("state store: many processes opening a fresh store all succeed", "[sta
   // when another process was switching it too.
   TempDir tmp;
   for (int round = 0; round < 10; ++round) {
-    const std::string dir = tmp.sub(fmt::format("round-{}", round));
+    const std::string dir = tmp / fmt::format("round-{}", round);
     const std::vector<int> statuses = run_in_children(6, [&](int child) {
       Expected<std::unique_ptr<StateStore>> store = StateStore::open(dir);
       if (!store) {
@@ -504,7 +484,7 @@ TEST_CASE("state store: processes racing for one name: exactly one wins", "[stat
   TempDir tmp;
   constexpr int kNames = 50;
   const std::vector<int> wins = run_in_children(2, [&](int child) {
-    Expected<std::unique_ptr<StateStore>> store = StateStore::open(tmp.path());
+    Expected<std::unique_ptr<StateStore>> store = StateStore::open(tmp.path);
     if (!store) return 255;
     int won = 0;
     for (int i = 0; i < kNames; ++i) {
@@ -523,7 +503,7 @@ TEST_CASE("state store: processes racing for one name: exactly one wins", "[stat
   CHECK(wins[0] != 255);
   CHECK(wins[1] != 255);
   CHECK(wins[0] + wins[1] == kNames);
-  auto store = open_store(tmp.path());
+  auto store = open_store(tmp.path);
   CHECK(*store->count_volumes() == kNames);
   for (int i = 0; i < kNames; ++i) {
     CHECK(store->find_volume_by_name(fmt::format("race-{}", i))->has_value());
@@ -533,7 +513,7 @@ TEST_CASE("state store: processes racing for one name: exactly one wins", "[stat
 TEST_CASE("state store: a burst's read connections are kept, then closed once idle",
           "[state_store]") {
   TempDir tmp;
-  auto store = open_store(tmp.path());
+  auto store = open_store(tmp.path);
   REQUIRE(store->insert_volume(make_volume("v1", "data")).is_ok());
 
   // Concurrent reads until more connections are pooled than are kept for good.

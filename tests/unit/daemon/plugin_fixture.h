@@ -2,25 +2,20 @@
 // in-process channel, with a Controller stub; everything removed at the end.
 #pragma once
 
-#include <stdlib.h>
-
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "csi.grpc.pb.h"
 #include "daemon/plugin.h"
+#include "unit/scratch_dir.h"
 
 namespace rosetctl::testing {
 
 struct PluginFixture {
   // `name` tells the scratch directories of different test files apart.
-  explicit PluginFixture(const std::string& name) {
-    std::string pattern = "/tmp/rosetctl-" + name + "-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    dir = pattern;
+  explicit PluginFixture(const std::string& name) : scratch(name), dir(scratch.path) {
     PluginOptions options;
     options.state_dir = dir + "/state";
     options.node_id = "node-a";
@@ -29,11 +24,6 @@ struct PluginFixture {
     plugin = std::move(*opened);
     REQUIRE(plugin->start(std::nullopt).is_ok());
     controller = csi::v1::Controller::NewStub(plugin->in_process_channel());
-  }
-  ~PluginFixture() {
-    controller.reset();
-    plugin.reset();
-    std::filesystem::remove_all(dir);
   }
   PluginFixture(const PluginFixture&) = delete;
 
@@ -54,6 +44,8 @@ struct PluginFixture {
   }
   PluginFixture& operator=(const PluginFixture&) = delete;
 
+  // Declared first, so removed last: after the plugin that writes in it has stopped.
+  ScratchDir scratch;
   std::string dir;
   std::unique_ptr<Plugin> plugin;
   std::unique_ptr<csi::v1::Controller::Stub> controller;

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "unit/scratch_dir.h"
+
 using rosetctl::AccessType;
 using rosetctl::Capability;
 using rosetctl::Code;
@@ -50,24 +52,7 @@ CreateVolumeSpec image_spec(int64_t bytes, std::vector<Capability> capabilities 
   return spec;
 }
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    char pattern[] = "/tmp/rosetctl-images-test-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::string images() const { return path_ + "/images"; }
-
- private:
-  std::string path_;
-};
+using rosetctl::testing::ScratchDir;
 
 int64_t free_bytes(const std::string& path) {
   struct statvfs fs;
@@ -151,7 +136,7 @@ TEST_CASE("plan_image checks sizes up front", "[image]") {
 
 TEST_CASE("ImageFiles creates sparse images of the exact size and removes them", "[image]") {
   ScratchDir dir;
-  ImageFiles files(dir.images(), /*overcommit=*/false);
+  ImageFiles files(dir / "images", /*overcommit=*/false);
   REQUIRE(files.create("local-a", 64 * kMiB));
   struct stat st;
   REQUIRE(::stat(files.image("local-a").c_str(), &st) == 0);
@@ -178,7 +163,7 @@ TEST_CASE("ImageFiles tells its images' volume ids from other paths", "[image]")
 
 TEST_CASE("ImageFiles grows images, marking the filesystem's growth first", "[image]") {
   ScratchDir dir;
-  ImageFiles files(dir.images(), false);
+  ImageFiles files(dir / "images", false);
   REQUIRE(files.create("local-g", 8 * kMiB));
   REQUIRE(files.grow("local-g", 16 * kMiB, /*filesystem_follows=*/true));
   struct stat st;
@@ -202,8 +187,8 @@ TEST_CASE("ImageFiles grows images, marking the filesystem's growth first", "[im
 
 TEST_CASE("the capacity policy counts the unwritten part of images as taken", "[image]") {
   ScratchDir dir;
-  ImageFiles strict(dir.images(), false);
-  ImageFiles overcommit(dir.images(), true);
+  ImageFiles strict(dir / "images", false);
+  ImageFiles overcommit(dir / "images", true);
   // Large enough to stand out from whatever else writes to this filesystem meanwhile.
   const int64_t promised = 2048 * kMiB;
   const int64_t slack = 512 * kMiB;
@@ -227,7 +212,7 @@ TEST_CASE("the capacity policy counts the unwritten part of images as taken", "[
 
 TEST_CASE("concurrent creates never promise more than is free", "[image]") {
   ScratchDir dir;
-  ImageFiles strict(dir.images(), false);
+  ImageFiles strict(dir / "images", false);
   auto available = strict.available_bytes();
   REQUIRE(available);
   // Room for three, with half an image of slack for whatever else writes to /tmp meanwhile.
@@ -246,7 +231,7 @@ TEST_CASE("concurrent creates never promise more than is free", "[image]") {
 
 TEST_CASE("ImageFiles names a filled image only once it is complete", "[image]") {
   ScratchDir dir;
-  ImageFiles files(dir.images(), /*overcommit=*/true);
+  ImageFiles files(dir / "images", /*overcommit=*/true);
   REQUIRE(files.create_filled("local-r", 8 * kMiB, /*filesystem_follows=*/true, [](int fd) {
     return ::pwrite(fd, "restored", 8, kMiB) == 8 ? Status::ok()
                                                   : Status(Code::kInternal, "write failed");
@@ -265,7 +250,7 @@ TEST_CASE("ImageFiles names a filled image only once it is complete", "[image]")
   CHECK_FALSE(exists(files.image("local-f")));
   CHECK_FALSE(files.grow_pending("local-f"));
   std::size_t entries = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.images())) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "images")) {
     (void)entry;
     ++entries;
   }
@@ -276,7 +261,7 @@ TEST_CASE("ImageFiles names a filled image only once it is complete", "[image]")
 
 TEST_CASE("a filling image's room is reserved for the whole fill", "[image]") {
   ScratchDir dir;
-  ImageFiles strict(dir.images(), false);
+  ImageFiles strict(dir / "images", false);
   auto before = strict.available_bytes();
   REQUIRE(before);
   // Large enough to stand out from whatever else writes to this filesystem meanwhile.
@@ -300,13 +285,13 @@ TEST_CASE("a filling image's room is reserved for the whole fill", "[image]") {
     return Status(Code::kDataLoss, "the source is damaged");
   });
   CHECK(failed.code() == Code::kDataLoss);
-  CHECK_FALSE(exists(dir.images() + "/local-g.reserved"));
+  CHECK_FALSE(exists(dir / "images/local-g.reserved"));
   CHECK_FALSE(exists(strict.image("local-g")));
-  CHECK_FALSE(exists(dir.images() + "/local-f.reserved"));  // the image holds the promise now
+  CHECK_FALSE(exists(dir / "images/local-f.reserved"));  // the image holds the promise now
   CHECK(exists(strict.image("local-f")));
 
   // A reservation left by a create that died (nobody holds its lock) is dropped.
-  std::string stale = dir.images() + "/local-dead.reserved";
+  std::string stale = dir / "images/local-dead.reserved";
   std::ofstream(stale).close();
   REQUIRE(::truncate(stale.c_str(), size) == 0);
   auto after = strict.available_bytes();

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "providers/iscsi/chap_records.h"
-#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/scratch_dir.h"
 
 using namespace rosetctl;
 using namespace rosetctl::iscsi;

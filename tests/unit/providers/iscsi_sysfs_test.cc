@@ -9,7 +9,7 @@
 
 #include "providers/iscsi/iscsi_node.h"
 #include "providers/iscsi/open_iscsi.h"
-#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/scratch_dir.h"
 
 using namespace rosetctl;
 using rosetctl::testing::ScratchDir;

@@ -2,8 +2,9 @@
 #include "providers/registry.h"
 
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <set>
+
+#include "unit/scratch_dir.h"
 
 using namespace rosetctl;
 
@@ -11,21 +12,13 @@ namespace {
 
 struct Scratch {
   Scratch() {
-    char pattern[] = "/tmp/rosetctl-registry-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    layout.root = pattern;
+    layout.root = dir.path;
     REQUIRE(layout.ensure_directories().is_ok());
     auto opened = StateStore::open(layout.root);
     REQUIRE(opened.has_value());
     store = std::move(*opened);
   }
-  ~Scratch() {
-    store.reset();
-    std::filesystem::remove_all(layout.root);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-
+  testing::ScratchDir dir;
   StateLayout layout;
   std::unique_ptr<StateStore> store;
 };

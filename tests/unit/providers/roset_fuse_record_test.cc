@@ -6,28 +6,12 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "providers/roset/fuse_record.h"
+#include "unit/scratch_dir.h"
 
-namespace {
-
-struct ScratchDir {
-  std::string path;
-  ScratchDir() {
-    char name[] = "/tmp/rosetctl-fuse-record-XXXXXX";
-    REQUIRE(::mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path); }
-};
-
-void write(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-}
-
-}  // namespace
+using rosetctl::testing::ScratchDir;
+using rosetctl::testing::write_file;
 
 TEST_CASE("removing a fuse's files removes temporaries a killed save left",
           "[roset][fuse_record]") {
@@ -39,8 +23,8 @@ TEST_CASE("removing a fuse's files removes temporaries a killed save left",
   rosetctl::FuseRecord record;
   REQUIRE(rosetctl::save_fuse_record(files, record));
   // What a kill between writing the temporary and renaming it leaves, for both files.
-  write(files.record() + ".0123abcd.tmp", "{}");
-  write(files.credentials() + ".89abcdef.tmp", "rsk_test_key\n");
+  write_file(files.record() + ".0123abcd.tmp", "{}");
+  write_file(files.credentials() + ".89abcdef.tmp", "rsk_test_key\n");
 
   REQUIRE(rosetctl::remove_fuse_files(files));
   CHECK_FALSE(std::filesystem::exists(files.dir));
@@ -50,8 +34,8 @@ TEST_CASE("removing a fuse's files leaves anything that is not its own", "[roset
   ScratchDir scratch;
   rosetctl::FuseFiles files{scratch.path + "/key"};
   REQUIRE(::mkdir(files.dir.c_str(), 0700) == 0);
-  write(files.dir + "/someone-elses.tmp", "keep");
-  write(files.record() + ".not-hex-at-all.tmp", "keep");
+  write_file(files.dir + "/someone-elses.tmp", "keep");
+  write_file(files.record() + ".not-hex-at-all.tmp", "keep");
   CHECK_FALSE(rosetctl::remove_fuse_files(files));
   CHECK(std::filesystem::exists(files.dir + "/someone-elses.tmp"));
   CHECK(std::filesystem::exists(files.record() + ".not-hex-at-all.tmp"));

@@ -11,7 +11,7 @@
 #include "core/commit_store/sha256.h"
 #include "core/commit_store/store_gc.h"
 #include "core/commit_store/store_verify.h"
-#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/core/commit_store/stored_object.h"
 
 using namespace rosetctl;
 using namespace rosetctl::testing;

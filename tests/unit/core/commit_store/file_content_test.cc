@@ -1,11 +1,13 @@
 // Tests for src/core/commit_store/file_content.cc: hashing and copying keep holes.
 #include "core/commit_store/file_content.h"
 
+#include <fcntl.h>
+
 #include <catch2/catch.hpp>
 
 #include "core/commit_store/sha256.h"
 #include "core/unique_fd.h"
-#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/scratch_dir.h"
 
 using namespace rosetctl;
 using rosetctl::testing::read_file;

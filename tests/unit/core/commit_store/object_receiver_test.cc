@@ -2,12 +2,13 @@
 // only when it hashes to its name, and a blob cut off halfway resumes from what was kept.
 #include "core/commit_store/object_receiver.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 
 #include "core/commit_store/sha256.h"
-#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/scratch_dir.h"
 
 using namespace rosetctl;
 using namespace rosetctl::testing;

@@ -1,11 +1,13 @@
 // Tests for src/core/commit_store/open_beneath.cc: nothing outside the tree can be reached.
 #include "core/commit_store/open_beneath.h"
 
+#include <fcntl.h>
+
 #include <catch2/catch.hpp>
 #include <cerrno>
 
 #include "core/unique_fd.h"
-#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/scratch_dir.h"
 
 using namespace rosetctl;
 using namespace rosetctl::testing;

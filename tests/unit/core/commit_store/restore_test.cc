@@ -9,6 +9,7 @@
 #include "core/commit_store/sha256.h"
 #include "core/commit_store/tree_diff.h"
 #include "unit/core/commit_store/sample_volume.h"
+#include "unit/core/commit_store/stored_object.h"
 
 using namespace rosetctl;
 using namespace rosetctl::testing;

@@ -1,10 +1,11 @@
 // A directory with one of everything a volume can hold, for commit/restore/clone tests.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
-#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/scratch_dir.h"
 
 namespace rosetctl::testing {
 

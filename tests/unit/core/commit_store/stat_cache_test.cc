@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/commit_store/sha256.h"
-#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/scratch_dir.h"
 
 using namespace rosetctl;
 using rosetctl::testing::ScratchDir;

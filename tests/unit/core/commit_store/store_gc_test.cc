@@ -5,7 +5,7 @@
 
 #include "core/commit_store/commit_directory.h"
 #include "core/commit_store/sha256.h"
-#include "unit/core/commit_store/scratch_dir.h"
+#include "unit/scratch_dir.h"
 
 using namespace rosetctl;
 using namespace rosetctl::testing;

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include "unit/scratch_dir.h"
+
 using rosetctl::CertificateAndKey;
 using rosetctl::CertificateDirectory;
 using rosetctl::Code;
@@ -22,17 +24,8 @@ using rosetctl::Status;
 
 namespace {
 
-struct ScratchTlsDir {
-  std::string path;
-  ScratchTlsDir() {
-    char pattern[] = "/tmp/rosetctl-tls-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path = pattern;
-  }
-  ~ScratchTlsDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
+struct ScratchTlsDir : rosetctl::testing::ScratchDir {
+  ScratchTlsDir() : ScratchDir("tls") {}
 };
 
 // Sets the umask for one scope.
