@@ -8,7 +8,8 @@ What counts as a path, in a `code span` outside fenced blocks:
 - `src/core/`, `tests/README.md`, `ansible/...`: from the top of the tree;
 - `core/validate.h`, `daemon/placement.cc`, `unit/...`: from src/ or tests/;
 - a bare `name.cc` or `local/`: in a folder the same table row, paragraph or list item (or its
-  section's heading) names, e.g. `validate.h` in the row of `src/core/`;
+  section's heading) names, e.g. `validate.h` in the row of `src/core/`, or at the top of the
+  tree or in proto/ (`README.md`, `rosetctl.proto`), which a paragraph names without its folder;
 - `core/run_program`: a module by its stem (a .h, .cc or .py of that name).
 Runtime names (`store/incoming/`, `/etc/rosetctl/config.toml`) name no source folder and are
 left alone. `name` (`file`) says the function or class `name` is in `file`."""
@@ -104,6 +105,7 @@ def problems_in(text: str, tree: Tree) -> list[str]:
         spans = SPAN.findall(heading) + SPAN.findall(block)
         # The folders this block (or its section's heading) names, for the bare names in it.
         folders: list[Path] = []
+        everywhere = [tree.root, tree.root / "proto"]
         for span in spans:
             if PATH.match(span):
                 found = [c for c in tree.candidates(span, folders) if c.is_dir()]
@@ -122,7 +124,7 @@ def problems_in(text: str, tree: Tree) -> list[str]:
                     problems.append(f"{where}: no such file or folder")
             elif FILE_NAME.match(span):
                 if folders:
-                    if not any((folder / span).exists() for folder in folders):
+                    if not any((folder / span).exists() for folder in folders + everywhere):
                         shown = ", ".join(str(f.relative_to(tree.root)) + "/" for f in folders)
                         problems.append(f"{where}: not in {shown}, the folders it is named with")
                 elif not tree.anywhere(span):
@@ -145,7 +147,7 @@ def test_the_check_finds_a_wrong_name():
     wrong = "\n\n".join([
         "| core | `src/core/` | `state_store.h`, `no_such_file.h` |",
         "See `src/daemon/gone.cc` and `core/gone.h`.",
-        "In `src/cli/`: `registry_client.h`.",
+        "In `src/cli/`: `registry_client.h`; from `proto/`'s `rosetctl.proto`, `csi.proto`.",
         "`no_such_function` (`core/validate.h`) and `escape_text` (`core/validate.h`).",
         "## Somewhere (`src/providers/`)\n\n`local/` and `nowhere/`.",
     ])
@@ -154,7 +156,8 @@ def test_the_check_finds_a_wrong_name():
                  "no_such_function", "nowhere/"):
         assert any(f"`{name}`" in problem for problem in found), (name, found)
     assert not any(f"`{name}`" in problem for problem in found
-                   for name in ("state_store.h", "src/core/", "local/", "escape_text"))
+                   for name in ("state_store.h", "src/core/", "local/", "escape_text", "rosetctl.proto",
+                                "csi.proto"))
     # Runtime names and RPC paths are not source paths.
     assert problems_in("Under the state dir: `trash/`, `store/incoming/`, "
                        "`Catalog/GetPublishSecrets`, `/etc/rosetctl/config.toml`.", tree) == []
