@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include "core/private_file.h"
-#include "unit/core/commit_store/scratch_dir.h"
 #include "unit/root_tests.h"
+#include "unit/scratch_dir.h"
 
 using rosetctl::Code;
 using rosetctl::read_private_file;
