@@ -112,6 +112,28 @@ TEST_CASE("run_program keeps at most kMaxCapturedBytes of output and still finis
   ProgramResult result = run_sh("head -c 1000000 /dev/zero");
   CHECK(result.out.size() == ProgramResult::kMaxCapturedBytes);
   CHECK(result.succeeded());
+  // Said, so that a caller that parses the output does not take the start for the whole.
+  CHECK(result.out_cut);
+  CHECK_FALSE(result.err_cut);
+}
+
+TEST_CASE("run_program keeps as much output as its caller asks for, and says when it kept all",
+          "[run_program]") {
+  auto whole = run_program({sh(), "-c", "head -c 1000000 /dev/zero; head -c 70000 /dev/zero >&2"},
+                           10s, 2 * 1000 * 1000);
+  REQUIRE(whole);
+  CHECK(whole->out.size() == 1000000);
+  CHECK_FALSE(whole->out_cut);
+  CHECK(whole->err.size() == 70000);
+  CHECK_FALSE(whole->err_cut);
+  auto exact = run_program({sh(), "-c", "head -c 4096 /dev/zero"}, 10s, 4096);
+  REQUIRE(exact);
+  CHECK(exact->out.size() == 4096);
+  CHECK_FALSE(exact->out_cut);
+  auto over = run_program({sh(), "-c", "head -c 4097 /dev/zero >&2"}, 10s, 4096);
+  REQUIRE(over);
+  CHECK(over->err.size() == 4096);
+  CHECK(over->err_cut);
 }
 
 TEST_CASE("run_program names a program that cannot be started", "[run_program]") {
