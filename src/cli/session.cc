@@ -135,12 +135,16 @@ std::string nothing_to_delete(const Session& session, std::string_view what,
   return fmt::format("{} \"{}\" does not exist on this host; nothing deleted here", what, name);
 }
 
-Status with_only_this_host_hint(const Session& session, Status status) {
+Status with_only_this_host_hint(const Session& session, Status status, const char* hint) {
   if (status.code() != Code::kNotFound || is_ambiguous_name(status) ||
       !session.sees_only_this_host()) {
     return status;
   }
-  return error(Code::kNotFound, "{} ({})", status.message(), kOnlyThisHostHint);
+  return error(Code::kNotFound, "{} ({})", status.message(), hint);
+}
+
+void note_only_this_host(const Session& session, const char* hint) {
+  if (session.sees_only_this_host()) std::fprintf(stderr, "rosetctl: note: %s\n", hint);
 }
 
 }  // namespace rosetctl::cli

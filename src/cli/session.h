@@ -50,9 +50,21 @@ inline constexpr const char* kOnlyThisHostHint =
     "without --controller this CLI sees only this host's own volumes and snapshots; "
     "--controller ADDRESS (or `controller` in the configuration file) reaches the controller's";
 
-// NOT_FOUND `status` with kOnlyThisHostHint added when `session` sees only this host; any other
-// status as it is.
-Status with_only_this_host_hint(const Session& session, Status status);
+// The same for the node registry: without --controller, `node list` and `node show` read this
+// host's own (a node's: what its own CLI registered), never the controller's.
+inline constexpr const char* kOnlyThisRegistryHint =
+    "without --controller this CLI reads this host's own node registry, not the controller's; "
+    "--controller ADDRESS (or `controller` in the configuration file) reaches the controller's";
+
+// NOT_FOUND `status` with `hint` added when `session` sees only this host; any other status as
+// it is.
+Status with_only_this_host_hint(const Session& session, Status status,
+                                const char* hint = kOnlyThisHostHint);
+
+// A whole list (`volume list`, `snapshot list`, `node list`) or an entry read from this host's
+// own store while `session` sees only this host: says so on stderr, in JSON output too (stdout
+// stays the list), so that nobody takes this host's part for the cluster's.
+void note_only_this_host(const Session& session, const char* hint = kOnlyThisHostHint);
 
 // What `volume delete` and `snapshot delete` say of a `what` ("volume", "snapshot") that is not
 // found: done already (exit 0, as CSI's DeleteVolume of an unknown id), but where the CLI sees
