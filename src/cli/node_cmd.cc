@@ -208,8 +208,9 @@ void setup_node_registry(CLI::App& node, const GlobalOptions& globals, Action& a
 
   CLI::App* list = node.add_subcommand("list", "List the nodes registered with the controller");
   list->footer(
-      "Without --controller: this host's own registry, not the controller's (a note on stderr\n"
-      "says so, in JSON output too).\n\nExample:\n  rosetctl node list -o json");
+      "Without --controller: this host's own registry. On a node host (one whose serve runs\n"
+      "with --controller) a note on stderr, in JSON output too, names its controller.\n\n"
+      "Example:\n  rosetctl node list -o json");
   list->callback([&globals, &action] { action = [&globals] { return run_node_list(globals); }; });
 
   auto show_options = std::make_shared<NodeOptions>();

@@ -155,7 +155,7 @@ Status ask_for_provider(const GlobalOptions& globals,
 }
 
 // An iscsi volume is made on the host whose tgtd exports it, the controller host. A CLI that sees
-// only this host (a node's or a consumer's own, without --controller) makes it here, with this
+// only this node host's store (its own, without --controller) makes it here, with this
 // host's tgtd: one that does not answer is most often the wrong host, so the message says which.
 Status with_target_host_hint(const Session& session, const GlobalOptions& globals,
                              const csi::v1::CreateVolumeRequest& request, Status status) {
@@ -449,7 +449,8 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
   CLI::App* list = volume->add_subcommand("list", "List volumes with where they are connected");
   list->footer(
       "With --controller: every volume the controller's view holds (its host's and its nodes').\n"
-      "Without: this host's own store alone, and a note on stderr (in JSON output too) says so.");
+      "Without: this host's own store. On a node host (one whose serve runs with --controller)\n"
+      "a note on stderr, in JSON output too, says so and names its controller.");
   list->callback([&globals, &action] { action = [&globals] { return run_list(globals); }; });
 
   auto show_options = std::make_shared<VolumeOptions>();
