@@ -124,7 +124,14 @@ std::string seconds(std::chrono::milliseconds duration) {
 
 std::string ProgramResult::describe() const {
   // A program's output is outside text: escaped, it cannot add lines to a message or log.
-  std::string detail = escape_text(last_line(err.empty() ? out : err));
+  // Past the capture limit, the last line kept is not the program's last (its error, for
+  // iscsiadm and tgtadm, comes at the end): say so rather than quote a line from the middle.
+  bool from_err = !err.empty();
+  std::string detail =
+      (from_err ? err_cut : out_cut)
+          ? fmt::format("its {} ran past the {} bytes rosetctl reads, and its last line with it",
+                        from_err ? "error output" : "output", from_err ? err.size() : out.size())
+          : escape_text(last_line(from_err ? err : out));
   std::string head = signal != 0 ? fmt::format("killed by signal {}", signal)
                                  : fmt::format("exit code {}", exit_code);
   return detail.empty() ? head : fmt::format("{}: {}", head, detail);

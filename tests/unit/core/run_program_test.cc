@@ -117,6 +117,19 @@ TEST_CASE("run_program keeps at most kMaxCapturedBytes of output and still finis
   CHECK_FALSE(result.err_cut);
 }
 
+TEST_CASE("a program whose report was cut is not quoted by a line from its middle",
+          "[run_program]") {
+  // iscsiadm, tgtadm: the error comes last, after what may be a long report.
+  ProgramResult result = run_sh(
+      "head -c 100000 /dev/zero | tr '\\0' x >&2; echo >&2; "
+      "echo the real error >&2; exit 4");
+  REQUIRE(result.err_cut);
+  CHECK(result.describe() ==
+        "exit code 4: its error output ran past the 65536 bytes rosetctl reads, and its last "
+        "line with it");
+  CHECK(run_sh("echo the real error >&2; exit 4").describe() == "exit code 4: the real error");
+}
+
 TEST_CASE("run_program keeps as much output as its caller asks for, and says when it kept all",
           "[run_program]") {
   auto whole = run_program({sh(), "-c", "head -c 1000000 /dev/zero; head -c 70000 /dev/zero >&2"},
