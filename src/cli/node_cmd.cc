@@ -103,6 +103,7 @@ Status run_node_register(const GlobalOptions& globals, const NodeOptions& option
   }
   ROSETCTL_RETURN_IF_ERROR(registered);
   print_object(globals.output, node_json(response.node()), node_fields());
+  note_only_this_host(**session, kOnlyThisRegistryHint);
   return Status::ok();
 }
 
@@ -120,6 +121,7 @@ Status run_node_list(const GlobalOptions& globals) {
   for (const v1::Node& node : response.nodes())
     items.push_back(node_json(node));
   print_list(globals.output, items, node_columns());
+  note_only_this_host(**session, kOnlyThisRegistryHint);
   return Status::ok();
 }
 
@@ -134,9 +136,11 @@ Status run_node_show(const GlobalOptions& globals, const NodeOptions& options) {
   v1::GetNodeRequest request;
   request.set_node_id(options.node_id);
   v1::GetNodeResponse response;
-  ROSETCTL_RETURN_IF_ERROR(
-      (*session)->client().registry(&v1::Registry::Stub::GetNode, request, &response));
+  ROSETCTL_RETURN_IF_ERROR(with_only_this_host_hint(
+      **session, (*session)->client().registry(&v1::Registry::Stub::GetNode, request, &response),
+      kOnlyThisRegistryHint));
   print_object(globals.output, node_json(response.node()), node_fields());
+  note_only_this_host(**session, kOnlyThisRegistryHint);
   return Status::ok();
 }
 
@@ -158,6 +162,7 @@ Status run_node_remove(const GlobalOptions& globals, const NodeOptions& options)
                  fmt::format("{}", fmt::join(published, ", ")).c_str(), options.node_id.c_str(),
                  options.node_id.c_str());
   }
+  if (!response.removed()) note_only_this_host(**session, kOnlyThisRegistryHint);
   print_line_or_json(
       globals.output,
       response.removed()
@@ -202,7 +207,10 @@ void setup_node_registry(CLI::App& node, const GlobalOptions& globals, Action& a
   });
 
   CLI::App* list = node.add_subcommand("list", "List the nodes registered with the controller");
-  list->footer("Example:\n  rosetctl node list -o json");
+  list->footer(
+      "Without --controller: this host's own registry. On a node host (one whose serve runs\n"
+      "with --controller) a note on stderr, in JSON output too, names its controller.\n\n"
+      "Example:\n  rosetctl node list -o json");
   list->callback([&globals, &action] { action = [&globals] { return run_node_list(globals); }; });
 
   auto show_options = std::make_shared<NodeOptions>();

@@ -3,6 +3,7 @@
 
 #include "cli/config_file.h"
 #include "cli/node_announce.h"
+#include "cli/node_marker.h"
 #include "cli/serve_enroll.h"
 #include "cli/session.h"
 #include "cluster/node_heartbeat.h"
@@ -101,6 +102,17 @@ Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
   auto enrollment = start_enrollment(options.enroll, globals, options.role,
                                      answering_server((*plugin)->options()));
   if (!enrollment) return enrollment.status();
+  // Whether this state directory is a node's, for this host's CLI without --controller (it
+  // then says its lists are this host's alone, naming the controller). Not fatal: serving
+  // matters more than that note.
+  const std::string& state_dir = (*plugin)->layout().root;
+  if (Status recorded =
+          globals.controller.empty()
+              ? remove_node_marker(state_dir)
+              : write_node_marker(state_dir, {(*plugin)->options().node_id, globals.controller});
+      !recorded) {
+    spdlog::warn("{}", escape_text(recorded.message()));
+  }
   std::unique_ptr<NodeHeartbeat> heartbeat;
   if (!globals.controller.empty()) {
     auto registration = node_registration((*plugin)->options().node_id, advertise);

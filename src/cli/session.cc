@@ -122,25 +122,39 @@ Expected<std::unique_ptr<Session>> Session::open(const GlobalOptions& options) {
     ROSETCTL_RETURN_IF_ERROR(validate_node_id(options.on_node, "--on-node"));
     session->client_->set_proxy_node(options.on_node);
   }
-  session->only_this_host_ = !controller && for_nodes->certificate.empty();
+  if (!controller && for_nodes->certificate.empty())
+    session->node_of_ = read_node_marker((*plugin)->layout().root);
   session->plugin_ = std::move(*plugin);
   return session;
+}
+
+std::string only_this_host_text(const Session& session, const char* hint) {
+  const auto& node_of = session.node_of();
+  if (!node_of) return "";
+  // Both fields were validated when read (a node id, a HOST:PORT): nothing to escape.
+  return fmt::format("this host is node \"{}\" of controller {}; {}", node_of->node_id,
+                     node_of->controller, hint);
 }
 
 std::string nothing_to_delete(const Session& session, std::string_view what,
                               std::string_view name) {
   if (!session.sees_only_this_host())
     return fmt::format("{} \"{}\" does not exist; nothing to delete", what, name);
-  std::fprintf(stderr, "rosetctl: note: %s\n", kOnlyThisHostHint);
+  note_only_this_host(session);
   return fmt::format("{} \"{}\" does not exist on this host; nothing deleted here", what, name);
 }
 
-Status with_only_this_host_hint(const Session& session, Status status) {
+Status with_only_this_host_hint(const Session& session, Status status, const char* hint) {
   if (status.code() != Code::kNotFound || is_ambiguous_name(status) ||
       !session.sees_only_this_host()) {
     return status;
   }
-  return error(Code::kNotFound, "{} ({})", status.message(), kOnlyThisHostHint);
+  return error(Code::kNotFound, "{} ({})", status.message(), only_this_host_text(session, hint));
+}
+
+void note_only_this_host(const Session& session, const char* hint) {
+  if (session.sees_only_this_host())
+    std::fprintf(stderr, "rosetctl: note: %s\n", only_this_host_text(session, hint).c_str());
 }
 
 }  // namespace rosetctl::cli

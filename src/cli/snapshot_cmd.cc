@@ -162,6 +162,7 @@ Status run_list(const GlobalOptions& globals, const SnapshotOptions& options) {
       items.push_back(snapshot_json(record));
   }
   print_list(globals.output, items, snapshot_columns());
+  note_only_this_host(**session);
   return Status::ok();
 }
 

@@ -191,7 +191,12 @@ void setup_snapshot_store(CLI::App& snapshot, const GlobalOptions& globals, Acti
   CLI::App* verify = snapshot.add_subcommand(
       "verify", "Re-hash snapshots' stored data and report anything missing or corrupt");
   verify->add_option("snapshot", verify_options->snapshots, "Snapshots to check (default: all)");
-  verify->footer("Exits 1 when a problem is found; notes (harmless leftovers) do not fail it.");
+  verify->footer(
+      "Exits 1 when a problem is found; notes (harmless leftovers) do not fail it.\n"
+      "A snapshot named is verified where it is stored: one on a node by that node (the\n"
+      "controller forwards the call; problems found there name the node). With none named:\n"
+      "every snapshot of the store of the host that answers (with --controller, the controller\n"
+      "host's). An admin's or a controller's certificate may verify; a node's may not.");
   verify->callback([&globals, &action, verify_options] {
     action = [&globals, verify_options] { return run_verify(globals, *verify_options); };
   });

@@ -154,6 +154,22 @@ Status ask_for_provider(const GlobalOptions& globals,
   return Status::ok();
 }
 
+// An iscsi volume is made on the host whose tgtd exports it, the controller host. A CLI that sees
+// only this node host's store (its own, without --controller) makes it here, with this
+// host's tgtd: one that does not answer is most often the wrong host, so the message says which.
+Status with_target_host_hint(const Session& session, const GlobalOptions& globals,
+                             const csi::v1::CreateVolumeRequest& request, Status status) {
+  if (status.code() != Code::kUnavailable || !session.sees_only_this_host()) return status;
+  auto named = request.parameters().find("provider");
+  if ((named != request.parameters().end() ? named->second : globals.provider) != "iscsi")
+    return status;
+  return error(Code::kUnavailable,
+               "{}; without --controller this CLI makes iscsi volumes on this host, with this "
+               "host's tgtd: where tgtd runs on the controller host, run it with --controller "
+               "ADDRESS (or `controller` in the configuration file)",
+               status.message());
+}
+
 Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
   csi::v1::CreateVolumeRequest request;
   request.set_name(options.name);
@@ -189,10 +205,12 @@ Status run_create(const GlobalOptions& globals, const CreateOptions& options) {
   if (!block_source) return block_source.status();
   ROSETCTL_RETURN_IF_ERROR(apply_kind(options, *block_source, &request));
   csi::v1::CreateVolumeResponse response;
-  ROSETCTL_RETURN_IF_ERROR((*session)->client().controller(
-      &csi::v1::Controller::Stub::CreateVolume, request, &response,
-      request.has_volume_content_source() ? CsiClient::kDataCallDeadline
-                                          : CsiClient::kCallDeadline));
+  ROSETCTL_RETURN_IF_ERROR(with_target_host_hint(
+      **session, globals, request,
+      (*session)->client().controller(&csi::v1::Controller::Stub::CreateVolume, request, &response,
+                                      request.has_volume_content_source()
+                                          ? CsiClient::kDataCallDeadline
+                                          : CsiClient::kCallDeadline)));
   auto info = resolve_volume(**session, response.volume().volume_id());
   if (!info) return info.status();
   return print_volume(**session, globals.output, *info);
@@ -219,6 +237,7 @@ Status run_list(const GlobalOptions& globals) {
     items.push_back(std::move(item));
   print_list(globals.output, items, volume_columns());
   if (!items.empty()) note_unreachable(globals.output, items.front());
+  note_only_this_host(**session);
   return Status::ok();
 }
 
@@ -428,6 +447,10 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
   });
 
   CLI::App* list = volume->add_subcommand("list", "List volumes with where they are connected");
+  list->footer(
+      "With --controller: every volume the controller's view holds (its host's and its nodes').\n"
+      "Without: this host's own store. On a node host (one whose serve runs with --controller)\n"
+      "a note on stderr, in JSON output too, says so and names its controller.");
   list->callback([&globals, &action] { action = [&globals] { return run_list(globals); }; });
 
   auto show_options = std::make_shared<VolumeOptions>();

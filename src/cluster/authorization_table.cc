@@ -74,8 +74,10 @@ const std::vector<MethodAccess> kTable = {
     {"/rosetctl.v1.Catalog/FindSnapshot", kEveryRole, kPlacing, kOwnNodes, "a snapshot by name"},
     {"/rosetctl.v1.Catalog/ListSnapshotDetails", kEveryRole, kPlacing, kOwnNodes, "by volume id"},
     {"/rosetctl.v1.Catalog/DiffSnapshots", kEveryRole, kPlacing, kOwnNodes, "by snapshot id"},
-    {"/rosetctl.v1.Catalog/VerifySnapshots", kAdminsAndControllers, kNobody, kOwnNodes,
-     "re-reads the controller host's store: an operator's"},
+    // Re-reading stored data is an operator's; a node re-reads its snapshots for its controller,
+    // which forwards an operator's call there (catalog_everywhere.cc), as it does diffs.
+    {"/rosetctl.v1.Catalog/VerifySnapshots", kAdminsAndControllers, kPlacing, kOwnNodes,
+     "re-reads the snapshots' stored data: an operator's"},
     {"/rosetctl.v1.Catalog/CollectGarbage", kAdminsAndControllers, kNobody, kOwnNodes,
      "the controller host's store: an operator's"},
     // A node's CHAP secrets: only its own (the request's node_id is the caller), and only of a

@@ -3,7 +3,7 @@
 // certificate roles may call it where a controller answers and where a node answers, and how a
 // node's certificate binds to the request. It is data: cluster/authorization.cc enforces it for
 // every call in one server interceptor before any handler runs, docs/SECURITY.md prints it
-// (tests/unit/daemon/authorization_table_test.cc checks the two agree), and a method that is
+// (tests/unit/cluster/authorization_test.cc checks the two agree), and a method that is
 // not in it is refused, whoever calls (default deny).
 //
 // Callers on the unix socket and the CLI's in-process channel are this host ("local") and may

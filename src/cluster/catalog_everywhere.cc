@@ -1,7 +1,8 @@
 // The Catalog's combined view (catalog_service.h): a lookup by placed id goes to the node the id
 // names, as the CSI calls on such ids do (NodeControllers, which localizes the ids on the way
 // there and places them on the way back); a lookup by name or commit asks this host and every
-// node the caller may see, and takes the one answer or names each candidate.
+// node the caller may see, and takes the one answer or names each candidate. Diffs and
+// verifications of a node's snapshots run on that node, as the same Catalog call.
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -279,6 +280,43 @@ Status CatalogService::diff(const grpc::CallbackServerContext& call,
   asked.set_to(to->local_id);
   return nodes_.call(from->node, &v1::Catalog::Stub::DiffSnapshots, asked, response,
                      Code::kNotFound, NodeControllers::kDataPatience);
+}
+
+Status CatalogService::verify(const grpc::CallbackServerContext& call,
+                              const v1::VerifySnapshotsRequest& request,
+                              v1::VerifySnapshotsResponse* response) {
+  // Nothing named: this host's whole store (each node verifies its own the same way).
+  if (request.references().empty()) return verify_here(request, response);
+  // The snapshots named, by the host each is on ("" for this one), with their ids there: a
+  // node's are re-read by that node, the same call over the channel CSI calls on it take.
+  std::map<std::string, v1::VerifySnapshotsRequest> by_node;
+  for (const std::string& reference : request.references()) {
+    auto located = locate_snapshot(call, reference);
+    if (!located) return located.status();
+    by_node[located->node].add_references(located->local_id);
+  }
+  std::vector<std::string> damaged;
+  for (const auto& [node, asked] : by_node) {
+    v1::VerifySnapshotsResponse part;
+    ROSETCTL_RETURN_IF_ERROR(node.empty() ? verify_here(asked, &part)
+                                          : nodes_.call(node, &v1::Catalog::Stub::VerifySnapshots,
+                                                        asked, &part, Code::kNotFound,
+                                                        NodeControllers::kDataPatience));
+    response->set_snapshots(response->snapshots() + part.snapshots());
+    response->set_objects(response->objects() + part.objects());
+    response->set_bytes(response->bytes() + part.bytes());
+    // What a node found is said with where: the same object may be fine on another host.
+    std::string where = node.empty() ? "" : fmt::format("on {}: ", host_text(node));
+    for (const std::string& problem : part.problems())
+      response->add_problems(where + problem);
+    for (const std::string& note : part.notes())
+      response->add_notes(where + note);
+    damaged.insert(damaged.end(), part.damaged().begin(), part.damaged().end());
+  }
+  std::sort(damaged.begin(), damaged.end());
+  for (std::string& name : damaged)
+    response->add_damaged(std::move(name));
+  return Status::ok();
 }
 
 }  // namespace rosetctl

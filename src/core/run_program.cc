@@ -85,14 +85,15 @@ class SpawnSetup {
   posix_spawn_file_actions_t actions_;
 };
 
-// Appends what is readable on `fd`; false once it reached end of file.
-bool drain(int fd, std::string* into) {
+// Appends what is readable on `fd` to `into`, up to `limit` bytes in all (`cut` set when more
+// came); false once it reached end of file.
+bool drain(int fd, std::string* into, size_t limit, bool* cut) {
   char buffer[8192];
   ssize_t got = ::read(fd, buffer, sizeof(buffer));
   if (got < 0) return errno == EINTR || errno == EAGAIN;
   if (got == 0) return false;
-  size_t room =
-      ProgramResult::kMaxCapturedBytes - std::min(into->size(), ProgramResult::kMaxCapturedBytes);
+  size_t room = limit - std::min(into->size(), limit);
+  if (static_cast<size_t>(got) > room) *cut = true;
   into->append(buffer, std::min(room, static_cast<size_t>(got)));
   return true;
 }
@@ -123,7 +124,14 @@ std::string seconds(std::chrono::milliseconds duration) {
 
 std::string ProgramResult::describe() const {
   // A program's output is outside text: escaped, it cannot add lines to a message or log.
-  std::string detail = escape_text(last_line(err.empty() ? out : err));
+  // Past the capture limit, the last line kept is not the program's last (its error, for
+  // iscsiadm and tgtadm, comes at the end): say so rather than quote a line from the middle.
+  bool from_err = !err.empty();
+  std::string detail =
+      (from_err ? err_cut : out_cut)
+          ? fmt::format("its {} ran past the {} bytes rosetctl reads, and its last line with it",
+                        from_err ? "error output" : "output", from_err ? err.size() : out.size())
+          : escape_text(last_line(from_err ? err : out));
   std::string head = signal != 0 ? fmt::format("killed by signal {}", signal)
                                  : fmt::format("exit code {}", exit_code);
   return detail.empty() ? head : fmt::format("{}: {}", head, detail);
@@ -153,7 +161,7 @@ Expected<std::string> find_program(std::string_view name, std::string_view packa
 }
 
 Expected<ProgramResult> run_program(const std::vector<std::string>& argv,
-                                    std::chrono::milliseconds timeout) {
+                                    std::chrono::milliseconds timeout, size_t max_captured) {
   if (argv.empty()) return error(Code::kInvalidArgument, "run_program: empty argv");
   const std::string& program = argv.front();
   int out_pipe[2];
@@ -203,8 +211,10 @@ Expected<ProgramResult> run_program(const std::vector<std::string>& argv,
       return errno_status(err, fmt::format("cannot read the output of \"{}\"", program));
     }
     if (ready <= 0) continue;
-    if (out_open && fds[0].revents != 0) out_open = drain(out_read.get(), &result.out);
-    if (err_open && fds[1].revents != 0) err_open = drain(err_read.get(), &result.err);
+    if (out_open && fds[0].revents != 0)
+      out_open = drain(out_read.get(), &result.out, max_captured, &result.out_cut);
+    if (err_open && fds[1].revents != 0)
+      err_open = drain(err_read.get(), &result.err, max_captured, &result.err_cut);
   }
   int status = 0;
   if (timed_out || !wait_until(pid, deadline, &status)) {

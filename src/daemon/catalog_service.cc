@@ -72,7 +72,7 @@ grpc::ServerUnaryReactor* CatalogService::VerifySnapshots(Request* call,
                                                           const v1::VerifySnapshotsRequest* request,
                                                           v1::VerifySnapshotsResponse* response) {
   return answer(handlers_, call, "VerifySnapshots", request, response,
-                [=, this] { return verify(*request, response); });
+                [=, this] { return verify(*call, *request, response); });
 }
 
 grpc::ServerUnaryReactor* CatalogService::CollectGarbage(Request* call,
@@ -162,8 +162,8 @@ Status CatalogService::diff_here(const std::string& from_reference, const std::s
   return Status::ok();
 }
 
-Status CatalogService::verify(const v1::VerifySnapshotsRequest& request,
-                              v1::VerifySnapshotsResponse* response) {
+Status CatalogService::verify_here(const v1::VerifySnapshotsRequest& request,
+                                   v1::VerifySnapshotsResponse* response) {
   std::vector<SnapshotRecord> records;
   if (request.references().empty()) {
     auto all = context_.store.list_snapshots("", 0);

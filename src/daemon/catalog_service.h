@@ -71,6 +71,8 @@ class CatalogService final : public v1::Catalog::CallbackService {
                         v1::ListSnapshotDetailsResponse* response);
   Status diff(const grpc::CallbackServerContext& call, const v1::DiffSnapshotsRequest& request,
               v1::DiffSnapshotsResponse* response);
+  Status verify(const grpc::CallbackServerContext& call, const v1::VerifySnapshotsRequest& request,
+                v1::VerifySnapshotsResponse* response);
 
   // catalog_service.cc: this host's own store.
   Status find_volume_here(const std::string& name_or_id, v1::FindVolumeResponse* response);
@@ -80,7 +82,8 @@ class CatalogService final : public v1::Catalog::CallbackService {
                              std::vector<v1::SnapshotDetails>* out);
   Status diff_here(const std::string& from, const std::string& to,
                    v1::DiffSnapshotsResponse* response);
-  Status verify(const v1::VerifySnapshotsRequest& request, v1::VerifySnapshotsResponse* response);
+  Status verify_here(const v1::VerifySnapshotsRequest& request,
+                     v1::VerifySnapshotsResponse* response);
   Status collect(const v1::CollectGarbageRequest& request, v1::CollectGarbageResponse* response);
 
   ServiceContext& context_;

@@ -51,19 +51,18 @@ class Cell:
     exit: int  # the exit code expected; 0: works, and its effect is asserted
     fragment: str = ""  # a refusal: a part of stderr the test asserts; works: a note; both in the docs
     elsewhere: str = ""  # not walked by test_seat_matrix.py: where it is checked instead
-    gap: str = ""  # a known shortcoming of this cell's answer (shown in the docs; issue 32)
 
 
-def ok(note: str = "", gap: str = "") -> tuple:
-    return (0, note, "", gap)
+def ok(note: str = "") -> tuple:
+    return (0, note, "")
 
 
-def refused(code: int, fragment: str, gap: str = "") -> tuple:
-    return (code, fragment, "", gap)
+def refused(code: int, fragment: str) -> tuple:
+    return (code, fragment, "")
 
 
 def elsewhere(why: str) -> tuple:
-    return (0, "", why, "")
+    return (0, "", why)
 
 
 OK = ok()
@@ -73,6 +72,8 @@ ON_CONTROLLER = ("dir", "image", "roset", "iscsi")  # kinds the controller host 
 # Refusals several rows share.
 # The node's own CLI: not found in its store, and it says --controller reaches the controller's.
 ONLY_THIS_HOST = "sees only this host's own volumes and snapshots; --controller ADDRESS"
+# The same for its node registry (node list, show, register, remove).
+ONLY_THIS_REGISTRY = "reads this host's own node registry, not the controller's; --controller ADDRESS"
 NOT_HERE = refused(3, ONLY_THIS_HOST)
 NO_SNAPSHOT_HERE = refused(3, ONLY_THIS_HOST)
 NOT_CONNECTED = refused(5, "is not connected on this node; connect it")
@@ -91,8 +92,11 @@ ROSET_NOT_MUTABLE = refused(2, "volumes of provider \"roset\" have no parameters
 ROSET_NO_DIFF = refused(9, "provider \"roset\" does not support snapshots")
 NOTHING_CONNECTED = ok("nothing was connected there: says so")
 OWN_STORE = ok("made in consumer-a's own store, not on the controller host")
-NOT_LISTED_HERE = ok("consumer-a's own store: the controller host's volumes are not in it",
-                     gap="does not say so: run it with --controller")
+# Its whole lists are of its own store: a note on stderr (JSON output too) says so and names
+# --controller (checked).
+NOT_LISTED_HERE = ok("consumer-a's own store: the controller host's volumes are not in it; a note "
+                     "says so and names --controller")
+LISTED_HERE = ok("a note says the list is this host's own and names --controller")
 # Exit 0 as CSI's DeleteVolume of an unknown id; the words (checked) say it looked only here.
 NOTHING_TO_DELETE = ok("not in this host's store: deletes nothing; says it looked only on this host "
                        "and names --controller")
@@ -103,8 +107,7 @@ def row(controller, consumer, admin, on_node, node) -> tuple:
 
 
 # (verb, kind) -> one outcome per seat, in SEATS' order. Filled from what the walk found (see
-# test_seat_matrix.py's ROSETCTL_SEAT_MATRIX_RECORD) and judged: each refusal names the fix, or
-# its gap says what it lacks.
+# test_seat_matrix.py's ROSETCTL_SEAT_MATRIX_RECORD) and judged: each refusal names the fix.
 TABLE: dict[tuple[str, str], tuple[tuple, ...]] = {}
 
 
@@ -113,7 +116,7 @@ def _volume_rows() -> None:
         here = NOT_HERE if kind in ON_CONTROLLER else OK  # the node seat: consumer-a's own store
         own = kind in ON_CONTROLLER
         TABLE[("volume create", kind)] = row(OK, OK, OK, OK, OWN_STORE if own else OK)
-        TABLE[("volume list", kind)] = row(OK, OK, OK, OK, NOT_LISTED_HERE if own else OK)
+        TABLE[("volume list", kind)] = row(OK, OK, OK, OK, NOT_LISTED_HERE if own else LISTED_HERE)
         for verb in ("show", "expand"):
             TABLE[(f"volume {verb}", kind)] = row(OK, OK, OK, OK, here)
         TABLE[("volume delete", kind)] = row(OK, OK, OK, OK, OK if kind == "placed" else NOTHING_TO_DELETE)
@@ -152,10 +155,9 @@ def _snapshot_rows() -> None:
         TABLE[("snapshot diff", kind)] = (row(OK, OK, OK, OK, here) if kind != "roset"
                                           else row(*(ROSET_NO_DIFF,) * 4, here))
         if kind == "placed":
-            not_verified = refused(3, "no snapshot has the", gap="verify looks in the controller host's store only; "
-                                   "a node's snapshots are verified on that node (`snapshot verify` there)")
-            TABLE[("snapshot verify", kind)] = row(not_verified, NODE_MAY_NOT_ON_CONTROLLER, not_verified,
-                                                   not_verified, OK)
+            on_its_node = ok("verified by consumer-a: the controller forwards the call")
+            TABLE[("snapshot verify", kind)] = row(on_its_node, NODE_MAY_NOT_ON_CONTROLLER, on_its_node,
+                                                   on_its_node, OK)
         else:
             TABLE[("snapshot verify", kind)] = row(OK, NODE_MAY_NOT_ON_CONTROLLER, OK, OK, here)
         if kind == "roset":
@@ -173,18 +175,19 @@ def _snapshot_rows() -> None:
 
 
 def _node_rows() -> None:
-    own = "this host's own registry: consumer-b is not in it"
+    own = "this host's own registry: consumer-b is not in it; a note says so and names --controller"
     TABLE[("node info", "-")] = row(OK, OK, OK, OK, OK)
     # Without --address, a registration keeps the address the node's serve registered (checked).
     kept = ok("keeps the address the node's serve registered")
     TABLE[("node register", "-")] = row(kept, kept, kept, refused(2, "so it takes no --on-node: node \"consumer-b\" "
-                                                                  "registers itself"), OK)
-    TABLE[("node list", "-")] = row(OK, OK, OK, OK, ok(own, gap="not the controller's registry: run it with --controller"))
-    TABLE[("node show", "-")] = row(OK, NODE_ACTS_FOR_ITSELF, OK, OK,
-                                    refused(3, "is not registered with this controller",
-                                            gap="answers from this host's own registry: run it with --controller"))
+                                                                  "registers itself"),
+                                        ok("in this host's own registry, not the controller's; a note says so "
+                                           "and names --controller"))
+    TABLE[("node list", "-")] = row(OK, OK, OK, OK, ok(own))
+    TABLE[("node show", "-")] = row(OK, NODE_ACTS_FOR_ITSELF, OK, OK, refused(3, ONLY_THIS_REGISTRY))
     TABLE[("node remove", "-")] = row(OK, NODE_ACTS_FOR_ITSELF, OK, OK,
-                                      ok("removes from this host's own registry: not there, says so"))
+                                      ok("removes from this host's own registry: not there, says so and "
+                                         "names --controller"))
 
 
 _volume_rows()
@@ -196,8 +199,10 @@ def _iscsi_rows() -> None:
     """The target side only: connect needs a kernel initiator (a guest). An iscsi volume's
     snapshot is its image in the controller host's commit store: it moves as a local one does."""
     kind = "iscsi"
-    TABLE[("volume create", kind)] = row(OK, OK, OK, OK, refused(6, "cannot list tgtd's targets", gap=(
-        "made in consumer-a's own store, whose configuration names no tgtd: run it with --controller")))
+    # Without --controller consumer-a would make it with its own tgtd, which it has not: the
+    # message says tgtd runs on the controller host and names --controller.
+    TABLE[("volume create", kind)] = row(OK, OK, OK, OK, refused(
+        6, "with this host's tgtd: where tgtd runs on the controller host, run it with --controller ADDRESS"))
     TABLE[("volume list", kind)] = row(OK, OK, OK, OK, NOT_LISTED_HERE)
     for verb in ("show", "expand"):
         TABLE[(f"volume {verb}", kind)] = row(OK, OK, OK, OK, NOT_HERE)
@@ -226,18 +231,17 @@ def cells() -> list[Cell]:
     out = []
     for (verb, kind), outcomes in TABLE.items():
         assert len(outcomes) == len(SEATS), (verb, kind)
-        for seat, (code, fragment, why, gap) in zip(SEAT_ORDER, outcomes):
-            out.append(Cell(seat, kind, verb, code, fragment, why, gap))
+        for seat, (code, fragment, why) in zip(SEAT_ORDER, outcomes):
+            out.append(Cell(seat, kind, verb, code, fragment, why))
     return out
 
 
 def describe(cell: Cell) -> str:
     if cell.elsewhere:
         return f"not here: {cell.elsewhere}"
-    gap = f" **gap**: {cell.gap}" if cell.gap else ""
     if cell.exit == 0:
-        return "works" + (f" ({cell.fragment})" if cell.fragment else "") + gap
-    return f"exit {cell.exit}: \u201c{cell.fragment}\u201d" + gap
+        return "works" + (f" ({cell.fragment})" if cell.fragment else "")
+    return f"exit {cell.exit}: \u201c{cell.fragment}\u201d"
 
 
 def markdown() -> str:
@@ -256,8 +260,9 @@ def markdown() -> str:
         "`tests/integration/test_seat_matrix.py` in a lab of a controller host and two consumers",
         "(consumer-a, consumer-b), each in its own network namespace, each consumer running",
         "`serve --role node --listen`: a cell that works has its effect checked, a refusal its exit",
-        "code ([exit-codes.md](exit-codes.md)) and the part of its message quoted here. A **gap**",
-        "is a known shortcoming of that answer (issue 32).",
+        "code ([exit-codes.md](exit-codes.md)) and the part of its message quoted here, which names",
+        "the fix (which host, which flag). A node's own CLI (without `--controller`) answers from its",
+        "own store and registry, and says so on stderr (in JSON output too), naming `--controller`.",
         "",
         "Seats (columns):",
         "",

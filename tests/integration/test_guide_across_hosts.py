@@ -200,6 +200,18 @@ def test_across_hosts_guide(lab):
     assert listed.rc == 0 and json.loads(listed.stdout) == [], listed.describe()
     nodes = admin.run("rosetctl node list -o json", 60)
     assert sorted(n["node_id"] for n in json.loads(nodes.stdout)) == ["consumer-a", "consumer-b"], nodes
+    # No view leaves a consumer out as "registered no address" (issue 32: the set-up once never
+    # said consumers run `serve --role node --listen`): the admin's is whole, and a consumer's
+    # lacks only what its certificate may not ask (the other consumer's mounts).
+    assert admin.run("rosetctl volume create whole-view", 60).rc == 0
+    for name in ("admin", "consumer-a", "consumer-b"):
+        seen = lab.executors[name].run("rosetctl volume list -o json", 60)
+        assert seen.rc == 0, seen.describe()
+        left_out = {n["node"]: n["reason"] for v in json.loads(seen.stdout) for n in v["unreachable_nodes"]}
+        assert not [r for r in left_out.values() if "no address" in r], (name, left_out)
+        if name == "admin":
+            assert left_out == {}, left_out
+    assert admin.run("rosetctl volume delete whole-view", 60).rc == 0
     # The guide's warning: a local volume made without --node is the controller host's, and a
     # consumer cannot connect it (exit 5, saying where it lives).
     a = lab.executors["consumer-a"]

@@ -34,6 +34,15 @@ def test_every_block_runs_in_a_test_or_says_why_not():
         assert (GUIDES / name).is_file(), f"guide_blocks.RUN_BY names docs/guides/{name}, which is gone"
 
 
+def test_the_readme_blocks_run_in_a_test_or_say_why_not():
+    """README.md's own blocks follow the guides' conventions: test_guide_one_host.py runs them."""
+    to_run = [b for b in guide_blocks.read_blocks(guide_blocks.SOURCE / "README.md") if b.not_run is None]
+    assert to_run, "README.md has no block to run: its tour is gone?"
+    test = (HERE / "test_guide_one_host.py").read_text()
+    assert '"README.md"' in test and "assert_all_ran" in test, (
+        "test_guide_one_host.py is to run README.md's blocks and check that every block ran")
+
+
 def test_placeholders_are_the_ones_the_conventions_list():
     conventions = (GUIDES / "README.md").read_text()
     rows = [line.split("|")[1] for line in conventions.splitlines() if line.strip().startswith("|")]

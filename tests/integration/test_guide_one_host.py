@@ -1,6 +1,6 @@
 """The one-host guides run as written (issue 34 item 3): docs/guides/one-host.md and the blocks of
-docs/guides/providers/local.md and roset.md, command by command with bash on this machine, as
-root, through guide_blocks.Runner.
+docs/guides/providers/local.md and roset.md, and README.md's own tour (issue 32), command by
+command with bash on this machine, as root, through guide_blocks.Runner.
 
 What differs from the reader's machine is substituted, and only that (the table below): the
 guide's `rosetctl` is this build (a directory on PATH holding it), its configuration file is the
@@ -11,6 +11,7 @@ the fake Roset API (roset_fixtures) and the stand-in roset-fuse.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from guide_blocks import GUIDES, LocalExecutor, Runner
+from guide_blocks import GUIDES, SOURCE, LocalExecutor, Runner
 from roset_fixtures import STANDIN_FUSE
 from rosetctl_cli import isolated_environment
 
@@ -71,6 +72,24 @@ def test_one_host_guide(host, workdir):
     assert host.run("rosetctl volume list", 60).rc == 0
     runner.assert_all_ran()
     assert (workdir / "completion" / "rosetctl").read_text().startswith("#"), "the completion script"
+
+
+def test_readme_tour(host, workdir):
+    """README.md's blocks: the tour as written (an image volume connected, written, committed,
+    restored, disconnected, deleted), then its serve in the background."""
+    runner = Runner(SOURCE / "README.md", {None: [host]}, lambda block, executor: paths(workdir),
+                    ready=serve_is_up)
+    runner.run_all()
+    runner.assert_all_ran()
+    # What the tour promises of its volumes: the copy holds the commit's content, demo is gone.
+    listed = {v["name"]: v for v in host_json(host, "rosetctl volume list -o json")}
+    assert "demo" not in listed and "demo-copy" in listed, sorted(listed)
+
+
+def host_json(host, command: str):
+    done = host.run(command, 60)
+    assert done.rc == 0, done
+    return json.loads(done.stdout)
 
 
 def test_local_provider_guide(host, workdir):

@@ -247,3 +247,21 @@ def test_a_tgtd_that_drops_the_request_is_unavailable_not_an_empty_list(target_t
                           capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 1 and done.stderr.startswith("UNAVAILABLE: "), (done.stdout, done.stderr)
     assert "closed" in done.stderr
+
+
+def test_a_tgtd_with_many_targets_gets_more_and_lists_them_all(target_tool, tgtd, workdir):
+    # Past some sixty targets tgtadm's report is over 64 KiB, where the backend used to stop
+    # reading it: the target just made "vanished" (exit 6 in the seat matrix), and a taken
+    # target id looked free ("other tgtadm users kept taking the free target ids").
+    count = 90
+    for i in range(count):
+        info = target_tool.ensure(f"many-{i}", make_image(workdir, f"many-{i}", 1 * MiB))
+        assert info["serial"] == f"many-{i}" and info["has_lun"], info
+    assert len(tgtd.tgtadm("--mode", "target", "--op", "show").stdout) > 64 * 1024
+    listed = sorted(t["volume_id"] for t in target_tool.list())
+    assert listed == sorted(f"many-{i}" for i in range(count))
+    # One removed from the middle: its id is the free one a new target takes.
+    target_tool.ok("remove", "many-7")
+    info = target_tool.ensure("many-new", make_image(workdir, "many-new", 1 * MiB))
+    assert info["serial"] == "many-new", info
+    assert len(target_tool.list()) == count

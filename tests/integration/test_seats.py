@@ -3,8 +3,8 @@ and id wherever the user stands, through the controller's Catalog, which asks th
 them (as CSI calls on placed ids go there); a name of several is refused naming each id; a
 snapshot a node holds (taken there or pulled there) restores there with that node's normal
 configuration, and the controller's `snapshot list` says where each copy is; errors say which
-host lacks what (the controller's Roset settings, a consumer's key or roset-fuse), and `serve`
-logs which configuration file it read.
+host lacks what (the controller's Roset settings, a consumer's key or roset-fuse, tgtd), `serve`
+logs which configuration file it read, and a node's own CLI says its lists are its host's alone.
 
 The lab of test_snapshot_streaming.py: a controller and two nodes (consumer-a, consumer-b), each
 running `serve --role node --listen`; alice is an admin working from consumer-a's host, and
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import pytest
 
-from controller_site import EXIT_PERMISSION, Site, build_site
+from controller_site import EXIT_PERMISSION, EXIT_UNAVAILABLE, Site, build_site
 from rosetctl_cli import EXIT_NOT_FOUND, EXIT_PRECONDITION
+from seat_matrix import ONLY_THIS_HOST, ONLY_THIS_REGISTRY
 from test_across_hosts import use_roset
 from test_placement import local_id, stored_volumes
 from test_snapshot_streaming import Nodes
@@ -204,3 +205,83 @@ def test_errors_name_the_host_that_lacks_the_roset_key_or_roset_fuse(site):
 def test_serve_logs_which_configuration_file_it_read(nodes):
     config = nodes.b_host.config_dir / "config.toml"  # consumer-b's, which its serve reads
     assert f'configuration file "{config}" read' in nodes.serve_b.output(), nodes.serve_b.output()
+
+
+def test_a_nodes_own_cli_says_its_lists_are_this_hosts_alone(nodes):
+    """A node's own CLI (no --controller) answers from its own store and registry: in table and
+    JSON output alike it says so on stderr and names --controller (stdout stays the list)."""
+    site = nodes.site
+    site.alice.ok_json("volume", "create", "elsewhere")  # the controller host's: not in A's store
+    own = nodes.a
+    # Its serve recorded which controller this state directory is a node of: the note names both.
+    node_of = f'rosetctl: note: this host is node "consumer-a" of controller {site.address}; without --controller'
+    for output in ([], ["-o", "json"]):
+        for verb, words in ((["volume", "list"], ONLY_THIS_HOST), (["snapshot", "list"], ONLY_THIS_HOST),
+                            (["node", "list"], ONLY_THIS_REGISTRY)):
+            done = own.run(*verb, *output)
+            assert done.rc == 0 and node_of in done.stderr, done.describe()
+            assert words in done.stderr, done.describe()
+            assert "elsewhere" not in done.stdout, done.describe()
+        shown = own.run("node", "show", "consumer-b", *output)
+        assert shown.rc == EXIT_NOT_FOUND and ONLY_THIS_REGISTRY in shown.stderr, shown.describe()
+        assert f"of controller {site.address}" in shown.stderr, shown.describe()
+    assert own.run("volume", "list", "-o", "json").json() == [], "expected JSON on stdout, the note apart"
+    # Through the controller, the whole view and no note.
+    through = site.a.run("volume", "list", "-o", "json")
+    assert through.rc == 0 and "elsewhere" in through.stdout and "note:" not in through.stderr, through.describe()
+
+
+def test_an_iscsi_create_on_a_node_without_tgtd_names_the_controller(nodes):
+    """Without --controller a node's CLI would make an iscsi volume with its own tgtd, which it has
+    not: exit 6, saying tgtd runs on the controller host and naming --controller."""
+    made = nodes.a.run("volume", "create", "iv", "-p", "provider=iscsi", "--size", "64Mi")
+    assert made.rc == EXIT_UNAVAILABLE, made.describe()
+    assert "tgtd is not reachable" in made.stderr, made.stderr
+    assert "where tgtd runs on the controller host, run it with --controller ADDRESS" in made.stderr, made.stderr
+
+
+ONE_HOST_LISTS = (["volume", "list"], ["snapshot", "list"], ["node", "list"])
+
+
+def test_a_one_host_cli_lists_without_a_note(cli):
+    """The quickstart's host has no controller at all: its lists are everything there is, so no
+    note about --controller, in table or JSON output, nor on what it does not find."""
+    cli.ok_json("volume", "create", "solo")
+    assert cli.run("snapshot", "commit", "solo", "--name", "s1").rc == 0
+    for output in ([], ["-o", "json"]):
+        for verb in ONE_HOST_LISTS:
+            done = cli.run(*verb, *output)
+            assert done.rc == 0 and done.stderr == "", done.describe()
+    assert [v["name"] for v in cli.ok_json("volume", "list")] == ["solo"]
+    missing = cli.run("volume", "show", "nowhere")
+    assert missing.rc == EXIT_NOT_FOUND and "--controller" not in missing.stderr, missing.describe()
+    gone = cli.run("volume", "delete", "nowhere")
+    assert gone.rc == 0 and "note:" not in gone.stderr and "on this host" not in gone.stdout, gone.describe()
+
+
+def test_a_node_record_in_the_state_directory_is_checked_before_it_is_believed(cli):
+    """The record a node's serve leaves (node_id, controller) is read as untrusted input: a good one
+    gives the note, one that is malformed, readable by others or a symbolic link is ignored."""
+    cli.ok_json("volume", "create", "solo")
+    record = cli.state_dir / "node-of-controller"
+
+    def listed() -> str:
+        done = cli.run("volume", "list", "-o", "json")
+        assert done.rc == 0 and [v["name"] for v in done.json()] == ["solo"], done.describe()
+        return done.stderr
+
+    record.write_text("node_id=n1\ncontroller=192.0.2.1:7443\n")
+    record.chmod(0o600)
+    assert 'this host is node "n1" of controller 192.0.2.1:7443' in listed()
+    for bad in ("node_id=n1\n", "node_id=n1\ncontroller=no port\n", "node_id=../x\ncontroller=h:1\n",
+                "node_id=n1\ncontroller=h:1\nmore=1\n", "\x00" * 5000):
+        record.write_text(bad)
+        assert listed() == "", bad
+    record.write_text("node_id=n1\ncontroller=192.0.2.1:7443\n")
+    record.chmod(0o644)
+    assert listed() == ""
+    real = cli.state_dir / "elsewhere"
+    record.rename(real)
+    real.chmod(0o600)
+    record.symlink_to(real)
+    assert listed() == ""

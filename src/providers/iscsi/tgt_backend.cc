@@ -36,6 +36,11 @@ Code tgtadm_code(const ProgramResult& result) {
   return Code::kInternal;
 }
 
+// How much of tgtadm's output is read: its target report takes about 1 KiB per target (more
+// with sessions and ACL entries), and a report cut short would read as fewer targets (a target
+// that seems to vanish, a "free" target id that is taken). Past this, tgtadm's answer is refused.
+constexpr size_t kMaxTgtadmOutput = 64 * 1024 * 1024;
+
 Status check_image(const TargetSpec& spec) {
   struct stat info {};
   if (::stat(spec.image_path.c_str(), &info) != 0) {
@@ -92,8 +97,14 @@ Expected<std::string> TgtBackend::tgtadm(std::vector<std::string> args, std::str
                                    "--lld", "iscsi"};
   argv.insert(argv.end(), std::make_move_iterator(args.begin()),
               std::make_move_iterator(args.end()));
-  auto result = run_program(argv, options_.timeout);
+  auto result = run_program(argv, options_.timeout, kMaxTgtadmOutput);
   if (!result) return result.status().with_context(what);
+  if (result->out_cut) {
+    return error(Code::kResourceExhausted,
+                 "{}: tgtadm printed more than {} MiB, more than rosetctl reads; tgtd holds more "
+                 "targets than one rosetctl can manage",
+                 what, kMaxTgtadmOutput / (1024 * 1024));
+  }
   // tgtadm exits 0 when tgtd closes the connection before its answer is complete (tgtd died
   // mid-request): empty output that would read as "no targets".
   bool cut_off = result->err.find("closed the socket") != std::string::npos ||

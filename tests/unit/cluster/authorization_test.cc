@@ -292,6 +292,21 @@ TEST_CASE("authorization: a node's Controller service answers its controller alo
   CHECK(code_of(kNodeA, kLocal, method, &create) == Code::kOk);
 }
 
+TEST_CASE("authorization: a node re-reads its snapshots for its controller alone", "[authz]") {
+  // The controller forwards an operator's `snapshot verify` of a placed snapshot to its node
+  // (catalog_everywhere.cc), as it does diffs; nobody else makes a node re-read its store.
+  rosetctl::v1::VerifySnapshotsRequest verify;
+  verify.add_references("snap-1");
+  const char* method = "/rosetctl.v1.Catalog/VerifySnapshots";
+  CHECK(code_of(kNodeA, kControllerPeer, method, &verify) == Code::kOk);
+  CHECK(code_of(kNodeA, kAdmin, method, &verify) == Code::kPermissionDenied);
+  CHECK(code_of(kNodeA, kNodeAPeer, method, &verify) == Code::kPermissionDenied);
+  CHECK(code_of(kNodeA, kLocal, method, &verify) == Code::kOk);  // the node's own CLI
+  // On the controller, an operator's, as before.
+  CHECK(code_of(kController, kAdmin, method, &verify) == Code::kOk);
+  CHECK(code_of(kController, kNodeAPeer, method, &verify) == Code::kPermissionDenied);
+}
+
 TEST_CASE("authorization: the registry takes a node's own entry from it", "[authz]") {
   rosetctl::v1::RegisterNodeRequest registration;
   registration.set_node_id("node-b");

@@ -112,6 +112,41 @@ TEST_CASE("run_program keeps at most kMaxCapturedBytes of output and still finis
   ProgramResult result = run_sh("head -c 1000000 /dev/zero");
   CHECK(result.out.size() == ProgramResult::kMaxCapturedBytes);
   CHECK(result.succeeded());
+  // Said, so that a caller that parses the output does not take the start for the whole.
+  CHECK(result.out_cut);
+  CHECK_FALSE(result.err_cut);
+}
+
+TEST_CASE("a program whose report was cut is not quoted by a line from its middle",
+          "[run_program]") {
+  // iscsiadm, tgtadm: the error comes last, after what may be a long report.
+  ProgramResult result = run_sh(
+      "head -c 100000 /dev/zero | tr '\\0' x >&2; echo >&2; "
+      "echo the real error >&2; exit 4");
+  REQUIRE(result.err_cut);
+  CHECK(result.describe() ==
+        "exit code 4: its error output ran past the 65536 bytes rosetctl reads, and its last "
+        "line with it");
+  CHECK(run_sh("echo the real error >&2; exit 4").describe() == "exit code 4: the real error");
+}
+
+TEST_CASE("run_program keeps as much output as its caller asks for, and says when it kept all",
+          "[run_program]") {
+  auto whole = run_program({sh(), "-c", "head -c 1000000 /dev/zero; head -c 70000 /dev/zero >&2"},
+                           10s, 2 * 1000 * 1000);
+  REQUIRE(whole);
+  CHECK(whole->out.size() == 1000000);
+  CHECK_FALSE(whole->out_cut);
+  CHECK(whole->err.size() == 70000);
+  CHECK_FALSE(whole->err_cut);
+  auto exact = run_program({sh(), "-c", "head -c 4096 /dev/zero"}, 10s, 4096);
+  REQUIRE(exact);
+  CHECK(exact->out.size() == 4096);
+  CHECK_FALSE(exact->out_cut);
+  auto over = run_program({sh(), "-c", "head -c 4097 /dev/zero >&2"}, 10s, 4096);
+  REQUIRE(over);
+  CHECK(over->err.size() == 4096);
+  CHECK(over->err_cut);
 }
 
 TEST_CASE("run_program names a program that cannot be started", "[run_program]") {
