@@ -306,12 +306,23 @@ Status CatalogService::verify(const grpc::CallbackServerContext& call,
     response->set_objects(response->objects() + part.objects());
     response->set_bytes(response->bytes() + part.bytes());
     // What a node found is said with where: the same object may be fine on another host.
+    // A node's text is its word: one holding a control character is shown escaped, so that it
+    // cannot draw on the terminal of whoever reads the report.
     std::string where = node.empty() ? "" : fmt::format("on {}: ", host_text(node));
+    auto said = [&](const std::string& text) {
+      bool plain = std::none_of(text.begin(), text.end(), [](char c) {
+        auto byte = static_cast<unsigned char>(c);
+        return byte < 0x20 || byte == 0x7f;
+      });
+      return where + (node.empty() || plain ? text : escape_text(text));
+    };
     for (const std::string& problem : part.problems())
-      response->add_problems(where + problem);
+      response->add_problems(said(problem));
     for (const std::string& note : part.notes())
-      response->add_notes(where + note);
-    damaged.insert(damaged.end(), part.damaged().begin(), part.damaged().end());
+      response->add_notes(said(note));
+    // A node's damaged names too: the same name may be a sound snapshot of this host.
+    for (const std::string& name : part.damaged())
+      damaged.push_back(said(name));
   }
   std::sort(damaged.begin(), damaged.end());
   for (std::string& name : damaged)

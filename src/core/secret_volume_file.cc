@@ -81,6 +81,18 @@ class Layout {
       return errno_status(errno,
                           fmt::format("cannot open the directory of {} \"{}\"", what_, path_));
     }
+    // The directory's owner alone may change its links (kubelet's: root), else another user
+    // could swap ..data between our check of its owner and our read of its target.
+    struct stat dir_st {};
+    if (::fstat(dir_fd.get(), &dir_st) != 0) {
+      return errno_status(errno,
+                          fmt::format("cannot read the directory of {} \"{}\"", what_, path_));
+    }
+    if ((dir_st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      return refused(fmt::format("is in a directory other users may change (mode {:04o})",
+                                 dir_st.st_mode & 07777));
+    }
+    ROSETCTL_RETURN_IF_ERROR(check_owner(dir_st, "its directory"));
     ROSETCTL_RETURN_IF_ERROR(check_link(dir_fd.get(), key, "the key's link"));
     auto key_target = link_target(dir_fd.get(), key);
     std::string wanted = fmt::format("{}/{}", kData, key);

@@ -60,6 +60,16 @@ TEST_CASE("a Secret volume's key keeps the mode check: kubelet's default 0644 is
                "has mode 0644: its group can read it and other users can read it");
 }
 
+TEST_CASE("a Secret volume's links in a directory other users may change are refused") {
+  ScratchDir dir;
+  kubelet_layout(dir, "controller.key");
+  REQUIRE(::chmod(dir.path.c_str(), 0777) == 0);
+  refused_with(read_private_file(dir / "controller.key", "the TLS key file", kMax),
+               "is in a directory other users may change (mode 0777)");
+  REQUIRE(::chmod(dir.path.c_str(), 0700) == 0);
+  CHECK(read_private_file(dir / "controller.key", "the TLS key file", kMax));
+}
+
 TEST_CASE("a key's link out of the volume is refused") {
   ScratchDir dir, elsewhere;
   write_file(elsewhere / "key", "secret of elsewhere\n");
