@@ -32,6 +32,8 @@ struct ServeOptions {
 };
 
 Status run_serve(const GlobalOptions& globals, const ServeOptions& options) {
+  // Before any thread exists (daemon/server.h says why).
+  block_stop_signals();
   setup_logging(globals.verbose ? Verbosity::kDebug : Verbosity::kNormal, /*long_running=*/true);
   // A stray /etc/rosetctl/config.toml changes defaults (the provider, the controller) silently
   // otherwise: the log says which file this serve took its settings from.

@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <csignal>
+#include <cstring>
 #include <ctime>
 
 #include "cluster/enrollment_service.h"
@@ -60,7 +62,17 @@ Expected<int64_t> enroll_node_patiently(const NodeEnrollment& enrollment,
                    escape_text(enrolled.status().message()), patience.count());
       told = true;
     }
-    std::this_thread::sleep_for(std::chrono::seconds(2));
+    // serve blocks SIGTERM and SIGINT for its whole life (daemon/server.h): one that comes
+    // while this waits ends the wait, as the default action would have ended serve.
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    const struct timespec pause = {2, 0};
+    if (int received = ::sigtimedwait(&stop, nullptr, &pause); received > 0) {
+      return error(Code::kCancelled, "received {} while waiting to enroll node {}; stopping",
+                   strsignal(received), display_quoted(enrollment.node_id));
+    }
   }
 }
 

@@ -170,17 +170,30 @@ void reload_tls(Plugin& plugin, const std::vector<std::string>& tcp, const TlsFi
 
 }  // namespace
 
-Status serve_until_signalled(Plugin& plugin, const std::string& socket_path,
-                             const std::vector<std::string>& tcp, const TlsFiles& tls,
-                             std::chrono::milliseconds grace) {
-  // Block the signals before gRPC starts its threads, so they inherit the mask and only
-  // sigwait() below ever sees them.
+namespace {
+
+sigset_t stop_signals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGHUP);  // reload the TLS files now
+  return signals;
+}
+
+}  // namespace
+
+void block_stop_signals() {
+  sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
+Status serve_until_signalled(Plugin& plugin, const std::string& socket_path,
+                             const std::vector<std::string>& tcp, const TlsFiles& tls,
+                             std::chrono::milliseconds grace) {
+  // Blocked already when `serve` called block_stop_signals() first; again for any other caller.
+  block_stop_signals();
+  sigset_t signals = stop_signals();
   // Two malloc arenas, not one per core times eight: serve's threads mostly wait, and every
   // arena keeps its own high-water mark of private memory.
   ::mallopt(M_ARENA_MAX, 2);

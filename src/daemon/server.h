@@ -29,6 +29,12 @@ bool tcp_address_taken(const std::string& address);
 // one or a non-socket file is an error, never deleted. Creates the parent directory.
 Status prepare_socket_path(const std::string& path);
 
+// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread, so that every thread made after it
+// (gRPC's, the heartbeat's, a certificate renewal's) inherits the mask and only
+// serve_until_signalled's wait ever takes them. Called first thing by `serve`: a thread made
+// before it would take a SIGTERM by its default action and end serve without its grace.
+void block_stop_signals();
+
 // Serves until SIGTERM or SIGINT, then lets in-flight calls finish (up to `grace`) and removes
 // the socket. The socket file is mode 0660. Also listens on each of `tcp` with mutual TLS,
 // whose files SIGHUP reloads (Plugin::reload_tls).
