@@ -309,12 +309,13 @@ Status CatalogService::verify(const grpc::CallbackServerContext& call,
     // A node's text is its word: one holding a control character is shown escaped, so that it
     // cannot draw on the terminal of whoever reads the report.
     std::string where = node.empty() ? "" : fmt::format("on {}: ", host_text(node));
+    const bool from_node = !node.empty();  // (clang 14 captures no structured binding)
     auto said = [&](const std::string& text) {
       bool plain = std::none_of(text.begin(), text.end(), [](char c) {
         auto byte = static_cast<unsigned char>(c);
         return byte < 0x20 || byte == 0x7f;
       });
-      return where + (node.empty() || plain ? text : escape_text(text));
+      return where + (!from_node || plain ? text : escape_text(text));
     };
     for (const std::string& problem : part.problems())
       response->add_problems(said(problem));
