@@ -318,12 +318,14 @@ def test_the_seed_playbook_attaches_each_consumers_volume_over_iscsi_from_one_co
     seen = {}
 
     def while_connected():
-        volumes = {v["name"]: v for v in site.ctl_json("volume", "list")}
-        assert sorted(volumes) == sorted(CONSUMERS), volumes
+        listed = site.ctl_json("volume", "list")
+        volumes = {v["name"]: v for v in listed}
+        # One entry per name: a second "consumer-b" (a node's own, say) would hide the first.
+        assert sorted(v["name"] for v in listed) == sorted(CONSUMERS), json.dumps(listed, indent=1)
         targets = site.targets()
         for name in CONSUMERS:
             volume = volumes[name]
-            assert volume["published_nodes"] == [name], volume
+            assert volume["published_nodes"] == [name], json.dumps(listed, indent=1)
             target = f"{IQN_PREFIX}:{volume['id']}"
             assert targets[target] == [site.guests[name].initiator], targets
             seen[name] = volume["id"]
