@@ -158,8 +158,11 @@ class Site:
                                              f"{PlaybookRun(subprocess.CompletedProcess(argv, proc.returncode, out, err)).describe()}")
                     assert time.monotonic() < deadline, f"the playbook never reached {pause_before!r}"
                     time.sleep(0.1)
+                failed_before = json.loads(reached.read_text())
                 reached.unlink()
                 try:
+                    assert not failed_before, (f"tasks failed before {pause_before!r}: "
+                                               f"{json.dumps(failed_before, indent=1)}")
                     while_paused()
                 finally:
                     (self.pause_dir / "go").touch()
