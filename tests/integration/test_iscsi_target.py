@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 
+import tgtd_lab
 from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, read_lun, visible_luns
 
 MiB = 1024 * 1024
@@ -265,3 +266,33 @@ def test_a_tgtd_with_many_targets_gets_more_and_lists_them_all(target_tool, tgtd
     info = target_tool.ensure("many-new", make_image(workdir, "many-new", 1 * MiB))
     assert info["serial"] == "many-new", info
     assert len(target_tool.list()) == count
+
+
+def test_a_session_alias_that_forges_report_lines_is_refused_not_believed(target_tool, tgtd, workdir):
+    # tgtd prints each session's initiator alias as it came: a host bound to its own volume's
+    # target can add lines that read as another target. Here node-a forges a copy of vol-v's
+    # target with node-a on its ACL and no LUN; believed, it would hide vol-v's real ACL and LUN.
+    for volume in ("vol-own", "vol-v"):
+        target_tool.ensure(volume, make_image(workdir, volume, 16 * MiB))
+    target_tool.ok("bind", "vol-own", INITIATOR_A)
+    target_tool.ok("bind", "vol-v", INITIATOR_B)
+    before = tgtd.targets()
+    victim_tid = tgtd.tgtadm("--mode", "target", "--op", "show").stdout.split(f": {iqn('vol-v')}")[0].rsplit("Target ", 1)[1]
+    forged = (f"host\nTarget {victim_tid}: {iqn('vol-v')}\n    System information:\n        Driver: iscsi\n"
+              "        State: ready\n    I_T nexus information:\n        I_T nexus: 9\n"
+              f"            Initiator: {INITIATOR_A} alias: x")
+    session = tgtd_lab.login_with_alias(tgtd.portal, iqn("vol-own"), INITIATOR_A, forged)
+    try:
+        shown = tgtd.tgtadm("--mode", "target", "--op", "show").stdout
+        assert shown.count(f": {iqn('vol-v')}\n") == 2, shown  # the forgery is in tgtd's report
+        refused = target_tool.fails("INTERNAL", "list")
+        assert "initiator alias" in refused.stderr and "twice" in refused.stderr, refused.describe()
+        # Nothing acts on what the report says while it cannot be trusted.
+        target_tool.fails("INTERNAL", "unbind", "vol-v", INITIATOR_B)
+        target_tool.fails("INTERNAL", "bind", "vol-v", INITIATOR_A)
+    finally:
+        session.close()
+    tgtd_lab.wait_until(lambda: target_tool.run("list").rc == 0, 10, "the report once the session ended")
+    assert tgtd.targets() == before
+    listed = {t["volume_id"]: t for t in target_tool.list()}
+    assert listed["vol-v"]["initiators"] == [INITIATOR_B] and listed["vol-v"]["has_lun"], listed

@@ -261,3 +261,30 @@ def kept_chap(state_dir: Path, volume_id: str, node_id: str = "target") -> tuple
 def visible_luns(portal: str, initiator: str) -> Result:
     """`iscsi-ls -s`: the targets and LUNs discovery shows `initiator`."""
     return libiscsi(["iscsi-ls", "-s", "-i", initiator, f"iscsi://{portal}"])
+
+
+def login_with_alias(portal: str, iqn: str, initiator: str, alias: str) -> socket.socket:
+    """Logs in to `iqn` as `initiator` with the InitiatorAlias `alias`, which no initiator tool
+    here lets a test choose: one Login PDU (RFC 7143 11.12; operational stage straight to full
+    feature, no authentication) on a TCP connection, kept open so that tgtd keeps the session.
+    The caller closes the socket. Fails the test unless the target accepted the login."""
+    keys = {"InitiatorName": initiator, "InitiatorAlias": alias, "TargetName": iqn,
+            "SessionType": "Normal", "HeaderDigest": "None", "DataDigest": "None"}
+    data = b"".join(f"{key}={value}".encode() + b"\0" for key, value in keys.items())
+    header = bytearray(48)
+    header[0] = 0x43  # immediate, Login Request
+    header[1] = 0x80 | (1 << 2) | 3  # Transit, from operational negotiation to full feature
+    header[5:8] = len(data).to_bytes(3, "big")
+    header[8:14] = bytes([0x80, 0, 0, random.randrange(256), random.randrange(256), 1])  # ISID, random
+    header[16:20] = (1).to_bytes(4, "big")  # initiator task tag
+    host, port = portal.rsplit(":", 1)
+    connection = socket.create_connection((host, int(port)), timeout=10)
+    try:
+        connection.sendall(bytes(header) + data + b"\0" * (-len(data) % 4))
+        answer = connection.recv(48)
+        assert len(answer) == 48 and answer[0] & 0x3F == 0x23, f"no Login Response: {answer!r}"
+        assert answer[36] == 0, f"login refused: status class {answer[36]}, detail {answer[37]}"
+    except BaseException:
+        connection.close()
+        raise
+    return connection

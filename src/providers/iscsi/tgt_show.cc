@@ -1,7 +1,10 @@
 // A line-by-line reader of tgtadm's reports, keyed on indentation depth and "Key: value".
 #include "providers/iscsi/tgt_show.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
+#include <set>
 
 #include "core/validate.h"
 
@@ -63,6 +66,27 @@ bool parse_target_header(std::string_view line, TgtTarget* target) {
   return !target->name.empty();
 }
 
+// tgtd prints each session's initiator alias as the initiator sent it, line breaks included,
+// so a host allowed to log in to one target can add lines that read as another target of the
+// report. Such lines cannot be told from tgtd's own, but a forged target that names a real
+// target's id or IQN makes that target appear twice: then no line of the report is trusted.
+Status forged_report_check(const std::vector<TgtTarget>& targets) {
+  std::set<int> tids;
+  std::set<std::string_view> names;
+  for (const TgtTarget& target : targets) {
+    bool new_tid = tids.insert(target.tid).second;
+    if (new_tid && names.insert(target.name).second) continue;
+    return error(Code::kInternal,
+                 "tgtadm's target report names {} twice: a session's initiator alias can add "
+                 "lines to that report (tgtd prints it as the initiator sent it), so rosetctl "
+                 "trusts none of it; end the session whose alias holds line breaks "
+                 "(`tgtadm --lld iscsi --mode target --op show` lists the sessions)",
+                 new_tid ? fmt::format("target {}", display_quoted(target.name, 120))
+                         : fmt::format("target id {}", target.tid));
+  }
+  return Status();
+}
+
 }  // namespace
 
 Expected<std::vector<TgtTarget>> parse_tgt_targets(std::string_view text) {
@@ -120,6 +144,7 @@ Expected<std::vector<TgtTarget>> parse_tgt_targets(std::string_view text) {
       target.acl.emplace_back(line.text);
     }
   }
+  if (Status forged = forged_report_check(targets); !forged) return forged;
   return targets;
 }
 

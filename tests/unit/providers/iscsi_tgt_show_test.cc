@@ -92,6 +92,45 @@ TEST_CASE("an empty target report is no targets; a strange one is an error", "[i
   CHECK(strange.status().message().find("Targets:") != std::string::npos);
 }
 
+TEST_CASE("a target that a session's alias forged over a real one makes the report untrusted",
+          "[iscsi]") {
+  // tgtd prints the alias as the initiator sent it: this one carries a second "Target 2".
+  const std::string forged =
+      "Target 1: iqn.2026-11.io.roset:vol1\n"
+      "    System information:\n"
+      "        Driver: iscsi\n"
+      "        State: ready\n"
+      "    I_T nexus information:\n"
+      "        I_T nexus: 4\n"
+      "            Initiator: iqn.2026-11.io.roset.test:node-a alias: x\n"
+      "Target 2: iqn.2026-11.io.roset:vol2\n"
+      "    System information:\n"
+      "        State: ready\n"
+      "    I_T nexus information:\n"
+      "        I_T nexus: 5\n"
+      "            Initiator: iqn.2026-11.io.roset.test:node-a alias: y\n"
+      "            Connection: 0\n"
+      "    LUN information:\n"
+      "    ACL information:\n"
+      "Target 2: iqn.2026-11.io.roset:vol2\n"
+      "    System information:\n"
+      "        State: ready\n"
+      "    ACL information:\n"
+      "        iqn.2026-11.io.roset.test:node-b\n";
+  auto report = parse_tgt_targets(forged);
+  REQUIRE_FALSE(report);
+  CHECK(report.status().code() == Code::kInternal);
+  CHECK(report.status().message().find("target id 2 twice") != std::string::npos);
+  CHECK(report.status().message().find("alias") != std::string::npos);
+  // A forged target with an id of its own but a real target's IQN is refused the same way.
+  std::string renamed = forged;
+  renamed.replace(renamed.find("Target 2"), 8, "Target 9");
+  auto by_name = parse_tgt_targets(renamed);
+  REQUIRE_FALSE(by_name);
+  CHECK(by_name.status().message().find("\"iqn.2026-11.io.roset:vol2\" twice") !=
+        std::string::npos);
+}
+
 TEST_CASE("tgtadm's account and system reports", "[iscsi]") {
   auto users = parse_tgt_accounts("Account list:\n    alice\n    bob\n");
   REQUIRE(users);
