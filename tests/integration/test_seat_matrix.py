@@ -205,7 +205,12 @@ class Walk:
         }[verb]
 
     def seat_json(self, *args):
-        done = self.seat.run(*args, "-o", "json")
+        """A check's own call. Exit 6 says "unavailable: retry" (a node did not answer a name
+        lookup in time, as happens on a loaded machine), so it is retried twice, as a user would."""
+        for _ in range(3):
+            done = self.seat.run(*args, "-o", "json")
+            if done.rc != 6:
+                break
         return done.rc, (done.json() if done.rc == 0 else done.stderr)
 
     def effect(self, result) -> str | None:
@@ -240,8 +245,8 @@ class Walk:
             if out["deleted"] or seat_matrix.ONLY_THIS_HOST not in result.stderr:
                 return f"expected deleted false and a note naming --controller: {out}, {result.stderr!r}"
         if verb == "volume delete":
-            rc, _ = self.seat_json("volume", "show", self.volume)
-            return None if rc == 3 else f"volume show after delete: exit {rc}"
+            rc, shown = self.seat_json("volume", "show", self.volume)
+            return None if rc == 3 else f"volume show after delete: exit {rc}: {shown}"
         if verb in ("volume map", "volume unmap"):
             rc, shown = self.seat_json("volume", "show", self.volume)
             mapped = rc == 0 and MAP_NODE[self.cell.kind] in shown["published_nodes"]
@@ -262,8 +267,8 @@ class Walk:
             rc, shown = self.seat_json("volume", "show", self.name + "-r")
             return None if rc == 0 else f"restored volume not shown: {shown}"
         if verb == "snapshot delete":
-            rc, _ = self.seat_json("snapshot", "show", self.s1)
-            return None if rc == 3 else f"snapshot show after delete: exit {rc}"
+            rc, shown = self.seat_json("snapshot", "show", self.s1)
+            return None if rc == 3 else f"snapshot show after delete: exit {rc}: {shown}"
         if verb in ("snapshot push", "snapshot pull"):
             to = "consumer-b" if verb == "snapshot push" else SEAT_NODE[self.cell.seat]
             listed = self.admin.run("snapshot", "list", "-o", "json")
