@@ -15,6 +15,26 @@
 namespace rosetctl {
 namespace {
 
+// Whoever else may write the state directory or the database can rewrite every record (which
+// volume is where, who it is published to) and so steer this host's mounts: like sshd's
+// StrictModes, the state must belong to the user running rosetctl and be writable by no one else.
+Status check_owned_privately(const struct stat& st, std::string_view what,
+                             const std::string& path) {
+  if (st.st_uid != ::geteuid()) {
+    return error(Code::kFailedPrecondition,
+                 "{} {} belongs to uid {}, not to the user running rosetctl (uid {}): another "
+                 "user could change its records; chown it, or pass a --state-dir of your own",
+                 what, path, st.st_uid, ::geteuid());
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return error(Code::kFailedPrecondition,
+                 "{} {} is writable by its group or by anyone (mode {:04o}): another user could "
+                 "change its records; run `chmod go-w {}`",
+                 what, path, st.st_mode & 07777, path);
+  }
+  return Status::ok();
+}
+
 Status make_private_dirs(const std::string& dir) {
   std::filesystem::path prefix;
   for (const std::filesystem::path& part : std::filesystem::path(dir)) {
@@ -29,15 +49,24 @@ Status make_private_dirs(const std::string& dir) {
   if (!S_ISDIR(st.st_mode)) {
     return error(Code::kFailedPrecondition, "state directory {} is not a directory", dir);
   }
-  return Status::ok();
+  return check_owned_privately(st, "state directory", dir);
 }
 
 // Created here rather than by SQLite, which would use 0644; its -wal and -shm files copy our mode.
+// A symbolic link in its place is refused (O_NOFOLLOW): the records are only where they seem.
 Status create_private_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 && errno == ELOOP) {
+    return error(Code::kFailedPrecondition,
+                 "state database {} is a symbolic link; rosetctl opens only the file itself", path);
+  }
   if (fd < 0) return errno_status(errno, fmt::format("creating state database {}", path));
+  struct stat st {};
+  const int stat_result = ::fstat(fd, &st);
+  const int stat_errno = errno;
   ::close(fd);
-  return Status::ok();
+  if (stat_result != 0) return errno_status(stat_errno, fmt::format("state database {}", path));
+  return check_owned_privately(st, "state database", path);
 }
 
 }  // namespace

@@ -109,6 +109,42 @@ TEST_CASE("state store: opening creates a private directory and migrates", "[sta
   CHECK(*store->count_volumes() == 0);
 }
 
+TEST_CASE("state store: a state directory or database others may write is refused",
+          "[state_store]") {
+  TempDir tmp;
+  const std::string dir = tmp / "state";
+  { open_store(dir); }
+  REQUIRE(::chmod(dir.c_str(), 0777) == 0);
+  Expected<std::unique_ptr<StateStore>> open_dir = StateStore::open(dir);
+  REQUIRE_FALSE(open_dir.has_value());
+  CHECK(open_dir.status().code() == Code::kFailedPrecondition);
+  CHECK(open_dir.status().message().find("writable by its group or by anyone (mode 0777)") !=
+        std::string::npos);
+  REQUIRE(::chmod(dir.c_str(), 0755) == 0);  // readable by others is the admin's choice
+  CHECK(StateStore::open(dir).has_value());
+  REQUIRE(::chmod((dir + "/state.db").c_str(), 0620) == 0);
+  Expected<std::unique_ptr<StateStore>> open_db = StateStore::open(dir);
+  REQUIRE_FALSE(open_db.has_value());
+  CHECK(open_db.status().message().find("state database") != std::string::npos);
+  REQUIRE(::chmod((dir + "/state.db").c_str(), 0600) == 0);
+  // A link in the database's place is not followed.
+  const std::string other = tmp / "other";
+  { open_store(other); }
+  REQUIRE(::rename((dir + "/state.db").c_str(), (tmp / "moved.db").c_str()) == 0);
+  REQUIRE(::symlink((other + "/state.db").c_str(), (dir + "/state.db").c_str()) == 0);
+  Expected<std::unique_ptr<StateStore>> linked = StateStore::open(dir);
+  REQUIRE_FALSE(linked.has_value());
+  CHECK(linked.status().message().find("symbolic link") != std::string::npos);
+  if (::geteuid() == 0) {
+    REQUIRE(::unlink((dir + "/state.db").c_str()) == 0);
+    REQUIRE(::chown(dir.c_str(), 65534, 65534) == 0);
+    Expected<std::unique_ptr<StateStore>> owned = StateStore::open(dir);
+    REQUIRE_FALSE(owned.has_value());
+    CHECK(owned.status().message().find("belongs to uid 65534") != std::string::npos);
+    REQUIRE(::chown(dir.c_str(), 0, 0) == 0);
+  }
+}
+
 TEST_CASE("state store: a database from a newer rosetctl is refused", "[state_store]") {
   TempDir tmp;
   const std::string db_path = tmp / "state.db";
