@@ -11,7 +11,6 @@ the fake API server on one host, each node plugin on its own; `start_*` take the
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
 import time

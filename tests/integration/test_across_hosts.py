@@ -19,7 +19,6 @@ import subprocess
 import sys
 import threading
 import re
-import sys
 import time
 from pathlib import Path
 

@@ -8,7 +8,6 @@ import signal
 
 from roset_fixtures import fuse_processes_under  # noqa: F401  (the roset fixture's helpers)
 from rosetctl_loops import detach, loop_devices_of
-from rosetctl_mounts import is_mount_point
 
 LOOP_CTL_GET_FREE = 0x4C82
 LOOP_SET_FD = 0x4C00

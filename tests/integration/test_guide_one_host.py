@@ -107,5 +107,5 @@ def test_roset_provider_guide(host, workdir, roset):
     try:
         runner.run_all()
     finally:
-        host.run(f"rosetctl --provider roset volume disconnect ckpt; rosetctl volume disconnect ckpt-e3", 60)
+        host.run("rosetctl --provider roset volume disconnect ckpt; rosetctl volume disconnect ckpt-e3", 60)
     runner.assert_all_ran()

@@ -11,7 +11,6 @@ Covered elsewhere and not repeated here (the same checks through the CLI):
 from __future__ import annotations
 
 import os
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path

@@ -14,7 +14,6 @@ import urllib.error
 import urllib.request
 
 import grpc
-import pytest
 
 from csi_server import CALL_TIMEOUT, expect_code, mount_capability, refused_second_serve
 from rosetctl_cli import Rosetctl

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from enrollment_site import (CONTROLLER_USER, build_enrollment_site, issue_request, subject_of,
-                             wait_for_line)
+from enrollment_site import CONTROLLER_USER, build_enrollment_site, issue_request, subject_of
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 
 import grpc
-import pytest
 
 from tgtd_lab import INITIATOR_A, INITIATOR_B, IQN_PREFIX, Lun, kept_chap, read_lun, wait_until
 
