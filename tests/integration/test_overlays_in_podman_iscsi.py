@@ -20,11 +20,13 @@ The flow, in the sidecars' and kubelet's order: the node plugin enrolls (its pro
 for its own node, the CA from the ConfigMap) and registers its initiator name by itself (finding
 1: nobody runs `node register`); the registrar's GetPluginInfo and NodeGetInfo, Probe;
 CreateVolume with the StorageClass's parameters and the provisioner's extra metadata and
-topology; ControllerPublish to node-1 with the CHAP Secret (controller-publish secret);
-NodeStage with it (node-stage secret) and NodePublish at kubelet's paths in the guest; a write;
-a restart of the node plugin pod while the volume is mounted (a DaemonSet rolling update), a
-read back; a restart of the controller pod while the volume is published (finding 2: the
-node's records survive it, they are in no database the controller shares); an expansion
+topology; ControllerPublish to node-1 with the CHAP Secret (controller-publish secret: its
+password as `--from-file` delivers it, ending in a newline, finding 8); NodeStage with it
+(node-stage secret: the guest's kernel logs in with the password without its newline) and
+NodePublish at kubelet's paths in the guest; a write; a restart of the node plugin pod while the
+volume is mounted (a DaemonSet rolling update), a read back; a restart of the controller pod
+while the volume is published (on another host than the node: the node's records are its own,
+and the detach after the restart still works); an expansion
 (ControllerExpand, then NodeExpand grows the mounted ext4 in the guest); NodeUnpublish,
 NodeUnstage (the iSCSI session gone from the guest), ControllerUnpublish, DeleteVolume. Then the
 node plugin's metrics answer on the overlay's host port 9855 and nothing listens on the 9810
@@ -80,7 +82,10 @@ NODE = "node-1"
 CSI_PORT = 10000  # in the guest, and on the controller host's loopback (qemu forwards it)
 # podman, the node plugin and the forwarder beside the guest's tmpfs root: 512 MiB is too tight.
 GUEST_MEMORY_MIB = 1024
-CHAP = {"chap-user": "rosetctl-k8s", "chap-password": "k8s-chap-" + uuid.uuid4().hex[:12]}
+CHAP_PASSWORD = "k8s-chap-" + uuid.uuid4().hex[:12]
+# The Secret rosetctl-chap as the overlay's kustomization.yaml makes it: the user
+# --from-literal, the password --from-file, with the newline its file ends in (finding 8).
+CHAP = {"chap-user": "rosetctl-k8s", "chap-password": CHAP_PASSWORD + "\n"}
 
 
 @pytest.fixture(scope="module")
@@ -297,7 +302,7 @@ def test_the_iscsi_overlay_as_a_cluster_runs_it(image, host_lab, guest_boot_file
         assert guest.run("busybox wget -q -O - http://127.0.0.1:9810/metrics").rc != 0
 
         logs = "".join(p.logs() for p in pods)
-        for secret_text in (CHAP["chap-password"], token_file.read_text(), (access / "token").read_text()):
+        for secret_text in (CHAP_PASSWORD, token_file.read_text(), (access / "token").read_text()):
             assert secret_text not in logs, "a secret appeared in a pod's log"
         print(f"flow done after {time.monotonic() - started:.0f}s")
     except BaseException:
