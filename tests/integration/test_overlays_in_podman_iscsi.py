@@ -24,11 +24,15 @@ topology; ControllerPublish to node-1 with the CHAP Secret (controller-publish s
 password as `--from-file` delivers it, ending in a newline, finding 8); NodeStage with it
 (node-stage secret: the guest's kernel logs in with the password without its newline) and
 NodePublish at kubelet's paths in the guest; a write; a restart of the node plugin pod while the
-volume is mounted (a DaemonSet rolling update), a read back; a restart of the controller pod
-while the volume is published (on another host than the node: the node's records are its own,
-and the detach after the restart still works); an expansion
+volume is mounted (a DaemonSet rolling update), a read back; a snapshot of the mounted volume;
+a restart of the controller pod while the volume is published (on another host than the node:
+the node's records are its own, and the detach after the restart still works); a volume
+restored from the snapshot, attached, staged and published on node-1 beside the first, read
+there and taken down again; an expansion
 (ControllerExpand, then NodeExpand grows the mounted ext4 in the guest); NodeUnpublish,
-NodeUnstage (the iSCSI session gone from the guest), ControllerUnpublish, DeleteVolume. Then the
+NodeUnstage (the iSCSI sessions gone from the guest), ControllerUnpublish, DeleteSnapshot,
+DeleteVolume (each volume's file gone from the controller's state directory). Unavailable
+answers are tried again, as kubelet and the sidecars do (`retried`). Then the
 node plugin's metrics answer on the overlay's host port 9855 and nothing listens on the 9810
 other drivers take (finding 9), and no pod's log holds the CHAP password or a token.
 
@@ -62,6 +66,7 @@ import time
 import uuid
 from pathlib import Path
 
+import grpc
 import pytest
 
 import guest_lab
@@ -142,6 +147,23 @@ def in_guest(guest, script: str, timeout: float = 120) -> str:
     done = guest.run(script, timeout=timeout)
     assert done.rc == 0, f"expected in {guest.name}: {script}\n{done.stdout}{done.stderr}"
     return done.stdout
+
+
+def retried(call, request, timeout: float, patience: float = 90):
+    """A CSI call as kubelet and the sidecars make it: an UNAVAILABLE answer is tried again with
+    backoff (kubelet retries a failed NodeStage until it works). Each retry is printed: after a
+    controller restart the node's first call to it (NodeStage fetching the volume's CHAP) may
+    fail so while its channel connects again, slower still in a TCG guest."""
+    deadline, pause = time.monotonic() + patience, 1.0
+    while True:
+        try:
+            return call(request, timeout=timeout)
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() + pause > deadline:
+                raise
+            print(f"retrying {type(request).__name__} after UNAVAILABLE: {e.details()}")
+            time.sleep(pause)
+            pause = min(pause * 2, 10)
 
 
 def test_the_iscsi_overlay_as_a_cluster_runs_it(image, host_lab, guest_boot_files, csi):
@@ -226,35 +248,55 @@ def test_the_iscsi_overlay_as_a_cluster_runs_it(image, host_lab, guest_boot_file
             mount=pb2.VolumeCapability.MountVolume(fs_type=default_fs_type),
             access_mode=pb2.VolumeCapability.AccessMode(mode=pb2.VolumeCapability.AccessMode.SINGLE_NODE_WRITER))
         topology = pb2.Topology(segments=dict(info.accessible_topology.segments))
-        pv = f"pvc-{uuid.uuid4()}"
-        volume = controller.controller.CreateVolume(pb2.CreateVolumeRequest(
-            name=pv, capacity_range=pb2.CapacityRange(required_bytes=64 * MiB), volume_capabilities=[capability],
-            parameters=provisioner_parameters(storage_class, "data", pv),
-            accessibility_requirements=pb2.TopologyRequirement(requisite=[topology], preferred=[topology])),
-            timeout=CALL_TIMEOUT).volume
+
+        def create(pvc: str, **request) -> tuple:
+            """CreateVolume with the class's parameters, extra metadata and the node's topology."""
+            pv = f"pvc-{uuid.uuid4()}"
+            made = controller.controller.CreateVolume(pb2.CreateVolumeRequest(
+                name=pv, capacity_range=pb2.CapacityRange(required_bytes=64 * MiB), volume_capabilities=[capability],
+                parameters=provisioner_parameters(storage_class, pvc, pv),
+                accessibility_requirements=pb2.TopologyRequirement(requisite=[topology], preferred=[topology]),
+                **request), timeout=CALL_TIMEOUT).volume
+            assert any(images.rglob(f"*{made.volume_id}*")), f"expected the volume's file in {images}"
+            return made, pv
+
+        def attach_and_mount(vol, pv: str) -> tuple[str, str]:
+            """csi-attacher's ControllerPublish with the controller-publish secret (node-1
+            registered itself), then kubelet's NodeStage (node-stage secret) and NodePublish at
+            its own paths in the guest."""
+            published = retried(controller.controller.ControllerPublishVolume, pb2.ControllerPublishVolumeRequest(
+                volume_id=vol.volume_id, node_id=NODE, volume_capability=capability,
+                volume_context=vol.volume_context, secrets=CHAP), timeout=CALL_TIMEOUT)
+            staging = (f"/var/lib/kubelet/plugins/kubernetes.io/csi/{driver}/"
+                       f"{hashlib.sha256(vol.volume_id.encode()).hexdigest()}/globalmount")
+            target = f"/var/lib/kubelet/pods/{uuid.uuid4()}/volumes/kubernetes.io~csi/{pv}/mount"
+            in_guest(guest, f"mkdir -p {os.path.dirname(staging)} {os.path.dirname(target)}")
+            retried(node.node.NodeStageVolume, pb2.NodeStageVolumeRequest(
+                volume_id=vol.volume_id, staging_target_path=staging, volume_capability=capability,
+                publish_context=published.publish_context, volume_context=vol.volume_context, secrets=CHAP),
+                timeout=120)
+            retried(node.node.NodePublishVolume, pb2.NodePublishVolumeRequest(
+                volume_id=vol.volume_id, staging_target_path=staging, target_path=target,
+                volume_capability=capability, publish_context=published.publish_context,
+                volume_context=vol.volume_context), timeout=CALL_TIMEOUT)
+            source = in_guest(guest, f"findmnt -n -o SOURCE {target}").strip()
+            assert source.startswith("/dev/sd"), f"expected the LUN's disk mounted at {target} in the guest: {source}"
+            return staging, target
+
+        def unmount_and_detach(vol, staging: str, target: str) -> None:
+            """The pod goes: kubelet unmounts and unstages, the attacher detaches."""
+            retried(node.node.NodeUnpublishVolume, pb2.NodeUnpublishVolumeRequest(
+                volume_id=vol.volume_id, target_path=target), timeout=CALL_TIMEOUT)
+            retried(node.node.NodeUnstageVolume, pb2.NodeUnstageVolumeRequest(
+                volume_id=vol.volume_id, staging_target_path=staging), timeout=120)
+            left = in_guest(guest, f"grep -c ' {target} \\| {staging} ' /proc/self/mountinfo || true").strip()
+            assert left == "0", f"expected {target} and {staging} unmounted in the guest"
+            retried(controller.controller.ControllerUnpublishVolume, pb2.ControllerUnpublishVolumeRequest(
+                volume_id=vol.volume_id, node_id=NODE, secrets=CHAP), timeout=CALL_TIMEOUT)
+
         images = lab.path("/var/lib/rosetctl/controller")
-        assert any(images.rglob(f"*{volume.volume_id}*")), f"expected the volume's file in {images}"
-
-        # csi-attacher, with the StorageClass's controller-publish secret: node-1 registered itself.
-        published = controller.controller.ControllerPublishVolume(pb2.ControllerPublishVolumeRequest(
-            volume_id=volume.volume_id, node_id=NODE, volume_capability=capability,
-            volume_context=volume.volume_context, secrets=CHAP), timeout=CALL_TIMEOUT)
-
-        # kubelet in the guest, at its own paths
-        staging = (f"/var/lib/kubelet/plugins/kubernetes.io/csi/{driver}/"
-                   f"{hashlib.sha256(volume.volume_id.encode()).hexdigest()}/globalmount")
-        target = f"/var/lib/kubelet/pods/{uuid.uuid4()}/volumes/kubernetes.io~csi/{pv}/mount"
-        in_guest(guest, f"mkdir -p {os.path.dirname(staging)} {os.path.dirname(target)}")
-        node.node.NodeStageVolume(pb2.NodeStageVolumeRequest(
-            volume_id=volume.volume_id, staging_target_path=staging, volume_capability=capability,
-            publish_context=published.publish_context, volume_context=volume.volume_context, secrets=CHAP),
-            timeout=120)
-        node.node.NodePublishVolume(pb2.NodePublishVolumeRequest(
-            volume_id=volume.volume_id, staging_target_path=staging, target_path=target,
-            volume_capability=capability, publish_context=published.publish_context,
-            volume_context=volume.volume_context), timeout=CALL_TIMEOUT)
-        source = in_guest(guest, f"findmnt -n -o SOURCE {target}").strip()
-        assert source.startswith("/dev/sd"), f"expected the LUN's disk mounted at {target} in the guest: {source}"
+        volume, pv = create("data")
+        staging, target = attach_and_mount(volume, pv)
         in_guest(guest, f"echo 'written in a pod on {NODE}' > {target}/data && sync")
         print(f"mounted and written after {time.monotonic() - started:.0f}s")
 
@@ -266,9 +308,26 @@ def test_the_iscsi_overlay_as_a_cluster_runs_it(image, host_lab, guest_boot_file
             volume_id=volume.volume_id, volume_path=target, staging_target_path=staging), timeout=CALL_TIMEOUT)
         assert not stats.volume_condition.abnormal, stats
 
-        # The controller restarts while the volume is published (finding 2)
+        # csi-snapshotter while the volume is mounted (its data synced)
+        snapshot = controller.controller.CreateSnapshot(pb2.CreateSnapshotRequest(
+            source_volume_id=volume.volume_id, name=f"snapshot-{uuid.uuid4()}"), timeout=CALL_TIMEOUT).snapshot
+        deadline = time.monotonic() + 60
+        while not snapshot.ready_to_use and time.monotonic() < deadline:
+            time.sleep(0.5)
+            snapshot = controller.controller.ListSnapshots(pb2.ListSnapshotsRequest(
+                snapshot_id=snapshot.snapshot_id), timeout=CALL_TIMEOUT).entries[0].snapshot
+        assert snapshot.ready_to_use, snapshot
+
+        # The controller restarts while the volume is published: the detach after it still works
         controller.restart()
         wait_for_log(controller_pod, "issuing node certificates on")
+
+        # A claim restored from the snapshot, mounted beside the first on node-1
+        restored, restored_pv = create("restored", volume_content_source=pb2.VolumeContentSource(
+            snapshot=pb2.VolumeContentSource.SnapshotSource(snapshot_id=snapshot.snapshot_id)))
+        restored_staging, restored_target = attach_and_mount(restored, restored_pv)
+        assert in_guest(guest, f"cat {restored_target}/data") == f"written in a pod on {NODE}\n"
+        unmount_and_detach(restored, restored_staging, restored_target)
 
         # csi-resizer, then kubelet's NodeExpand of the mounted filesystem
         expanded = controller.controller.ControllerExpandVolume(pb2.ControllerExpandVolumeRequest(
@@ -283,18 +342,15 @@ def test_the_iscsi_overlay_as_a_cluster_runs_it(image, host_lab, guest_boot_file
         size = int(in_guest(guest, f"df -k {target} | tail -1 | awk '{{print $2}}'").strip())
         assert size * 1024 > 100 * MiB, f"expected the mounted filesystem grown to about 128 MiB: {size} KiB"
 
-        # The pod goes: kubelet unmounts, the attacher detaches, the provisioner deletes.
-        node.node.NodeUnpublishVolume(pb2.NodeUnpublishVolumeRequest(volume_id=volume.volume_id, target_path=target),
-                                      timeout=CALL_TIMEOUT)
-        node.node.NodeUnstageVolume(pb2.NodeUnstageVolumeRequest(volume_id=volume.volume_id, staging_target_path=staging),
-                                    timeout=120)
-        assert in_guest(guest, f"grep -c ' {target} \\| {staging} ' /proc/self/mountinfo || true").strip() == "0"
+        # The pods go: kubelet unmounts, the attacher detaches, the provisioner deletes.
+        unmount_and_detach(volume, staging, target)
         sessions = guest.run("iscsiadm -m session")
         assert sessions.rc == 21, f"expected no iSCSI session left in the guest: {sessions}"
-        controller.controller.ControllerUnpublishVolume(pb2.ControllerUnpublishVolumeRequest(
-            volume_id=volume.volume_id, node_id=NODE, secrets=CHAP), timeout=CALL_TIMEOUT)
-        controller.controller.DeleteVolume(pb2.DeleteVolumeRequest(volume_id=volume.volume_id), timeout=CALL_TIMEOUT)
-        assert not any(images.rglob(f"*{volume.volume_id}*")), f"expected the volume's file gone from {images}"
+        controller.controller.DeleteSnapshot(pb2.DeleteSnapshotRequest(snapshot_id=snapshot.snapshot_id),
+                                             timeout=CALL_TIMEOUT)
+        for vol in (restored, volume):
+            controller.controller.DeleteVolume(pb2.DeleteVolumeRequest(volume_id=vol.volume_id), timeout=CALL_TIMEOUT)
+            assert not any(images.rglob(f"*{vol.volume_id}*")), f"expected the volume's file gone from {images}"
 
         # finding 9: in the host's network the node plugin's metrics are on 9855, not on 9810
         metrics = guest.run("busybox wget -q -O - http://127.0.0.1:9855/metrics")
