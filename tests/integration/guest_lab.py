@@ -364,8 +364,13 @@ class Guest:
     """One QEMU guest (see the module's docstring). `dir` is shared read-write at the same path."""
 
     def __init__(self, boot: BootFiles, directory: Path, name: str, initiator: str | None = None,
-                 ssh: SshAccess | None = None, shares: tuple[Path, ...] = ()):
+                 ssh: SshAccess | None = None, shares: tuple[Path, ...] = (), memory_mib: int = 512,
+                 forwards: tuple[tuple[int, int], ...] = (), prefix: tuple[str, ...] = ()):
+        """`forwards`: (port on 127.0.0.1 where qemu runs, guest port) pairs; `prefix`: argv qemu is
+        run under (nsenter into a network namespace: 10.0.2.2 is then that namespace's loopback,
+        and the guest reaches that namespace's addresses)."""
         self.boot = boot
+        self.memory_mib, self.forwards, self.prefix = memory_mib, forwards, tuple(prefix)
         self.dir = directory
         self.name = name
         self.initiator = initiator or f"iqn.2026-11.io.roset.test:{name}"
@@ -401,11 +406,12 @@ class Guest:
         if self.ssh is not None:
             words.append(f"rosetctl.sshd={self.ssh.configure(self.dir / 'sshd')}")
             netdev += f",hostfwd=tcp:127.0.0.1:{self.ssh.port}-:22"
+        netdev += "".join(f",hostfwd=tcp:127.0.0.1:{host}-:{guest}" for host, guest in self.forwards)
         if self.shares:
             words.append("rosetctl.shares=" + ",".join(str(share) for share in self.shares))
         argv = [
-            "qemu-system-x86_64", "-machine", "q35", "-accel", "tcg,tb-size=256", "-cpu", "max",
-            "-smp", "1", "-m", "512", "-nographic", "-no-reboot",
+            *self.prefix, "qemu-system-x86_64", "-machine", "q35", "-accel", "tcg,tb-size=256", "-cpu", "max",
+            "-smp", "1", "-m", str(self.memory_mib), "-nographic", "-no-reboot",
             "-kernel", str(self.boot.kernel), "-initrd", str(self.boot.initramfs), "-append", " ".join(words),
             "-netdev", netdev, "-device", "virtio-net-pci,netdev=n0,romfile=", "-device", "virtio-rng-pci",
             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap",

@@ -46,15 +46,21 @@ class Pod:
     """One pod's rosetctl container, run by podman as the rendered pod says."""
 
     def __init__(self, obj: dict, host: LabHost, image: str, scratch: Path, network: str = "none",
-                 test_volumes: tuple[Path, ...] = (), replace_args: dict[str, str] | None = None):
+                 test_volumes: tuple[Path, ...] = (), replace_args: dict[str, str] | None = None,
+                 volume_files: dict[str, Path] | None = None, kubelet_options: tuple[str, ...] = ()):
         """`network`: podman's --network (the local overlay's pods talk only through unix sockets:
-        none; others join a lab host's network namespace, ns:PATH). `test_volumes`: host paths
-        bind-mounted at the same path, for what a test puts in place of the world outside the
-        cluster; `replace_args`: rendered arguments a test must replace ({rendered: used});
-        each test lists both in its docstring."""
+        none; others join a lab host's network namespace, ns:PATH; a hostNetwork pod: host).
+        `test_volumes`: host paths bind-mounted at the same path, for what a test puts in place of
+        the world outside the cluster; `replace_args`: rendered arguments a test must replace
+        ({rendered: used}); each test lists both in its docstring. `volume_files`: the directory
+        kubelet would fill for each Secret, ConfigMap or projected volume, by volume name;
+        `kubelet_options`: podman options for what kubelet adds to every pod beyond the YAML
+        (the ServiceAccount's kube-api-access volume, the API server's address)."""
         self.obj, self.host, self.image = obj, host, image
         self.network, self.test_volumes = network, test_volumes
         self.replace_args = dict(replace_args or {})
+        self.volume_files = dict(volume_files or {})
+        self.kubelet_options = tuple(kubelet_options)
         self.name = f"rosetctl-k8s-{uuid.uuid4().hex[:8]}-{obj['metadata']['name']}-{host.name}"
         self.plugin = k8s.container(obj, "rosetctl")
         self.empty_dirs = scratch / self.name.split("-")[2]  # short: unix socket paths fit in 108 bytes
@@ -62,6 +68,8 @@ class Pod:
         self.start()
 
     def volume_source(self, volume: dict) -> Path:
+        if volume["name"] in self.volume_files:
+            return self.volume_files[volume["name"]]
         if "emptyDir" in volume:
             path = self.empty_dirs / volume["name"]
             path.mkdir(exist_ok=True)
@@ -91,8 +99,10 @@ class Pod:
             options.append("--privileged")
         if security.get("readOnlyRootFilesystem"):
             options.append("--read-only")
-        assert not k8s.pod_spec(self.obj).get("hostNetwork"), "host-network pods: not in this test yet"
+        if k8s.pod_spec(self.obj).get("hostNetwork"):
+            assert self.network == "host", f"{self.obj['metadata']['name']} is in its host's network"
         options += [f"--volume={path}:{path}:rprivate" for path in self.test_volumes]
+        options += self.kubelet_options
         args = [self.replace_args.get(arg, arg) for arg in self.plugin["args"]]
         missing = set(self.replace_args) - set(self.plugin["args"])
         assert not missing, f"{self.obj['metadata']['name']}: no rendered argument {sorted(missing)} to replace"
