@@ -986,6 +986,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from show' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l force
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l revoke
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l config
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l output

@@ -1,9 +1,11 @@
 // Registering this node with the controller, and listing, showing and removing registered nodes.
 #include "cli/node_cmd.h"
 
+#include <fmt/chrono.h>
 #include <fmt/ranges.h>
 
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +26,7 @@ struct NodeOptions {
   std::string address;
   std::optional<std::string> iscsi_initiator;  // given (even empty) beats the initiator file
   bool force = false;
+  bool revoke = false;
 };
 
 nlohmann::json null_if_empty(const std::string& text) {
@@ -150,6 +153,7 @@ Status run_node_remove(const GlobalOptions& globals, const NodeOptions& options)
   v1::RemoveNodeRequest request;
   request.set_node_id(options.node_id);
   request.set_force(options.force);
+  request.set_revoke(options.revoke);
   v1::RemoveNodeResponse response;
   ROSETCTL_RETURN_IF_ERROR(
       (*session)->client().registry(&v1::Registry::Stub::RemoveNode, request, &response));
@@ -163,14 +167,22 @@ Status run_node_remove(const GlobalOptions& globals, const NodeOptions& options)
                  options.node_id.c_str());
   }
   if (!response.removed()) note_only_this_host(**session, kOnlyThisRegistryHint);
-  print_line_or_json(
-      globals.output,
+  std::string said =
       response.removed()
           ? fmt::format("removed node \"{}\"", options.node_id)
-          : fmt::format("node \"{}\" is not registered; nothing to remove", options.node_id),
-      {{"node_id", options.node_id},
-       {"removed", response.removed()},
-       {"published_volume_ids", published}});
+          : fmt::format("node \"{}\" is not registered; nothing to remove", options.node_id);
+  nlohmann::json revoked_at = nullptr;
+  if (options.revoke) {
+    revoked_at = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
+                             fmt::gmtime(static_cast<std::time_t>(response.revoked_at_unix())));
+    said += fmt::format("; its certificates issued until {} are refused from now on",
+                        revoked_at.get<std::string>());
+  }
+  print_line_or_json(globals.output, said,
+                     {{"node_id", options.node_id},
+                      {"removed", response.removed()},
+                      {"published_volume_ids", published},
+                      {"revoked_at", revoked_at}});
   return Status::ok();
 }
 
@@ -227,11 +239,19 @@ void setup_node_registry(CLI::App& node, const GlobalOptions& globals, Action& a
   add_node_argument(remove, remove_options.get());
   remove->add_flag("--force", remove_options->force,
                    "Remove it although volumes are mapped to it (they stay mapped)");
+  remove->add_flag("--revoke", remove_options->revoke,
+                   "Also refuse, from now on, every certificate of the node issued until now");
   remove->footer(
       "Refused (exit code 5) while volumes are mapped to the node, naming them: unmap them\n"
       "first (rosetctl volume unmap VOLUME --node ID) or pass --force. Removing a node that is\n"
-      "not registered succeeds and says so. A removed node can register again.\n\n"
-      "Examples:\n  rosetctl node remove worker-2\n  rosetctl node remove worker-2 --force");
+      "not registered succeeds and says so. A removed node can register again with its\n"
+      "certificate, unless --revoke: then the controller refuses every call made with a\n"
+      "certificate of that node issued until now (a stolen key, a retired host), and the node\n"
+      "needs a new certificate, issued at least 5 minutes later (rosetctl backdates\n"
+      "certificates by 5 minutes against clock skew; `rosetctl tls issue ID --force`, or its\n"
+      "next enrollment). Revoking a node that is not registered works too.\n\n"
+      "Examples:\n  rosetctl node remove worker-2\n  rosetctl node remove worker-2 --force\n"
+      "  rosetctl node remove worker-2 --revoke");
   remove->callback([&globals, &action, remove_options] {
     action = [&globals, remove_options] { return run_node_remove(globals, *remove_options); };
   });

@@ -289,8 +289,9 @@ Decisions& decisions() {
 
 class Authorize final : public grpc::experimental::Interceptor {
  public:
-  Authorize(const AnsweringServer& server, grpc::experimental::ServerRpcInfo* info)
-      : server_(server), info_(info) {}
+  Authorize(const AnsweringServer& server, const RevocationCheck& revoked,
+            grpc::experimental::ServerRpcInfo* info)
+      : server_(server), revoked_(revoked), info_(info) {}
   ~Authorize() override {
     if (decided_) decisions().remove(info_->server_context());
   }
@@ -321,32 +322,36 @@ class Authorize final : public grpc::experimental::Interceptor {
       facts.forwarded_to.emplace(named->second.data(), named->second.size());
     facts.carries_grant = metadata.contains(kTransferGrantKey);
     Status decision = decide(server_, facts);
+    if (decision.is_ok() && revoked_) decision = revoked_(facts.peer);
     decisions().put(&call, CallDecision{std::move(decision), std::move(facts.peer)});
     decided_ = true;
   }
 
   const AnsweringServer& server_;
+  const RevocationCheck& revoked_;
   grpc::experimental::ServerRpcInfo* info_;
   bool decided_ = false;
 };
 
 class AuthorizeFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
-  explicit AuthorizeFactory(AnsweringServer server) : server_(std::move(server)) {}
+  AuthorizeFactory(AnsweringServer server, RevocationCheck revoked)
+      : server_(std::move(server)), revoked_(std::move(revoked)) {}
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
-    return new Authorize(server_, info);
+    return new Authorize(server_, revoked_, info);
   }
 
  private:
   AnsweringServer server_;
+  RevocationCheck revoked_;
 };
 
 }  // namespace
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> authorization_interceptor(
-    AnsweringServer server) {
-  return std::make_unique<AuthorizeFactory>(std::move(server));
+    AnsweringServer server, RevocationCheck revoked) {
+  return std::make_unique<AuthorizeFactory>(std::move(server), std::move(revoked));
 }
 
 Status authorization_of(const grpc::ServerContextBase& call) {

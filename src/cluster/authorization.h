@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cluster/node_revocations.h"
 #include "cluster/peer_authority.h"
 #include "core/status.h"
 #include "daemon/service_context.h"
@@ -65,9 +66,10 @@ Status decide_forwarded_bytes(const AnsweringServer& server, const grpc::ServerC
                               std::string_view method, std::string_view forwarded_to,
                               const grpc::ByteBuffer& bytes);
 
-// The interceptor to put first on every server of the plugin.
+// The interceptor to put first on every server of the plugin. A call the table allows is then
+// refused when `revoked` refuses its caller (a controller's: cluster/node_revocations.h).
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> authorization_interceptor(
-    AnsweringServer server);
+    AnsweringServer server, RevocationCheck revoked = nullptr);
 
 // The interceptor's decision for `call`; PERMISSION_DENIED when it made none (a server
 // without the interceptor, a method it never saw): handlers fail closed.

@@ -71,6 +71,7 @@ Peer peer_from_certificate(std::string_view pem) {
   auto identity = read_certificate_identity(pem);
   if (!identity) return peer;
   peer.name = identity->common_name;
+  peer.not_before = identity->not_before_unix;
   CertificateRole role;
   if (identity->role == "admin") {
     role = CertificateRole::kAdmin;

@@ -6,6 +6,7 @@
 
 #include <grpcpp/server_context.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,9 @@ enum class PeerRole { kLocal, kAdmin, kController, kNode, kUnknown, kAnonymous }
 struct Peer {
   PeerRole role = PeerRole::kLocal;
   std::string name;  // the certificate's CN; "" for a local caller
+  // The certificate's notBefore (unix seconds; 0 for a local caller): a node's certificates
+  // from before its revocation are refused (cluster/node_revocations.h).
+  int64_t not_before = 0;
 
   // "node certificate \"node-a\"", "a local caller": for messages.
   std::string describe() const;

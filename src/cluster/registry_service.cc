@@ -118,6 +118,14 @@ Status RegistryService::check_transfer_grant(const grpc::ServerContextBase& call
                  "it expired",
                  display_quoted(request.node_id()));
   }
+  // A receiver revoked since the grant was issued reads nothing more under it.
+  auto revoked_at = context_.store.node_certificates_revoked_at(grant->receiver);
+  if (!revoked_at) return revoked_at.status();
+  if (*revoked_at && **revoked_at >= grant->issued_unix) {
+    return error(Code::kPermissionDenied,
+                 "the transfer grant's receiver, node {}, was revoked after the grant was issued",
+                 display_quoted(grant->receiver));
+  }
   response->set_receiver_node_id(grant->receiver);
   response->set_reference(grant->reference);
   response->set_valid_ms(std::chrono::duration_cast<std::chrono::milliseconds>(left).count());
@@ -304,6 +312,15 @@ Status RegistryService::remove_node(const v1::RemoveNodeRequest& request,
   response->set_removed(removal->removed);
   for (const std::string& volume_id : removal->published_volume_ids)
     response->add_published_volume_ids(volume_id);
+  if (request.revoke()) {
+    // After the removal: a removal refused (volumes published) revokes nothing. A node not
+    // registered is revoked all the same: its certificate may be the one to keep out.
+    int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    ROSETCTL_RETURN_IF_ERROR(context_.store.revoke_node_certificates(id, now));
+    response->set_revoked_at_unix(now);
+  }
   return Status::ok();
 }
 

@@ -22,6 +22,9 @@ std::string grant_described(const TransferGrant& grant) {
 
 std::string TransferGrants::issue(TransferGrant grant, Clock::time_point now) {
   std::string token = random_hex(32);
+  grant.issued_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
   std::lock_guard<std::mutex> lock(mutex_);
   forget_old(now);
   entries_[token] = Entry{std::move(grant), now + kIdle, now + kLongest, nullptr};

@@ -34,6 +34,9 @@ struct TransferGrant {
   std::string receiver;   // the node that reads
   std::string source;     // the node read
   std::string reference;  // the snapshot, as the receiver looks it up (LookupSnapshot)
+  // When the controller issued it (unix seconds, set by issue()): a grant issued before its
+  // receiver's revocation is void (cluster/node_revocations.h).
+  int64_t issued_unix = 0;
 };
 
 // What a read under a grant is: by whom (nullopt: a caller that needs no grant, the controller

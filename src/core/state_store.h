@@ -136,7 +136,7 @@ struct NodeRemoval {
 class StateStore {
  public:
   // The schema version this binary creates and understands (the last migration's number).
-  static constexpr int kSchemaVersion = 11;
+  static constexpr int kSchemaVersion = 12;
 
   // Who opens the store. The first connection of a process reads SQLite's whole WAL to
   // rebuild its index (2.3 ms of CPU at 2.9 MB here). `serve` pays that once and keeps
@@ -250,6 +250,13 @@ class StateStore {
   // it is FAILED_PRECONDITION naming them, unless `force`: then the node goes and its
   // publications stay. The result lists the publications left either way.
   Expected<NodeRemoval> delete_node(std::string_view node_id, bool force);
+
+  // Revoked node certificates: every certificate of `node_id` issued at or before `revoked_at`
+  // (unix seconds) is refused from then on (cluster/node_revocations.h). Revoking again moves the
+  // time forward, never back.
+  Status revoke_node_certificates(std::string_view node_id, int64_t revoked_at);
+  // When `node_id`'s certificates were last revoked, if ever.
+  Expected<std::optional<int64_t>> node_certificates_revoked_at(std::string_view node_id);
 
  private:
   class Lease;

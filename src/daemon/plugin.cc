@@ -190,8 +190,11 @@ void Plugin::register_services(grpc::ServerBuilder& builder, NodeProxy& proxy) {
   // localized; it reads wrapped ids whole either way (placed_fields.h placed_nodes_of).
   auto interceptors = placed_id_interceptors(context_->options.node_id,
                                              context_->options.role != PluginRole::kController);
+  // A controller refuses the certificates of revoked nodes (`node remove --revoke`).
+  AnsweringServer answering = answering_server(context_->options);
+  RevocationCheck revoked = answering.controller ? revocation_check_of(*store_) : nullptr;
   interceptors.insert(interceptors.begin(),
-                      authorization_interceptor(answering_server(context_->options)));
+                      authorization_interceptor(std::move(answering), std::move(revoked)));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // The Catalog too: a controller asks a node's about the volumes and snapshots placed there.
   builder.RegisterService(catalog_.get());

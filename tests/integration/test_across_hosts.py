@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from controller_site import (EXIT_PERMISSION, EXIT_UNAVAILABLE, PATIENCE, PORT, Site, build_site,
-                             expired_certificate, retrying_lines, tls_ok)
+                             expired_certificate, retrying_lines, signed_certificate, tls_ok)
 from host_lab import HostProcess, wait_for_port
 from roset_fixtures import STANDIN_FUSE
 from rosetctl_cli import EXIT_NOT_FOUND, EXIT_PRECONDITION, EXIT_USAGE, Result, binary_path
@@ -138,6 +138,48 @@ def test_only_a_nodes_own_certificate_registers_its_host(site):
     site.b.ok("--node-id", "not-consumer-b", "volume", "list")
     site.b.ok("volume", "list")
     assert sorted(n["node_id"] for n in site.ctl.ok_json("node", "list")) == ["consumer-b"]
+
+
+def test_a_revoked_nodes_certificates_are_refused_until_it_gets_a_newer_one(site, registry_stubs, workdir):
+    from datetime import timedelta
+
+    site.b.ok("volume", "list")  # registers consumer-b with its certificate
+    assert "consumer-b" in [n["node_id"] for n in site.ctl.ok_json("node", "list")]
+    # Without --revoke a removed node's certificate brings it back (the old behaviour, kept).
+    site.ctl.ok("node", "remove", "consumer-b")
+    site.b.ok("volume", "list")
+    assert "consumer-b" in [n["node_id"] for n in site.ctl.ok_json("node", "list")]
+
+    removed = site.ctl.ok_json("node", "remove", "consumer-b", "--revoke")
+    assert removed["removed"] is True and removed["revoked_at"].endswith("Z"), removed
+    for attempt in (site.b.run("volume", "list"), site.b.run("node", "register")):
+        assert attempt.rc == EXIT_PERMISSION, attempt.describe()
+        assert 'node certificate "consumer-b"' in attempt.stderr and "revoked" in attempt.stderr, attempt.stderr
+    assert "consumer-b" not in [n["node_id"] for n in site.ctl.ok_json("node", "list")]
+    # Every call, not only the registry's; and the other node is untouched.
+    refused = site.grpc(site.consumer_b, registry_stubs, "rosetctl", "Registry", "ListNodes", {},
+                        site.identity("consumer-b"))
+    assert refused["code"] == "PERMISSION_DENIED" and "revoked" in refused["details"], refused
+    assert site.grpc(site.consumer_a, registry_stubs, "rosetctl", "Registry", "ListNodes", {},
+                     site.identity("consumer-a"))["code"] == "OK"
+    # Revoking again (a node not registered any more) succeeds and says so.
+    again = site.ctl.ok_json("node", "remove", "consumer-b", "--revoke")
+    assert again["removed"] is False and again["revoked_at"] >= removed["revoked_at"], again
+
+    # A certificate of consumer-b valid only from after the revocation is let in.
+    time.sleep(1.1)
+    newer = signed_certificate(site.tls_dir, workdir / "newer", "consumer-b",
+                               [("O", "rosetctl"), ("OU", "node"), ("CN", "consumer-b")],
+                               valid=(timedelta(seconds=1), timedelta(days=1)))
+    site.secret_files.append(newer[1])
+    time.sleep(1.5)
+    let_in = site.grpc(site.consumer_b, registry_stubs, "rosetctl", "Registry", "RegisterNode",
+                       {"node_id": "consumer-b"}, (*newer, site.tls_dir / "ca.crt"))
+    assert let_in["code"] == "OK", let_in
+    # The old one stays refused.
+    refused = site.grpc(site.consumer_b, registry_stubs, "rosetctl", "Registry", "ListNodes", {},
+                        site.identity("consumer-b"))
+    assert refused["code"] == "PERMISSION_DENIED", refused
 
 
 def test_a_node_certificate_acts_only_for_itself(site, csi, registry_stubs):

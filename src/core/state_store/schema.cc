@@ -145,6 +145,15 @@ ALTER TABLE node_publications ADD COLUMN mount_fingerprint TEXT NOT NULL DEFAULT
     {11, R"sql(
 ALTER TABLE node_publications ADD COLUMN volume_context TEXT NOT NULL DEFAULT '{}';
 )sql"},
+    // Revoked node certificates (`node remove --revoke`): no foreign key to nodes, since a
+    // revocation outlives the node's record (that is its point). IF NOT EXISTS: a database
+    // whose user_version was set back (an old binary's restore of a newer copy) may hold it.
+    {12, R"sql(
+CREATE TABLE IF NOT EXISTS revoked_nodes (
+  node_id TEXT NOT NULL PRIMARY KEY,
+  revoked_at INTEGER NOT NULL
+) STRICT;
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");

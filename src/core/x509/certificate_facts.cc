@@ -188,8 +188,11 @@ Expected<CertificateIdentity> read_certificate_identity(std::string_view pem) {
       name_field_count(subject, NID_commonName) != 1) {
     return identity;
   }
+  auto not_before = unix_time_of((*api)->X509_get0_notBefore(certificate->get()));
+  if (!not_before) return identity;  // no time: no identity, as for a strange subject
   identity.role = name_field(subject, NID_organizationalUnitName);
   identity.common_name = name_field(subject, NID_commonName);
+  identity.not_before_unix = *not_before;
   return identity;
 }
 

@@ -94,6 +94,7 @@ Expected<CertificateFacts> read_certificate_facts(std::string_view pem, std::str
 struct CertificateIdentity {
   std::string role;
   std::string common_name;
+  int64_t not_before_unix = 0;  // its validity's start: what a revocation compares
 };
 Expected<CertificateIdentity> read_certificate_identity(std::string_view pem);
 
