@@ -4,7 +4,8 @@
 //   csi_load --endpoint unix:///path/csi.sock --serve-pid PID --work-dir DIR
 //   csi_load --endpoint 192.0.2.1:9443 --tls-cert C --tls-key K --tls-ca CA ... (serve --listen)
 //            [--seconds N] [--pairs N] [--existing N] [--targets N] [--fanout-clients N]
-//            [--probes N] [--only create-delete|publish-fanout|scale|floor|probe]
+//            [--probes N]
+//            [--only create-delete|publish-fanout|scale|floor|probe|controller-publish]
 //
 // Scenarios (all run in order; see bench/README.md for the targets):
 //   1. create-delete: 8 clients, each CreateVolume + DeleteVolume of unique names, for N seconds
@@ -12,8 +13,10 @@
 //      concurrent calls, then as many concurrent NodeGetCapabilities calls (no work in serve):
 //      the fan-out's floor
 //   3. scale: CreateVolume latency with 0 vs 10,000 existing volumes; list all in pages of 100
-// On request only: `floor` (GetPluginInfo from the same clients) and `probe` (--probes Probe
-// calls from the clients). --pairs N makes create-delete a fixed count instead of N seconds, and
+// On request only: `floor` (GetPluginInfo from the same clients), `probe` (--probes Probe
+// calls from the clients) and `controller-publish` (each client publishes its own volume to the
+// plugin's node and unpublishes it again, --pairs pairs in all: ControllerPublishVolume's cost).
+// --pairs N makes create-delete a fixed count instead of N seconds, and
 // --fanout-clients N makes the fan-out N threads working through the targets (as a CO's worker
 // pool would) instead of one thread per target; both as issue 35's comparison has them
 // (bench/csi/vs-hostpath.sh drives csi-driver-host-path the same way).
@@ -214,6 +217,55 @@ void create_delete(const std::shared_ptr<grpc::Channel>& channel, const Options&
       "ms; serve CPU %.0f us/pair)\n",
       options.clients, pairs.load(), elapsed, pairs / elapsed, percentile(all, 0.5),
       percentile(all, 0.99), cpu / static_cast<double>(pairs.load()) * 1e6);
+}
+
+// ControllerPublishVolume + ControllerUnpublishVolume pairs, each client on a volume of its own
+// (the local provider maps a volume to its own node only: the call's checks and record are all
+// that costs).
+void controller_publish(const std::shared_ptr<grpc::Channel>& channel, const Options& options) {
+  auto controller = csi::v1::Controller::NewStub(channel);
+  auto node = csi::v1::Node::NewStub(channel);
+  csi::v1::NodeGetInfoResponse info;
+  {
+    grpc::ClientContext context;
+    check(node->NodeGetInfo(&context, {}, &info), "NodeGetInfo");
+  }
+  std::vector<std::string> ids;
+  for (int c = 0; c < options.clients; ++c)
+    ids.push_back(create(*controller, fmt::format("bench-publish-{}", c)));
+  std::vector<std::vector<double>> latencies(options.clients);
+  double cpu_before = cpu_seconds_of(options.serve_pid);
+  auto pair = [&](int c, long) {
+    auto begin = Clock::now();
+    csi::v1::ControllerPublishVolumeRequest request;
+    request.set_volume_id(ids[c]);
+    request.set_node_id(info.node_id());
+    *request.mutable_volume_capability() = mount_capability();
+    csi::v1::ControllerPublishVolumeResponse response;
+    grpc::ClientContext context;
+    check(controller->ControllerPublishVolume(&context, request, &response), "ControllerPublish");
+    csi::v1::ControllerUnpublishVolumeRequest undo;
+    undo.set_volume_id(ids[c]);
+    undo.set_node_id(info.node_id());
+    csi::v1::ControllerUnpublishVolumeResponse undone;
+    grpc::ClientContext undo_context;
+    check(controller->ControllerUnpublishVolume(&undo_context, undo, &undone),
+          "ControllerUnpublish");
+    latencies[c].push_back(Millis(Clock::now() - begin).count());
+  };
+  long total = options.pairs > 0 ? options.pairs : 2000;
+  double elapsed = counted_loop(options, total, pair);
+  double cpu = cpu_seconds_of(options.serve_pid) - cpu_before;
+  std::vector<double> all;
+  for (auto& l : latencies)
+    all.insert(all.end(), l.begin(), l.end());
+  std::printf(
+      "controller-publish %d clients: %ld publish+unpublish pairs in %.3f s = %.0f pairs/s (pair "
+      "p50 %.2f ms, p99 %.2f ms; serve CPU %.0f us/pair)\n",
+      options.clients, total, elapsed, total / elapsed, percentile(all, 0.5), percentile(all, 0.99),
+      cpu / static_cast<double>(total) * 1e6);
+  for (const std::string& id : ids)
+    remove(*controller, id);
 }
 
 // The transport's floor: the same clients calling GetPluginInfo, which does no work in serve.
@@ -469,6 +521,7 @@ int main(int argc, char** argv) {
   if (wanted("scale")) scale(channel, options);
   if (options.only == "floor") probe_floor(channel, options);  // only when asked
   if (options.only == "probe") probe(channel, options);
+  if (options.only == "controller-publish") controller_publish(channel, options);
   print_memory("after the runs", options.serve_pid);
   // What serve keeps once the load is over (it trims its heap when idle).
   std::this_thread::sleep_for(std::chrono::seconds(3));

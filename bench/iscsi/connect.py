@@ -57,6 +57,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cycles", type=int, default=10, help="connect+disconnect cycles in the guest")
     parser.add_argument("--map-cycles", type=int, default=50, help="map+unmap pairs per provider")
+    parser.add_argument("--old-bin", help="a previous rosetctl: its connect and disconnect run in the same "
+                        "cycles, alternating with this one's (A/B in the same minutes)")
+    parser.add_argument("--trace", type=Path, help="after the cycles, write an `strace -f -tt` of one connect "
+                        "and one disconnect (processes, waits, mounts) to this directory")
     options = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="rosetctl-iscsibench-", dir="/var/tmp"))
@@ -117,8 +121,11 @@ def main() -> None:
         own.mkdir(parents=True)
         for name in ("ca.crt", "guest.crt", "guest.key"):
             shutil.copy2(tls / name, own / name)
-        ctl = (f"{BINARY} --controller {HOST}:{port} --node-id guest --tls-cert {own}/guest.crt "
+        old = options.old_bin or BINARY
+        flags_ctl = (f" --controller {HOST}:{port} --node-id guest --tls-cert {own}/guest.crt "
                f"--tls-key {own}/guest.key --tls-ca {own}/ca.crt")
+        ctl = BINARY + flags_ctl
+        old_ctl = old + flags_ctl
         guest.start()
         script = f"""set -e
 ms() {{ echo $(( $(date +%s%N) / 1000000 )); }}
@@ -129,8 +136,17 @@ iscsiadm -m node -T {bare_iqn} -p {portal} -o update -n node.session.auth.authme
 record=$(ls -d /etc/iscsi/nodes/{bare_iqn}/*); [ -d "$record" ] && record=$record/default
 echo "node.session.auth.password = {chap_password}" >> "$record"
 for i in $(seq {options.cycles}); do
+  g=0; h=0; j=0
+  if [ {1 if options.old_bin else 0} = 1 ] && [ $((i % 2)) = 0 ]; then
+    g=$(ms); {old_ctl} volume connect data --target /mnt/data >/dev/null; h=$(ms)
+    {old_ctl} volume disconnect data >/dev/null; j=$(ms)
+  fi
   a=$(ms); {ctl} volume connect data --target /mnt/data >/dev/null; b=$(ms)
   {ctl} volume disconnect data >/dev/null; c=$(ms)
+  if [ {1 if options.old_bin else 0} = 1 ] && [ $((i % 2)) = 1 ]; then
+    g=$(ms); {old_ctl} volume connect data --target /mnt/data >/dev/null; h=$(ms)
+    {old_ctl} volume disconnect data >/dev/null; j=$(ms)
+  fi
   iscsiadm -m node -T {bare_iqn} -p {portal} --login >/dev/null
   while ! ls /sys/class/iscsi_session/*/device/target*/*:*:*:1/block >/dev/null 2>&1; do sleep 0.05; done
   disk=$(ls /sys/class/iscsi_session/*/device/target*/*:*:*:1/block)
@@ -138,22 +154,40 @@ for i in $(seq {options.cycles}); do
   mount /dev/$disk /mnt/bare; d=$(ms)
   umount /mnt/bare; iscsiadm -m node -T {bare_iqn} -p {portal} --logout >/dev/null; e=$(ms)
   {BINARY} --version >/dev/null; f=$(ms)
-  echo "$((b - a)) $((c - b)) $((d - c)) $((e - d)) $((f - e))"
+  echo "$((b - a)) $((c - b)) $((d - c)) $((e - d)) $((f - e)) $((h - g)) $((j - h))"
 done
 """
-        result = guest.run(script, timeout=60 * options.cycles + 120)
+        if options.trace:
+            traces = guest.dir / "trace"  # the guest writes only under its own directory
+            traces.mkdir()
+            calls = "trace=process,wait4,clock_nanosleep,nanosleep,connect,mount,umount2,fsync,rename,poll,ppoll"
+            script += (f"strace -f -tt -e {calls} -o {traces}/connect.strace {ctl} volume connect data "
+                       f"--target /mnt/data >/dev/null\n"
+                       f"strace -f -tt -e {calls} -o {traces}/disconnect.strace {ctl} volume disconnect "
+                       f"data >/dev/null\n")
+        result = guest.run(script, timeout=120 * options.cycles + 180)
         if result.rc != 0:
             raise SystemExit(f"the guest's cycles failed: {result.describe()}")
+        if options.trace:
+            shutil.copytree(guest.dir / "trace", options.trace, dirs_exist_ok=True)
         pairs = [tuple(map(int, line.split())) for line in result.stdout.split("\n") if line.strip()]
         # The first cycle formats the disks: reported apart.
         first = pairs[0]
         rest = pairs[1:] or pairs
-        p50 = [statistics.median(p[i] for p in rest) for i in range(5)]
+        p50 = [statistics.median(p[i] for p in rest) for i in range(7)]
         print(f"first cycle (mkfs): rosetctl connect {first[0]} ms, disconnect {first[1]} ms")
         print(f"p50 of {len(rest)}: rosetctl connect {p50[0]:.0f} ms, disconnect {p50[1]:.0f} ms; "
               f"by hand (iscsiadm login + mount) {p50[2]:.0f} ms, (umount + logout) {p50[3]:.0f} ms; "
               f"rosetctl --version {p50[4]:.0f} ms")
         print(f"ratios: connect {p50[0] / p50[2]:.2f}x by hand, disconnect {p50[1] / p50[3]:.2f}x")
+        if options.old_bin:
+            print(f"old binary: connect {p50[5]:.0f} ms ({p50[5] / p50[2]:.2f}x by hand), disconnect "
+                  f"{p50[6]:.0f} ms ({p50[6] / p50[3]:.2f}x); old / new connect {p50[5] / p50[0]:.2f}, "
+                  f"disconnect {p50[6] / p50[1]:.2f}")
+        print("cycles (connect, disconnect, by-hand login+mount, umount+logout, --version, old connect, "
+              "old disconnect):")
+        for pair in pairs:
+            print("  " + " ".join(map(str, pair)))
         print(f"controller map+unmap pairs/s: iscsi {iscsi_rate:.1f}, local {local_rate:.1f} "
               f"(ratio {iscsi_rate / local_rate:.2f})")
     finally:

@@ -2,6 +2,8 @@
 // through its provider (daemon/node_mapping.h), and the publication recorded.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/validate.h"
 #include "daemon/controller_checks.h"
 #include "daemon/controller_service.h"
@@ -15,8 +17,16 @@ namespace rosetctl {
 namespace {
 
 // The registry's record of a node; for this plugin's own node when it never registered, a
-// record with only its id.
-Expected<NodeRecord> node_record(ServiceContext& context, std::string_view node_id) {
+// record with only its id. Only the id too when the volume's provider maps without the record
+// (ControllerSide::maps_use_node_record): no read of the registry.
+Expected<NodeRecord> node_record(ServiceContext& context, const LoadedVolume& volume,
+                                 std::string_view node_id) {
+  auto controller = controller_side(*volume.provider);
+  if (controller && !(*controller)->maps_use_node_record()) {
+    NodeRecord id_only;
+    id_only.node_id = std::string(node_id);
+    return id_only;
+  }
   auto node = context.store.find_node(node_id);
   if (!node) return node.status();
   if (node->has_value()) return std::move(**node);
@@ -42,7 +52,7 @@ Status ControllerService::check_node_registered(std::string_view node_id) {
 
 Expected<StringMap> ControllerService::map_to_node(
     const LoadedVolume& volume, const csi::v1::ControllerPublishVolumeRequest& request) {
-  auto node = node_record(context_, request.node_id());
+  auto node = node_record(context_, volume, request.node_id());
   if (!node) return node.status();
   return map_volume_to_node(volume, *node, csi_secrets(request.secrets()));
 }
@@ -97,11 +107,15 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
   }
 
   std::string key = capability_key(*capability);
-  auto existing =
-      context_.store.find_controller_publication(request.volume_id(), request.node_id());
-  if (!existing) return existing.status();
-  if (existing->has_value()) {
-    const ControllerPublication& publication = **existing;
+  // The volume's publications in one read: this node's (a repeated publish) and the others (its
+  // access mode's limit).
+  auto others = context_.store.controller_publications(request.volume_id());
+  if (!others) return others.status();
+  auto existing = std::find_if(others->begin(), others->end(), [&](const auto& publication) {
+    return publication.node_id == request.node_id();
+  });
+  if (existing != others->end()) {
+    const ControllerPublication& publication = *existing;
     if (publication.readonly != request.readonly() || publication.capability != key) {
       return error(Code::kAlreadyExists,
                    "volume \"{}\" is already published to node \"{}\" with a different capability "
@@ -123,8 +137,6 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
     return Status::ok();
   }
 
-  auto others = context_.store.controller_publications(request.volume_id());
-  if (!others) return others.status();
   AccessMode mode = capability->access_mode;
   bool single_node =
       mode == AccessMode::kSingleNodeWriter || mode == AccessMode::kSingleNodeReaderOnly ||
@@ -181,7 +193,7 @@ Status ControllerService::unpublish_volume(
     if (!lock) return lock.status();
     auto volume = load_volume(context_, request.volume_id());
     if (!volume) return volume.status();
-    auto node = node_record(context_, publication.node_id);
+    auto node = node_record(context_, *volume, publication.node_id);
     if (!node) return node.status();
     // Unmapped first: a crash before the record goes leaves a record the retry unmaps again.
     ROSETCTL_RETURN_IF_ERROR(unmap_volume_from_node(*volume, *node));

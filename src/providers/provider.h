@@ -239,6 +239,10 @@ class ControllerSide {
                                           const StringMap& secrets);
   // The reverse, before the publication record goes; idempotent. Default: nothing to do.
   virtual Status unmap_from_node(const VolumeRecord& volume, const NodeRecord& node);
+  // Whether map_to_node and unmap_from_node read the node's record (a provider that overrides
+  // them says true); when false the daemon hands them only the node's id, without reading the
+  // registry: one read transaction less per ControllerPublish and ControllerUnpublish.
+  virtual bool maps_use_node_record() const { return false; }
   // The secrets map_to_node made for `node` (an iscsi volume's CHAP credentials), which the
   // node asks for at NodeStage when the publish context names them
   // (kPublishSecretsFromController) and only over its own mutual TLS: they never travel in the

@@ -63,6 +63,7 @@ class IscsiProvider final : public Provider, public ControllerSide, public NodeS
   Expected<StringMap> map_to_node(const VolumeRecord& volume, const NodeRecord& node,
                                   const StringMap& secrets) override;
   Status unmap_from_node(const VolumeRecord& volume, const NodeRecord& node) override;
+  bool maps_use_node_record() const override { return true; }  // its initiator name goes on the ACL
   Expected<StringMap> publish_secrets(const VolumeRecord& volume, const NodeRecord& node) override;
   Status reconcile_controller() override;
 

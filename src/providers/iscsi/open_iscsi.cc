@@ -4,10 +4,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 #include <thread>
 
 #include "core/run_program.h"
@@ -18,7 +16,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr auto kIscsiadmTimeout = std::chrono::seconds(60);
-constexpr auto kDiskPoll = std::chrono::milliseconds(50);
+// The disk usually shows up within milliseconds of the login's answer: look again soon, then
+// less often (each look walks sysfs).
+constexpr auto kFirstDiskPoll = std::chrono::milliseconds(2);
+constexpr auto kMaxDiskPoll = std::chrono::milliseconds(50);
 
 // open-iscsi's exit codes (include/iscsi_err.h) that carry a meaning here.
 constexpr int kErrTransport = 4;
@@ -41,23 +42,34 @@ std::vector<std::string> node_arguments(const std::string& target, const std::st
   return {"--mode", "node", "--targetname", target, "--portal", portal};
 }
 
-// Every setting in one iscsiadm run (it takes several --name/--value pairs): each process start
-// is hundreds of milliseconds in an emulated guest.
-Status update_record(const LunAddress& lun, const RecordSettings& settings) {
-  auto arguments = node_arguments(lun.target, lun.portal);
-  arguments.insert(arguments.end(), {"--op", "update"});
-  for (const auto& [name, value] : settings)
-    arguments.insert(arguments.end(), {"--name", name, "--value", value});
-  auto result = iscsiadm(arguments);
-  if (!result) return result.status();
-  if (!result->succeeded()) {
-    std::string names;
-    for (const auto& setting : settings)
-      names += (names.empty() ? "" : ", ") + setting.first;
-    return iscsiadm_failure(result->exit_code, result->describe(),
-                            fmt::format("setting {} of the node record for {}", names, lun.target));
+// A new record's settings: startup manual, a short login retry, CHAP when given. They are written
+// into the record file, not through `iscsiadm --op update`: one process start less per login
+// (hundreds of milliseconds in an emulated guest) and no password on a command line.
+RecordSettings login_settings(const std::optional<LoginChap>& chap) {
+  RecordSettings settings = {{"node.startup", "manual"},
+                             // Give up on an unreachable portal after a few tries rather than
+                             // open-iscsi's minutes.
+                             {"node.session.initial_login_retry_max", "2"}};
+  if (chap) {
+    settings.push_back({"node.session.auth.authmethod", "CHAP"});
+    settings.push_back({"node.session.auth.username", chap->initiator.user});
+    settings.push_back({"node.session.auth.password", chap->initiator.password});
+    if (chap->target) {
+      settings.push_back({"node.session.auth.username_in", chap->target->user});
+      settings.push_back({"node.session.auth.password_in", chap->target->password});
+    }
   }
-  return Status::ok();
+  return settings;
+}
+
+// Whether the disk's node opens yet. sysfs shows the disk before the kernel has finished adding
+// it (an open meanwhile fails with ENXIO: a guest's connect saw it once the disk was looked for
+// every few milliseconds), and devtmpfs makes the node a moment later (ENOENT).
+Expected<bool> device_opens(const std::string& device) {
+  UniqueFd fd(::open(device.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (fd.valid()) return true;
+  if (errno == ENXIO || errno == ENOENT) return false;
+  return errno_status(errno, fmt::format("cannot open \"{}\"", device));
 }
 
 // The portal's "ADDR,PORT" as open-iscsi names record directories.
@@ -104,72 +116,14 @@ std::vector<fs::path> OpenIscsi::record_files(const LunAddress& lun) const {
   return found;
 }
 
-bool OpenIscsi::record_has(const LunAddress& lun, const RecordSettings& settings) const {
+Status OpenIscsi::write_settings(const LunAddress& lun, const RecordSettings& settings) const {
   auto records = record_files(lun);
-  if (records.empty()) return false;
-  for (const fs::path& record : records) {
-    std::ifstream in(record);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    for (const auto& [name, value] : settings) {
-      std::string line = fmt::format("{} = {}\n", name, value);
-      if (text.rfind(line, 0) != 0 && text.find("\n" + line) == std::string::npos) return false;
-    }
-  }
-  return true;
-}
-
-Status OpenIscsi::write_settings(const LunAddress& lun,
-                                 const std::optional<LoginChap>& chap) const {
-  RecordSettings settings = {{"node.startup", "manual"},
-                             // Give up on an unreachable portal after a few tries rather than
-                             // open-iscsi's minutes.
-                             {"node.session.initial_login_retry_max", "2"}};
-  if (chap) {
-    // The user names go through iscsiadm; the passwords are written into the record file
-    // directly, so that they never appear in a process list (iscsiadm only takes them as
-    // arguments).
-    settings.push_back({"node.session.auth.authmethod", "CHAP"});
-    settings.push_back({"node.session.auth.username", chap->initiator.user});
-    if (chap->target) settings.push_back({"node.session.auth.username_in", chap->target->user});
-  }
-  ROSETCTL_RETURN_IF_ERROR(update_record(lun, settings));
-  // An iscsiadm that took only the last pair of several: one run per setting, as it wants.
-  if (!record_has(lun, settings)) {
-    for (const auto& setting : settings)
-      ROSETCTL_RETURN_IF_ERROR(update_record(lun, {setting}));
-  }
-  return chap ? write_passwords(lun, *chap) : Status::ok();
-}
-
-Status OpenIscsi::write_passwords(const LunAddress& lun, const LoginChap& chap) const {
-  bool written = false;
-  for (const fs::path& record : record_files(lun)) {
-    std::ifstream in(record);
-    if (!in) continue;
-    std::ostringstream kept;
-    for (std::string line; std::getline(in, line);) {
-      if (line.rfind("node.session.auth.password ", 0) == 0) continue;
-      if (line.rfind("node.session.auth.password_in ", 0) == 0) continue;
-      kept << line << '\n';
-    }
-    kept << "node.session.auth.password = " << chap.initiator.password << '\n';
-    if (chap.target) kept << "node.session.auth.password_in = " << chap.target->password << '\n';
-    std::string temporary = record.string() + ".rosetctl";
-    UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (!fd.valid()) return errno_status(errno, fmt::format("cannot write \"{}\"", temporary));
-    std::string text = kept.str();
-    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-        ::fsync(fd.get()) != 0 || ::rename(temporary.c_str(), record.c_str()) != 0) {
-      int saved = errno;
-      ::unlink(temporary.c_str());
-      return errno_status(saved, fmt::format("cannot write \"{}\"", record.string()));
-    }
-    written = true;
-  }
-  if (!written) {
+  if (records.empty()) {
     return error(Code::kInternal, "no open-iscsi node record for {} at {} under \"{}\"", lun.target,
                  lun.portal, nodes_dir_);
   }
+  for (const fs::path& record : records)
+    ROSETCTL_RETURN_IF_ERROR(write_record_settings(record, settings));
   return Status::ok();
 }
 
@@ -179,6 +133,10 @@ Expected<std::string> OpenIscsi::attach(const LunAddress& lun, const std::option
   if (!existing) return existing.status();
   bool new_login = !existing->has_value();
   if (new_login) {
+    // Every value is checked before the record exists: a refused secret leaves nothing behind.
+    RecordSettings settings = login_settings(chap);
+    for (const auto& [name, value] : settings)
+      ROSETCTL_RETURN_IF_ERROR(check_record_value(name, value));
     // A record for exactly the portal the controller named: discovery would answer with the
     // address the target sees itself on, which need not be reachable from here.
     auto arguments = node_arguments(lun.target, lun.portal);
@@ -189,7 +147,10 @@ Expected<std::string> OpenIscsi::attach(const LunAddress& lun, const std::option
       return iscsiadm_failure(created->exit_code, created->describe(),
                               fmt::format("creating the node record for {}", lun.target));
     }
-    ROSETCTL_RETURN_IF_ERROR(write_settings(lun, chap));
+    if (Status written = write_settings(lun, settings); !written) {
+      (void)detach(lun.portal, lun.target);
+      return written;
+    }
     auto login = node_arguments(lun.target, lun.portal);
     login.push_back("--login");
     auto logged_in = iscsiadm(login);
@@ -204,6 +165,7 @@ Expected<std::string> OpenIscsi::attach(const LunAddress& lun, const std::option
   }
   auto give_up = std::chrono::steady_clock::now() + timeout;
   Status unreadable_serial;
+  auto poll = std::chrono::milliseconds(kFirstDiskPoll);
   while (true) {
     auto disk = find_session_disk(sysfs_, lun.target, lun.lun);
     if (!disk) return disk.status();
@@ -221,7 +183,12 @@ Expected<std::string> OpenIscsi::attach(const LunAddress& lun, const std::option
                      lun.lun, lun.target, *serial, lun.serial);
       }
       std::string device = "/dev/" + **disk;
-      if (::access(device.c_str(), F_OK) == 0) return device;
+      auto opens = device_opens(device);
+      if (!opens) {
+        if (new_login) (void)detach(lun.portal, lun.target);
+        return opens.status();
+      }
+      if (*opens) return device;
     }
     if (std::chrono::steady_clock::now() >= give_up) {
       if (new_login) (void)detach(lun.portal, lun.target);
@@ -233,7 +200,8 @@ Expected<std::string> OpenIscsi::attach(const LunAddress& lun, const std::option
                    "logged in to {} at {}, but LUN {} did not appear as a disk within {} ms",
                    lun.target, lun.portal, lun.lun, timeout.count());
     }
-    std::this_thread::sleep_for(kDiskPoll);
+    std::this_thread::sleep_for(poll);
+    poll = std::min<std::chrono::milliseconds>(poll * 2, kMaxDiskPoll);
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "providers/iscsi/iscsi_sysfs.h"
+#include "providers/iscsi/node_record.h"
 #include "providers/iscsi/target_backend.h"
 
 namespace rosetctl::iscsi {
@@ -30,9 +31,6 @@ struct LoginChap {
   ChapCredentials initiator;
   std::optional<ChapCredentials> target;
 };
-
-// Settings of an open-iscsi node record: name, value.
-using RecordSettings = std::vector<std::pair<std::string, std::string>>;
 
 class OpenIscsi {
  public:
@@ -72,14 +70,10 @@ class OpenIscsi {
   Status login(const std::string& portal, const std::string& target) const;
 
  private:
-  // The settings of a new node record (startup manual, a short login retry, CHAP when given)
-  // in one iscsiadm run, the passwords written into the record file.
-  Status write_settings(const LunAddress& lun, const std::optional<LoginChap>& chap) const;
-  Status write_passwords(const LunAddress& lun, const LoginChap& chap) const;
+  // A new node record's settings, written into its record files (one per interface).
+  Status write_settings(const LunAddress& lun, const RecordSettings& settings) const;
   // The record files of the target at the LUN's portal (one per interface).
   std::vector<std::filesystem::path> record_files(const LunAddress& lun) const;
-  // Whether every record file has each setting ("name = value").
-  bool record_has(const LunAddress& lun, const RecordSettings& settings) const;
 
   std::string sysfs_;
   std::string nodes_dir_;

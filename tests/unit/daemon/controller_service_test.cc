@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "csi.grpc.pb.h"
@@ -120,4 +121,33 @@ TEST_CASE("DeleteVolume of unknown or malformed ids succeeds and published volum
   grpc::ClientContext unknown_node;
   CHECK(f.controller->ControllerPublishVolume(&unknown_node, publish, &published).error_code() ==
         grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_CASE("A repeated ControllerPublish answers as the first; another read-only flag is refused",
+          "[controller]") {
+  // The publish reads this node's publication from the list of the volume's publications that
+  // the access mode's check needs as well (one read instead of two): both answers still hold.
+  Fixture f;
+  csi::v1::CreateVolumeResponse created;
+  REQUIRE(f.create("again", 0, &created).ok());
+  csi::v1::ControllerPublishVolumeRequest publish;
+  publish.set_volume_id(created.volume().volume_id());
+  publish.set_node_id("node-a");
+  publish.mutable_volume_capability()->mutable_mount();
+  publish.mutable_volume_capability()->mutable_access_mode()->set_mode(
+      csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+  csi::v1::ControllerPublishVolumeResponse first;
+  grpc::ClientContext first_context;
+  REQUIRE(f.controller->ControllerPublishVolume(&first_context, publish, &first).ok());
+  csi::v1::ControllerPublishVolumeResponse again;
+  grpc::ClientContext again_context;
+  REQUIRE(f.controller->ControllerPublishVolume(&again_context, publish, &again).ok());
+  CHECK(std::map<std::string, std::string>(again.publish_context().begin(),
+                                           again.publish_context().end()) ==
+        std::map<std::string, std::string>(first.publish_context().begin(),
+                                           first.publish_context().end()));
+  publish.set_readonly(true);
+  grpc::ClientContext readonly_context;
+  CHECK(f.controller->ControllerPublishVolume(&readonly_context, publish, &again).error_code() ==
+        grpc::StatusCode::ALREADY_EXISTS);
 }
