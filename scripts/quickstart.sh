@@ -13,9 +13,9 @@ scripts/install-deps.sh --build
 
 # Only the binary and what installs with it (rosetctl(1), completions): the unit tests and the
 # test tools are scripts/test.sh's to build, in the same build tree, reusing what is built here.
-# The release preset builds in batches of 16 sources with debug info as line tables (-g1, still
-# -O2), each cutting the CPU time of a build from nothing by a fifth to a third (docs/building.md,
-# "How long the quickstart takes"); scripts/test.sh and CI build the same preset.
+# The release preset builds in batches of 32 sources with debug info as line tables (-g1, still
+# -O2), each cutting the CPU time of a build from nothing (docs/building.md, "How long the
+# quickstart takes"); scripts/test.sh and CI build the same preset.
 step "building rosetctl (release)"
 cmake --preset release -DROSETCTL_BUILD_TESTS=OFF >/dev/null
 cmake --build --preset release -j "$(nproc)"

@@ -8,13 +8,13 @@ namespace rosetctl {
 namespace {
 
 // The soname Debian's libcurl4 (OpenSSL flavour) provides, the one the headers describe.
-constexpr const char* kSoname = "libcurl.so.4";
+constexpr const char* kLibcurl = "libcurl.so.4";
 
 Expected<const CurlLibrary*> load() {
   static CurlLibrary curl;
   // Never closed: the handles and the global state live until the process ends.
-  auto opened =
-      open_shared_library(kSoname, "for HTTPS (the Roset API, Kubernetes TokenReview)", "libcurl4");
+  auto opened = open_shared_library(kLibcurl, "for HTTPS (the Roset API, Kubernetes TokenReview)",
+                                    "libcurl4");
   if (!opened) return opened.status();
   void* library = *opened;
   bool complete = bind_symbol(library, "curl_global_init", &curl.global_init) &&
@@ -28,10 +28,11 @@ Expected<const CurlLibrary*> load() {
                   bind_symbol(library, "curl_slist_append", &curl.slist_append) &&
                   bind_symbol(library, "curl_slist_free_all", &curl.slist_free_all);
   if (!complete) {
-    return error(Code::kUnavailable, "{} lacks a function rosetctl needs; it is too old", kSoname);
+    return error(Code::kUnavailable, "{} lacks a function rosetctl needs; it is too old", kLibcurl);
   }
   if (CURLcode code = curl.global_init(CURL_GLOBAL_DEFAULT); code != CURLE_OK) {
-    return error(Code::kUnavailable, "cannot initialise {}: {}", kSoname, curl.easy_strerror(code));
+    return error(Code::kUnavailable, "cannot initialise {}: {}", kLibcurl,
+                 curl.easy_strerror(code));
   }
   return &curl;
 }

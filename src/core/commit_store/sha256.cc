@@ -18,7 +18,7 @@ namespace rosetctl {
 namespace {
 
 // The soname Debian's libssl3 provides, the one the headers describe.
-constexpr const char* kSoname = "libcrypto.so.3";
+constexpr const char* kLibcrypto = "libcrypto.so.3";
 
 [[noreturn]] void openssl_failed(const char* what) {
   // Only allocation failure makes these fail; a wrong digest would be worse than stopping.
@@ -48,7 +48,7 @@ const Crypto& crypto() {
   static Crypto loaded;
   static std::once_flag once;
   std::call_once(once, [] {
-    auto library = open_shared_library(kSoname, "to hash snapshot data", "libssl3");
+    auto library = open_shared_library(kLibcrypto, "to hash snapshot data", "libssl3");
     if (!library) cannot_load(library.status().message());
     bool complete = bind_symbol(*library, "EVP_MD_CTX_new", &loaded.md_ctx_new) &&
                     bind_symbol(*library, "EVP_MD_CTX_free", &loaded.md_ctx_free) &&
@@ -57,7 +57,7 @@ const Crypto& crypto() {
                     bind_symbol(*library, "EVP_DigestFinal_ex", &loaded.digest_final) &&
                     bind_symbol(*library, "EVP_sha256", &loaded.sha256);
     if (!complete)
-      cannot_load(fmt::format("{} lacks a function rosetctl needs; it is too old", kSoname));
+      cannot_load(fmt::format("{} lacks a function rosetctl needs; it is too old", kLibcrypto));
     crypto_loaded = true;
   });
   return loaded;
