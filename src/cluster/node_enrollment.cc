@@ -53,8 +53,11 @@ Expected<int64_t> enroll_node_patiently(const NodeEnrollment& enrollment,
   bool told = false;
   while (true) {
     auto enrolled = enroll_node(enrollment, std::chrono::seconds(15));
-    if (enrolled || enrolled.status().code() != Code::kUnavailable ||
-        std::chrono::steady_clock::now() >= give_up) {
+    // DEADLINE_EXCEEDED too: a controller not reached in time is as unavailable as one refusing
+    // the connection (gRPC's resolver waits for a nameserver that does not answer, for one).
+    bool retry = !enrolled && (enrolled.status().code() == Code::kUnavailable ||
+                               enrolled.status().code() == Code::kDeadlineExceeded);
+    if (!retry || std::chrono::steady_clock::now() >= give_up) {
       return enrolled;
     }
     if (!told) {

@@ -57,6 +57,9 @@ Expected<StringMap> fetch_publish_secrets(const ServiceContext& context,
   auto catalog = v1::Catalog::NewStub(context.options.controller_channel);
   grpc::ClientContext call;
   call.set_deadline(std::chrono::system_clock::now() + kFetchDeadline);
+  // Waits out a channel that is reconnecting (a controller just restarted) within the deadline,
+  // rather than failing the stage at once with UNAVAILABLE.
+  call.set_wait_for_ready(true);
   v1::GetPublishSecretsRequest request;
   request.set_volume_id(std::string(volume_id));
   request.set_node_id(node_id);
