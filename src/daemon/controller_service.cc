@@ -17,6 +17,7 @@
 #include "daemon/csi_secrets.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
+#include "daemon/volume_moves.h"
 
 namespace rosetctl {
 namespace {
@@ -234,6 +235,11 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
   if (!existing) return existing.status();
   VolumeRecord record;
   if (existing->has_value()) {
+    // The old copy of a volume moved away keeps its name here until deleted: it is not the
+    // volume asked for (a move back would otherwise be answered with the stale copy).
+    ROSETCTL_RETURN_IF_ERROR(
+        refuse_moving_volume(context_, (**existing).id, false)
+            .with_context(fmt::format("volume name \"{}\" here", request.name())));
     record = std::move(**existing);
     std::string why =
         incompatibility(record, (*provider)->name(), parameters, *range, *access_type, *source_key);
