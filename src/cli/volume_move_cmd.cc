@@ -26,6 +26,7 @@
 #include "cli/volume_lookup.h"
 #include "cluster/placed_id.h"
 #include "core/commit_store/sha256.h"
+#include "core/crash_point.h"
 #include "core/size.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
@@ -270,6 +271,7 @@ Status run_move(const GlobalOptions& globals, const VolumeMoveOptions& options) 
 
   if (Status paused = pause_on_source(**session, move, options); !paused) return forget(paused);
   auto paused_at = std::chrono::steady_clock::now();
+  crash_point("volume-move-paused");
   // Until the switch, a failure gives the volume back to A, and removes the move's snapshots: a
   // later run must not take up a "final" one that writes after this pause have made stale.
   auto undo = [&](Status failed) {
@@ -291,6 +293,7 @@ Status run_move(const GlobalOptions& globals, const VolumeMoveOptions& options) 
   if (!delta) return undo(delta.status());
   auto new_id = create_on_receiver(**session, move, *last);
   if (!new_id) return undo(new_id.status());
+  crash_point("volume-move-created");
   Status switched = set_move(**session, move, v1::SetVolumeMoveRequest::FINISH, *new_id);
   if (!switched) {
     // B holds the volume, A is paused: neither takes writes for it until a run finishes.
@@ -347,8 +350,7 @@ Status run_move(const GlobalOptions& globals, const VolumeMoveOptions& options) 
 void setup_volume_move(CLI::App& volume, const GlobalOptions& globals, Action& action) {
   auto options = std::make_shared<VolumeMoveOptions>();
   CLI::App* move = volume.add_subcommand(
-      "move",
-      "Move a local volume to another node; it keeps its name (from the controller seat)");
+      "move", "Move a local volume to another node; it keeps its name (from the controller seat)");
   move->add_option("volume", options->volume, "Volume name or id")->required();
   move->add_option("--to-node", options->to_node, "The registered node to move it to")->required();
   move->add_flag("--delete-source", options->delete_source,

@@ -174,3 +174,55 @@ def test_a_volume_in_use_and_invalid_moves_are_refused_and_change_nothing(nodes)
     assert (source / "data").read_text() == "stays on A\n"
     site.a.ok("volume", "connect", volume_id, "--target", target)
     site.a.ok("volume", "disconnect", volume_id)
+
+
+def test_a_move_killed_after_the_pause_or_the_create_leaves_no_writable_copy_and_a_rerun_finishes(nodes):
+    site, alice = nodes.site, nodes.site.alice
+    volume_id, source = placed_volume(nodes, "killed", "consumer-a")
+    fill_varied(source)
+    expected = describe_tree(source)
+    target = nodes.a_host.dir / "killed"
+
+    # Killed once paused: A refuses a new publication, saying it moves; the name is still A's.
+    paused = alice.run("volume", "move", "killed", "--to-node", "consumer-b",
+                       env={**alice.env, "ROSETCTL_CRASH_AT": "volume-move-paused"}, timeout=300)
+    assert paused.rc != 0, paused.describe()
+    refused = site.a.run("volume", "connect", volume_id, "--target", target)
+    assert refused.rc == EXIT_PRECONDITION and "paused while it moves" in refused.stderr, refused.describe()
+    assert alice.volume("killed")["id"] == volume_id
+    # Killed once made on B: A still paused, so neither copy takes writes; the name is on both.
+    created = alice.run("volume", "move", volume_id, "--to-node", "consumer-b",
+                        env={**alice.env, "ROSETCTL_CRASH_AT": "volume-move-created"}, timeout=300)
+    assert created.rc != 0, created.describe()
+    refused = site.a.run("volume", "connect", volume_id, "--target", target)
+    assert refused.rc == EXIT_PRECONDITION and "paused while it moves" in refused.stderr, refused.describe()
+    assert alice.run("volume", "show", "killed").rc == EXIT_NOT_FOUND  # ambiguous: named by id
+    # Run again by the old id: finished, the same volume on B as the killed run made.
+    done = alice.ok_json("volume", "move", volume_id, "--to-node", "consumer-b", timeout=300)
+    assert alice.volume("killed")["id"] == done["volume_id"]
+    lines = differences_across_hosts(expected, describe_tree(directory_of(nodes, done["volume_id"], "consumer-b")))
+    assert not lines, "expected the volume on B to equal A's:\n" + "\n".join(lines)
+    assert move_snapshots(nodes) == []
+
+
+def test_an_image_volume_moves_the_same_way_once_disconnected(nodes):
+    site, alice = nodes.site, nodes.site.alice
+    volume_id = alice.ok_json("volume", "create", "disk", "--node", "consumer-a", "--type", "image",
+                              "--size", "64Mi")["id"]
+    target = nodes.a_host.dir / "disk"
+    site.a.ok("volume", "connect", volume_id, "--target", target)
+    (target / "inside.txt").write_text("in the image's filesystem\n")
+    # In use: refused (keeping it in use under fsfreeze across the pause is not done yet).
+    refused = alice.run("volume", "move", "disk", "--to-node", "consumer-b")
+    assert refused.rc == EXIT_PRECONDITION and "is in use" in refused.stderr, refused.describe()
+    site.a.ok("volume", "disconnect", volume_id)
+
+    moved = alice.ok_json("volume", "move", "disk", "--to-node", "consumer-b", "--delete-source", timeout=300)
+    assert moved["source_deleted"] is True and local_id(moved["volume_id"], "consumer-b"), moved
+    shown = alice.volume("disk")
+    assert shown["id"] == moved["volume_id"] and shown["fs"] == "ext4" and shown["size_enforced"] is True, shown
+    on_b = nodes.b_host.dir / "disk"
+    site.b.ok("volume", "connect", "disk", "--target", on_b)
+    assert (on_b / "inside.txt").read_text() == "in the image's filesystem\n"
+    site.b.ok("volume", "disconnect", "disk")
+    assert [v["id"] for v in alice.volumes()] == [moved["volume_id"]]
