@@ -105,7 +105,12 @@ def test_a_volume_written_during_its_pre_copy_moves_to_b_byte_equal_under_its_na
     # A keeps its old copy: it says where the volume went and takes no publication.
     assert source.is_dir() and describe_tree(source) == expected
     old = alice.volume(volume_id)
-    assert new_id in json.dumps(old), old
+    assert old["condition"]["abnormal"] is True and new_id in old["condition"]["message"], old
+    # Listed too, by its id, saying where the volume went: the operator's to delete.
+    listed = {v["id"]: v for v in alice.volumes()}
+    assert set(listed) == {volume_id, new_id}, listed
+    assert "moved to node \"consumer-b\"" in listed[volume_id]["condition"]["message"], listed
+    assert listed[new_id]["condition"]["abnormal"] is False, listed
     refused = site.a.run("volume", "connect", volume_id, "--target", target)
     assert refused.rc == EXIT_PRECONDITION and new_id in refused.stderr, refused.describe()
     # The volume works on B, by its name.
