@@ -434,6 +434,8 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
   if (!lock) return lock.status();
   auto volume = load_volume(context_, request.volume_id());
   if (!volume) return volume.status();
+  // A growth of a copy that is moving away (or has) would not travel with it.
+  ROSETCTL_RETURN_IF_ERROR(refuse_moving_volume(context_, request.volume_id()));
   if (request.has_volume_capability()) {
     auto capability = capability_from_proto(request.volume_capability(), "volume_capability");
     if (!capability) return capability.status();

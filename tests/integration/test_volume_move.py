@@ -113,6 +113,8 @@ def test_a_volume_written_during_its_pre_copy_moves_to_b_byte_equal_under_its_na
     assert listed[new_id]["condition"]["abnormal"] is False, listed
     refused = site.a.run("volume", "connect", volume_id, "--target", target)
     assert refused.rc == EXIT_PRECONDITION and new_id in refused.stderr, refused.describe()
+    modified = alice.run("volume", "modify", volume_id, "--param", "directIO=false")
+    assert modified.rc == EXIT_PRECONDITION and new_id in modified.stderr, modified.describe()
     # The volume works on B, by its name.
     on_b = nodes.b_host.dir / "moving"
     site.b.ok("volume", "connect", "moving", "--target", on_b)
@@ -195,6 +197,8 @@ def test_a_move_killed_after_the_pause_or_the_create_leaves_no_writable_copy_and
     refused = site.a.run("volume", "connect", volume_id, "--target", target)
     assert refused.rc == EXIT_PRECONDITION and "paused while it moves" in refused.stderr, refused.describe()
     assert alice.volume("killed")["id"] == volume_id
+    grown = alice.run("volume", "expand", volume_id, "--size", "2Gi")
+    assert grown.rc == EXIT_PRECONDITION and "paused while it moves" in grown.stderr, grown.describe()
     # Killed once made on B: A still paused, so neither copy takes writes; the name is on both.
     created = alice.run("volume", "move", volume_id, "--to-node", "consumer-b",
                         env={**alice.env, "ROSETCTL_CRASH_AT": "volume-move-created"}, timeout=300)
