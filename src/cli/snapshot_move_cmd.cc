@@ -6,6 +6,7 @@
 #include "cli/render.h"
 #include "cli/session.h"
 #include "cli/snapshot_cmd.h"
+#include "cli/snapshot_move.h"
 #include "cli/terminal_progress.h"
 #include "core/validate.h"
 
@@ -18,7 +19,8 @@ struct MoveOptions {
   std::string from_node;  // pull: the source; push: the source, default this host's node
 };
 
-// PullSnapshot on `receiver` ("" for this host's plugin), drawing its progress.
+}  // namespace
+
 Expected<v1::PullSnapshotProgress> pull_into(Session& session, const std::string& receiver,
                                              const v1::PullSnapshotRequest& request) {
   auto stub = session.client().object_store(receiver);
@@ -51,6 +53,8 @@ Expected<v1::PullSnapshotProgress> pull_into(Session& session, const std::string
   }
   return last;
 }
+
+namespace {
 
 Status report(const GlobalOptions& globals, const v1::PullSnapshotProgress& done,
               const std::string& from, const std::string& to) {

@@ -521,6 +521,7 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
   });
 
   setup_volume_attach(*volume, globals, action);
+  setup_volume_move(*volume, globals, action);
 }
 
 }  // namespace rosetctl::cli

@@ -17,4 +17,7 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action);
 // connect / disconnect / stats (volume_attach_cmd.cc): the node-side verbs.
 void setup_volume_attach(CLI::App& volume, const GlobalOptions& globals, Action& action);
 
+// move (volume_move_cmd.cc): a local volume to another node, under its name.
+void setup_volume_move(CLI::App& volume, const GlobalOptions& globals, Action& action);
+
 }  // namespace rosetctl::cli

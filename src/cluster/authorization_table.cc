@@ -84,6 +84,10 @@ const std::vector<MethodAccess> kTable = {
     // volume published to it (publish_secrets_here checks).
     {"/rosetctl.v1.Catalog/GetPublishSecrets", kEveryRole, kNobody, kOwnNodes,
      "the node's secrets of a volume published to it"},
+    // A step of `volume move` (pause, finish, cancel): an operator's, through the controller,
+    // which sends it to the node holding the volume; no node moves a volume on its own.
+    {"/rosetctl.v1.Catalog/SetVolumeMove", kAdminsAndControllers, kPlacing, kOwnNodes,
+     "pauses or retires a volume moving away: an operator's"},
 
     // rosetctl.v1.NodeState: a node's own mounts and the attach lock of its CLI runs.
     {"/rosetctl.v1.NodeState/GetNodeVolumes", kNobody, kEveryRole, kOwnNode,

@@ -14,6 +14,7 @@
 #include "daemon/catalog_convert.h"
 #include "daemon/catalog_service.h"
 #include "daemon/snapshot_lookup.h"
+#include "daemon/volume_moves.h"
 
 namespace rosetctl {
 namespace {
@@ -135,6 +136,18 @@ Status CatalogService::find_volume(const grpc::CallbackServerContext& call,
   if (!one) return one.status();
   response->set_volume_id(one->id);
   return Status::ok();
+}
+
+Status CatalogService::set_volume_move(const grpc::CallbackServerContext& call,
+                                       const v1::SetVolumeMoveRequest& request,
+                                       v1::SetVolumeMoveResponse* response) {
+  ROSETCTL_RETURN_IF_ERROR(validate_id(request.volume_id(), "volume_id"));
+  auto where = where_is(call, request.volume_id());
+  if (!where) return where.status();
+  if (where->node.empty()) return set_volume_move_here(context_, request);
+  // The same call on the node holding the volume (its id made local on the way there).
+  return nodes_.call(where->node, &v1::Catalog::Stub::SetVolumeMove, request, response,
+                     Code::kNotFound);
 }
 
 Expected<CatalogService::Located> CatalogService::locate_snapshot(

@@ -21,6 +21,17 @@
 
 namespace rosetctl {
 
+// A volume on its way to another node (`volume move`): paused (no new publication while its last
+// delta is taken), then moved (the copy on `to_node`, `new_volume_id`, is the volume now).
+struct VolumeMove {
+  std::string volume_id;
+  std::string to_node;
+  bool moved = false;         // false: paused
+  std::string new_volume_id;  // once moved
+
+  bool operator==(const VolumeMove&) const = default;
+};
+
 struct VolumeRecord {
   std::string id;        // primary key
   std::string name;      // CSI name: unique
@@ -136,7 +147,7 @@ struct NodeRemoval {
 class StateStore {
  public:
   // The schema version this binary creates and understands (the last migration's number).
-  static constexpr int kSchemaVersion = 12;
+  static constexpr int kSchemaVersion = 13;
 
   // Who opens the store. The first connection of a process reads SQLite's whole WAL to
   // rebuild its index (2.3 ms of CPU at 2.9 MB here). `serve` pays that once and keeps
@@ -185,6 +196,17 @@ class StateStore {
       std::string_view id, const std::map<std::string, std::string>& mutable_parameters);
   // FAILED_PRECONDITION while the volume is published or staged; a missing id is OK.
   Status delete_volume(std::string_view id);
+
+  // Moves (volume_moves.cc). pause_volume_move: NOT_FOUND for an unknown volume,
+  // FAILED_PRECONDITION naming what holds it while it is published or staged, or when it is
+  // moved already or paused for another node; pausing again for the same node is OK.
+  Status pause_volume_move(std::string_view volume_id, std::string_view to_node);
+  // FAILED_PRECONDITION unless paused for `to_node` (or moved there as `new_volume_id` already).
+  Status finish_volume_move(std::string_view volume_id, std::string_view to_node,
+                            std::string_view new_volume_id);
+  // Ends a pause (a move given up); FAILED_PRECONDITION once moved; no pause is OK.
+  Status cancel_volume_move(std::string_view volume_id);
+  Expected<std::optional<VolumeMove>> find_volume_move(std::string_view volume_id);
 
   // Controller publications: the volume must exist (NOT_FOUND otherwise).
   Status upsert_controller_publication(const ControllerPublication& publication);

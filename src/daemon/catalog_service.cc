@@ -10,6 +10,7 @@
 #include "daemon/convert.h"
 #include "daemon/publish_secrets.h"
 #include "daemon/snapshot_lookup.h"
+#include "daemon/volume_moves.h"
 
 namespace rosetctl {
 namespace {
@@ -34,6 +35,13 @@ grpc::ServerUnaryReactor* CatalogService::GetPublishSecrets(
     response->mutable_secrets()->insert(secrets->begin(), secrets->end());
     return Status::ok();
   });
+}
+
+grpc::ServerUnaryReactor* CatalogService::SetVolumeMove(Request* call,
+                                                        const v1::SetVolumeMoveRequest* request,
+                                                        v1::SetVolumeMoveResponse* response) {
+  return answer(handlers_, call, "SetVolumeMove", request, response,
+                [=, this] { return set_volume_move(*call, *request, response); });
 }
 
 grpc::ServerUnaryReactor* CatalogService::GetVolumeDetails(
@@ -86,6 +94,13 @@ Status CatalogService::find_volume_here(const std::string& name_or_id,
                                         v1::FindVolumeResponse* response) {
   auto named = context_.store.find_volume_by_name(name_or_id);
   if (!named) return named.status();
+  // A volume moved to another node is that node's by its name now; this old copy answers to
+  // its id alone (volume_moves.h).
+  if (named->has_value()) {
+    auto move = context_.store.find_volume_move((*named)->id);
+    if (!move) return move.status();
+    if (move->has_value() && (*move)->moved) named->reset();
+  }
   if (named->has_value()) {
     response->set_volume_id((*named)->id);
     return Status::ok();

@@ -42,6 +42,8 @@ class CatalogService final : public v1::Catalog::CallbackService {
                                            v1::CollectGarbageResponse*) override;
   grpc::ServerUnaryReactor* GetPublishSecrets(Request*, const v1::GetPublishSecretsRequest*,
                                               v1::GetPublishSecretsResponse*) override;
+  grpc::ServerUnaryReactor* SetVolumeMove(Request*, const v1::SetVolumeMoveRequest*,
+                                          v1::SetVolumeMoveResponse*) override;
 
  private:
   // Where a reference the caller gave lives: `node` "" for this host, with the reference as
@@ -62,6 +64,10 @@ class CatalogService final : public v1::Catalog::CallbackService {
   Expected<std::vector<std::string>> nodes_to_ask(const grpc::CallbackServerContext& call);
   Status find_volume(const grpc::CallbackServerContext& call, const v1::FindVolumeRequest& request,
                      v1::FindVolumeResponse* response);
+  // A move's step on the host the volume's id names (daemon/volume_moves.h).
+  Status set_volume_move(const grpc::CallbackServerContext& call,
+                         const v1::SetVolumeMoveRequest& request,
+                         v1::SetVolumeMoveResponse* response);
   Expected<Located> locate_snapshot(const grpc::CallbackServerContext& call,
                                     const std::string& reference);
   Status volume_details(const v1::GetVolumeDetailsRequest& request,

@@ -10,6 +10,7 @@
 #include "daemon/convert.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
+#include "daemon/volume_moves.h"
 
 namespace rosetctl {
 
@@ -21,6 +22,8 @@ Status ControllerService::modify_volume(const csi::v1::ControllerModifyVolumeReq
   if (!lock) return lock.status();
   auto volume = load_volume(context_, request.volume_id());
   if (!volume) return volume.status();
+  // A change to a copy that is moving away (or has) would not travel with it.
+  ROSETCTL_RETURN_IF_ERROR(refuse_moving_volume(context_, request.volume_id()));
   if (changes.empty()) return Status::ok();
 
   // Applied first, then recorded: a crash in between leaves the old value recorded, which the

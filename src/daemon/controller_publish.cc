@@ -12,6 +12,7 @@
 #include "daemon/node_mapping.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
+#include "daemon/volume_moves.h"
 
 namespace rosetctl {
 namespace {
@@ -77,6 +78,7 @@ Status ControllerService::publish_volume(const csi::v1::ControllerPublishVolumeR
 
   auto volume = load_volume(context_, request.volume_id());
   if (!volume) return volume.status();
+  ROSETCTL_RETURN_IF_ERROR(refuse_moving_volume(context_, request.volume_id()));
   // Held until the publication is recorded, so the node cannot be removed in between.
   auto node_lock =
       context_.locks.try_lock(node_lock_key(request.node_id()), LockMode::kShared,

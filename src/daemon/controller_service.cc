@@ -17,6 +17,7 @@
 #include "daemon/csi_secrets.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
+#include "daemon/volume_moves.h"
 
 namespace rosetctl {
 namespace {
@@ -234,6 +235,11 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
   if (!existing) return existing.status();
   VolumeRecord record;
   if (existing->has_value()) {
+    // The old copy of a volume moved away keeps its name here until deleted: it is not the
+    // volume asked for (a move back would otherwise be answered with the stale copy).
+    ROSETCTL_RETURN_IF_ERROR(
+        refuse_moving_volume(context_, (**existing).id, false)
+            .with_context(fmt::format("volume name \"{}\" here", request.name())));
     record = std::move(**existing);
     std::string why =
         incompatibility(record, (*provider)->name(), parameters, *range, *access_type, *source_key);
@@ -428,6 +434,8 @@ Status ControllerService::expand_volume(const csi::v1::ControllerExpandVolumeReq
   if (!lock) return lock.status();
   auto volume = load_volume(context_, request.volume_id());
   if (!volume) return volume.status();
+  // A growth of a copy that is moving away (or has) would not travel with it.
+  ROSETCTL_RETURN_IF_ERROR(refuse_moving_volume(context_, request.volume_id()));
   if (request.has_volume_capability()) {
     auto capability = capability_from_proto(request.volume_capability(), "volume_capability");
     if (!capability) return capability.status();

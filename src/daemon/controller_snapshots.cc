@@ -22,6 +22,7 @@
 #include "daemon/snapshot_locks.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
+#include "daemon/volume_moves.h"
 
 namespace rosetctl {
 namespace {
@@ -168,6 +169,8 @@ Status ControllerService::create_snapshot(const csi::v1::CreateSnapshotRequest& 
   locks.push_back(std::move(*commit_lock));
   auto volume = load_volume(context_, source_id);
   if (!volume) return volume.status();
+  // A paused volume's snapshot is its move's last delta; a moved one's copy here is no longer it.
+  ROSETCTL_RETURN_IF_ERROR(refuse_moving_volume(context_, source_id, false));
   auto snapshots = snapshot_side(*volume->provider);
   if (!snapshots) return snapshots.status();
   auto parent = context_.store.latest_snapshot_of(source_id);

@@ -21,6 +21,7 @@
 #include "daemon/publish_secrets.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
+#include "daemon/volume_moves.h"
 
 namespace rosetctl {
 namespace {
@@ -118,6 +119,7 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
   if (!node) return node.status();
   ROSETCTL_RETURN_IF_ERROR((*node)->check_volume_on_node(request.volume_id()));
   ROSETCTL_RETURN_IF_ERROR(check_access_type(context_, request.volume_id(), *capability));
+  ROSETCTL_RETURN_IF_ERROR(refuse_moving_volume(context_, request.volume_id()));
 
   auto record = context_.store.find_staging(request.volume_id(), *staging);
   if (!record) return record.status();
@@ -274,6 +276,7 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   const VolumeRecord* volume_here = volume->has_value() ? &**volume : nullptr;
   ROSETCTL_RETURN_IF_ERROR((*node)->check_volume_on_node_given(request.volume_id(), volume_here));
   ROSETCTL_RETURN_IF_ERROR(check_access_type(request.volume_id(), volume_here, *capability));
+  ROSETCTL_RETURN_IF_ERROR(refuse_moving_volume(context_, request.volume_id()));
 
   auto staged = context_.store.find_staging(request.volume_id(), *staging);
   if (!staged) return staged.status();

@@ -2,6 +2,7 @@
 #include "daemon/volume_lookup.h"
 
 #include "core/validate.h"
+#include "daemon/volume_moves.h"
 
 namespace rosetctl {
 
@@ -30,6 +31,10 @@ Status fill_volume_status(const ServiceContext& context, const LoadedVolume& vol
   const ControllerSide* controller = volume.provider->controller();
   VolumeCondition condition =
       controller != nullptr ? controller->volume_condition(volume.record) : VolumeCondition{};
+  // A volume paused or moved by `volume move` says so, above its own health.
+  auto moving = move_condition(context, volume.record.id);
+  if (!moving) return moving.status();
+  if (!moving->empty()) condition = VolumeCondition{true, *moving};
   status->mutable_volume_condition()->set_abnormal(condition.abnormal);
   status->mutable_volume_condition()->set_message(condition.abnormal ? condition.message
                                                                      : "volume is healthy");

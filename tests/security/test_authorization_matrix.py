@@ -83,6 +83,8 @@ CALLS = [
     ("rosetctl", "Catalog", "VerifySnapshots", {"references": ["authz-none"]}, False, False),
     ("rosetctl", "Catalog", "CollectGarbage", {"patience_ms": 1}, False, False),
     ("rosetctl", "Catalog", "GetPublishSecrets", {"volume_id": "local-authzprobe", "node_id": A}, True, False),
+    # CANCEL of a volume that is not there: nothing to end, nothing changed when allowed.
+    ("rosetctl", "Catalog", "SetVolumeMove", {"volume_id": PLACED_VOLUME, "step": "CANCEL"}, True, False),
     ("rosetctl", "NodeState", "GetNodeVolumes", {"node_id": A}, True, False),
     ("rosetctl", "NodeState", "ResolveTarget", {"node_id": A, "volume_id": "local-authzprobe"}, True, False),
     ("rosetctl", "NodeState", "HoldAttachLock", {"node_id": A, "volume_id": "local-authzprobe"}, True, True),

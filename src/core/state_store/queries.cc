@@ -53,4 +53,19 @@ Expected<std::map<std::string, int64_t>> count_by_provider(sqlite::Connection& c
   return std::map<std::string, int64_t>(rows->begin(), rows->end());
 }
 
+// What still holds a volume, as phrases: `published to node "n1"`, `staged at "/p"`, ...
+Expected<std::vector<std::string>> volume_users(sqlite::Connection& connection,
+                                                std::string_view id) {
+  return select_all<std::string>(
+      prepare(connection,
+              "SELECT 'published to node \"' || node_id || '\"' FROM controller_publications "
+              "WHERE volume_id = ?1 "
+              "UNION ALL SELECT 'staged at \"' || staging_path || '\"' FROM stagings "
+              "WHERE volume_id = ?1 "
+              "UNION ALL SELECT 'published at \"' || target_path || '\"' FROM node_publications "
+              "WHERE volume_id = ?1",
+              id),
+      read_text);
+}
+
 }  // namespace rosetctl::state_sql

@@ -120,6 +120,10 @@ RecordedMount read_recorded_mount(const sqlite::Statement& row, int first);
 Expected<std::map<std::string, int64_t>> count_by_provider(sqlite::Connection& connection,
                                                            const char* sql);
 
+// What still holds a volume, as phrases: `published to node "n1"`, `staged at "/p"`, ...
+Expected<std::vector<std::string>> volume_users(sqlite::Connection& connection,
+                                                std::string_view id);
+
 }  // namespace state_sql
 
 // The record families' files use these unqualified, as one file did before the split. Only the

@@ -154,6 +154,18 @@ CREATE TABLE IF NOT EXISTS revoked_nodes (
   revoked_at INTEGER NOT NULL
 ) STRICT;
 )sql"},
+    // A volume being moved to another node (`volume move`, daemon/volume_moves.h): `paused` while
+    // its last delta is taken (no new publication), `moved` once the copy on `to_node` is the
+    // volume (`new_volume_id`). A row of its own, not a column of volumes: most volumes never
+    // move, and the row goes with the volume (DeleteVolume) or the move's undo.
+    {13, R"sql(
+CREATE TABLE volume_moves (
+  volume_id TEXT NOT NULL PRIMARY KEY REFERENCES volumes(id) ON DELETE CASCADE,
+  to_node TEXT NOT NULL,
+  state TEXT NOT NULL,
+  new_volume_id TEXT NOT NULL
+) STRICT;
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");

@@ -34,21 +34,6 @@ Expected<VolumeRecord> read_volume(const sqlite::Statement& row) {
   return volume;
 }
 
-// What still holds a volume, as phrases: `published to node "n1"`, `staged at "/p"`, ...
-Expected<std::vector<std::string>> volume_users(sqlite::Connection& connection,
-                                                std::string_view id) {
-  return select_all<std::string>(
-      prepare(connection,
-              "SELECT 'published to node \"' || node_id || '\"' FROM controller_publications "
-              "WHERE volume_id = ?1 "
-              "UNION ALL SELECT 'staged at \"' || staging_path || '\"' FROM stagings "
-              "WHERE volume_id = ?1 "
-              "UNION ALL SELECT 'published at \"' || target_path || '\"' FROM node_publications "
-              "WHERE volume_id = ?1",
-              id),
-      read_text);
-}
-
 }  // namespace
 
 Status StateStore::insert_volume(const VolumeRecord& volume) {
@@ -170,7 +155,7 @@ Status StateStore::update_volume_mutable_parameters(std::string_view id,
 
 Status StateStore::delete_volume(std::string_view id) {
   return write([&](sqlite::Connection& connection) -> Status {
-    Expected<std::vector<std::string>> users = volume_users(connection, id);
+    Expected<std::vector<std::string>> users = state_sql::volume_users(connection, id);
     if (!users) return users.status();
     if (!users->empty()) {
       return error(Code::kFailedPrecondition,

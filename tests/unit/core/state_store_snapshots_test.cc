@@ -100,7 +100,7 @@ TEST_CASE("snapshots: a version 1 database migrates and keeps its volumes", "[st
                    "ALTER TABLE node_publications DROP COLUMN volume_context; "
                    "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications "
                    "DROP COLUMN "
-                   "mount_id; DROP TABLE nodes; PRAGMA user_version = 1")
+                   "mount_id; DROP TABLE nodes; DROP TABLE volume_moves; PRAGMA user_version = 1")
             .is_ok());
   }
   auto store = open_store(dir.path);
@@ -159,7 +159,7 @@ TEST_CASE("snapshots: a version 2 database migrates, its ids kept and copied to 
                    "ALTER TABLE node_publications DROP COLUMN volume_context; "
                    "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications "
                    "DROP COLUMN "
-                   "mount_id; DROP TABLE nodes; PRAGMA user_version = 2")
+                   "mount_id; DROP TABLE nodes; DROP TABLE volume_moves; PRAGMA user_version = 2")
             .is_ok());
   }
   auto store = open_store(dir.path);
@@ -212,7 +212,7 @@ TEST_CASE("snapshots: a version 3 database migrates; old snapshots' source size 
                    "ALTER TABLE node_publications DROP COLUMN volume_context; "
                    "ALTER TABLE stagings DROP COLUMN mount_id; ALTER TABLE node_publications DROP "
                    "COLUMN "
-                   "mount_id; DROP TABLE nodes; PRAGMA user_version = 3")
+                   "mount_id; DROP TABLE nodes; DROP TABLE volume_moves; PRAGMA user_version = 3")
             .is_ok());
   }
   auto store = open_store(dir.path);
@@ -244,7 +244,8 @@ TEST_CASE("snapshots: a version 8 database migrates; rows pulled before say \"?\
                    "mount_fingerprint; ALTER TABLE node_publications DROP COLUMN mount_ns; "
                    "ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
                    "ALTER TABLE node_publications DROP COLUMN volume_context; "
-                   "ALTER TABLE snapshots DROP COLUMN pulled_from; PRAGMA user_version = 8")
+                   "ALTER TABLE snapshots DROP COLUMN pulled_from; DROP TABLE volume_moves; PRAGMA "
+                   "user_version = 8")
             .is_ok());
   }
   auto store = open_store(dir.path);
