@@ -24,7 +24,7 @@ IscsiProvider::IscsiProvider(const StateLayout& layout, StateStore& store, bool 
     : settings_(std::move(settings)),
       store_(store),
       images_(layout, store, capacity_overcommit,
-              LocalFlavor{.name = "iscsi", .images_dir = "iscsi-images", .images_only = true}),
+              StorageFlavor{.name = "iscsi", .images_dir = "iscsi-images", .images_only = true}),
       backend_problem_(std::move(backend_problem)),
       node_(OpenIscsi()) {
   if (backend) {

@@ -21,8 +21,8 @@
 #include "core/loop_device.h"
 #include "core/mountinfo.h"
 #include "core/state_store.h"
-#include "providers/local/freeze_mark.h"
-#include "providers/local/image_volume.h"
+#include "providers/common/freeze_mark.h"
+#include "providers/common/image_volume.h"
 #include "providers/provider.h"
 
 namespace rosetctl {

@@ -1,5 +1,5 @@
 // Staging, publishing and growing image volumes on this node (see image_node.h).
-#include "providers/local/image_node.h"
+#include "providers/common/image_node.h"
 
 #include <fcntl.h>
 #include <sys/mount.h>
@@ -18,8 +18,8 @@
 #include "core/mount_point.h"
 #include "core/unique_fd.h"
 #include "core/validate.h"
-#include "providers/local/image_filesystem.h"
-#include "providers/local/mutable_parameters.h"
+#include "providers/common/image_filesystem.h"
+#include "providers/common/mutable_parameters.h"
 
 namespace rosetctl {
 namespace {
