@@ -13,6 +13,7 @@
 #include "core/size.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
+#include "providers/provider_registration.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -154,20 +155,18 @@ Status ask_for_provider(const GlobalOptions& globals,
   return Status::ok();
 }
 
-// An iscsi volume is made on the host whose tgtd exports it, the controller host. A CLI that sees
-// only this node host's store (its own, without --controller) makes it here, with this
-// host's tgtd: one that does not answer is most often the wrong host, so the message says which.
+// A provider may make its volumes on one host (iscsi: the one whose tgtd exports them, the
+// controller host). A CLI that sees only this node host's store (its own, without --controller)
+// makes them here: a provider that does not answer is most often on another host, so the
+// message says which (ProviderRegistration::only_this_host_hint).
 Status with_target_host_hint(const Session& session, const GlobalOptions& globals,
                              const csi::v1::CreateVolumeRequest& request, Status status) {
   if (status.code() != Code::kUnavailable || !session.sees_only_this_host()) return status;
   auto named = request.parameters().find("provider");
-  if ((named != request.parameters().end() ? named->second : globals.provider) != "iscsi")
-    return status;
-  return error(Code::kUnavailable,
-               "{}; without --controller this CLI makes iscsi volumes on this host, with this "
-               "host's tgtd: where tgtd runs on the controller host, run it with --controller "
-               "ADDRESS (or `controller` in the configuration file)",
-               status.message());
+  const ProviderRegistration* provider =
+      find_registration(named != request.parameters().end() ? named->second : globals.provider);
+  if (provider == nullptr || provider->only_this_host_hint.empty()) return status;
+  return error(Code::kUnavailable, "{}; {}", status.message(), provider->only_this_host_hint);
 }
 
 Status run_create(const GlobalOptions& globals, const CreateOptions& options) {

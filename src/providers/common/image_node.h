@@ -27,6 +27,9 @@
 
 namespace rosetctl {
 
+// The doctor's row of unaccounted_devices' findings.
+inline constexpr const char* kLoopDevicesRow = "loop-devices";
+
 // What holds an image still while it is copied (ImageNode::hold_still); releases it when it goes.
 struct HeldImage {
   std::optional<FreezeMark> mark;          // declared first: goes after the thaw

@@ -20,6 +20,9 @@
 namespace rosetctl {
 namespace {
 
+// The doctor's row for image volumes' promises beyond the free space.
+constexpr const char* kFreeSpaceRow = "free-space";
+
 Status validate_parameters(const StringMap& parameters, const StorageFlavor& flavor) {
   for (const auto& [key, value] : parameters) {
     if (key.starts_with(kKubernetesParameterPrefix)) continue;
@@ -320,15 +323,21 @@ VolumeCondition LocalStorage::node_condition(std::string_view volume_id) const {
   return volume_condition(*volume);
 }
 
+std::vector<DoctorRow> LocalStorage::doctor_rows() const {
+  return {{kLoopDevicesRow, "every loop device under the state directory is in use"},
+          {kFreeSpaceRow, "free space covers what image volumes were promised",
+           DoctorRow::Place::kSpace}};
+}
+
 std::vector<HostFinding> LocalStorage::inspect_host() {
   std::vector<HostFinding> found = image_node_.unaccounted_devices(layout_.root);
   if (::access(images_.dir().c_str(), F_OK) != 0) return found;  // no image volume yet
   auto balance = images_.space_balance();
   if (!balance) {
-    found.push_back({"free-space", true, std::string(balance.status().message())});
+    found.push_back({kFreeSpaceRow, true, std::string(balance.status().message())});
   } else if (balance->promised_bytes > balance->free_bytes) {
     found.push_back(
-        {"free-space", true,
+        {kFreeSpaceRow, true,
          fmt::format("image volumes in \"{}\" may still write {} bytes but only {} are free: "
                      "a volume that fills up will fail its writes (ENOSPC); free space, or "
                      "delete or shrink volumes",

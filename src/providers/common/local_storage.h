@@ -51,6 +51,7 @@ class LocalStorage final : public Provider,
   bool health_check_may_block() const override { return false; }  // one access(2)
   std::vector<ProviderGauge> gauges() override;
   std::vector<HostFinding> inspect_host() override;
+  std::vector<DoctorRow> doctor_rows() const override;
   ControllerSide* controller() override { return this; }
   SnapshotSide* snapshots() override { return this; }
   NodeSide* node() override { return this; }

@@ -43,6 +43,7 @@ class IscsiProvider final : public Provider, public ControllerSide, public NodeS
   bool health_check_may_block() const override;
   std::vector<ProviderGauge> gauges() override;
   std::vector<HostFinding> inspect_host() override;
+  std::vector<DoctorRow> doctor_rows() const override;
   ControllerSide* controller() override { return settings_.controller_role ? this : nullptr; }
   SnapshotSide* snapshots() override {
     return settings_.controller_role ? images_.snapshots() : nullptr;

@@ -97,7 +97,9 @@ ProviderRegistration roset_registration() {
             if (!config) return config.status();
             return std::unique_ptr<Provider>(
                 std::make_unique<RosetProvider>(std::move(*config), context.layout, context.store));
-          }};
+          },
+          // A shared filesystem: every host that connects a volume writes to it.
+          .shared_by_nodes = true};
 }
 
 }  // namespace rosetctl
