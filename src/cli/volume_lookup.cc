@@ -4,6 +4,7 @@
 #include "core/map_lookup.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
+#include "providers/registry.h"
 #include "providers/volume_context.h"
 
 namespace rosetctl::cli {
@@ -34,16 +35,19 @@ bool is_read_only_volume(const csi::v1::Volume& volume) {
   return it != volume.volume_context().end() && it->second == "true";
 }
 
-csi::v1::VolumeCapability attach_capability(const csi::v1::Volume& volume) {
+csi::v1::VolumeCapability attach_capability(const csi::v1::Volume& volume,
+                                            const std::vector<ProviderRegistration>& providers) {
   csi::v1::VolumeCapability capability;
   if (is_block_volume(volume)) {
     capability.mutable_block();
   } else {
     capability.mutable_mount();
   }
-  // A shared filesystem (roset) is attached by every host that connects it, each writing:
-  // ReadWriteMany. A volume that lives on one node is attached by that node alone.
-  bool shared = value_or_empty(volume.volume_context(), kContextProvider) == "roset";
+  // A shared filesystem (its provider says so) is attached by every host that connects it, each
+  // writing: ReadWriteMany. A volume that lives on one node is attached by that node alone.
+  const ProviderRegistration* provider =
+      find_registration(value_or_empty(volume.volume_context(), kContextProvider), providers);
+  bool shared = provider != nullptr && provider->shared_by_nodes;
   using Mode = csi::v1::VolumeCapability::AccessMode;
   capability.mutable_access_mode()->set_mode(is_read_only_volume(volume)
                                                  ? Mode::MULTI_NODE_READER_ONLY

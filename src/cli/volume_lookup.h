@@ -8,6 +8,7 @@
 
 #include "cli/csi_client.h"
 #include "cli/session.h"
+#include "providers/provider_registration.h"
 
 namespace rosetctl::cli {
 
@@ -46,8 +47,11 @@ bool is_block_volume(const csi::v1::Volume& volume);
 bool is_read_only_volume(const csi::v1::Volume& volume);
 
 // The capability the CLI attaches a volume with: single-node writer (multi-node reader for
-// read-only volumes), block or mount as the volume is (the filesystem of an image volume is
-// the one it was created with).
-csi::v1::VolumeCapability attach_capability(const csi::v1::Volume& volume);
+// read-only volumes, multi-node writer where its provider among `providers` shares them between
+// nodes), block or mount as the volume is (the filesystem of an image volume is the one it was
+// created with).
+csi::v1::VolumeCapability attach_capability(
+    const csi::v1::Volume& volume,
+    const std::vector<ProviderRegistration>& providers = registered_providers());
 
 }  // namespace rosetctl::cli

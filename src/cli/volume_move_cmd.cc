@@ -30,6 +30,7 @@
 #include "core/size.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
+#include "providers/provider_registration.h"
 #include "providers/volume_context.h"
 
 namespace rosetctl::cli {
@@ -78,17 +79,10 @@ Status check_movable(Session& session, const VolumeMoveOptions& options, const V
   move->to = options.to_node;
   auto provider = volume.volume_context().find(kContextProvider);
   std::string kind = provider == volume.volume_context().end() ? "" : provider->second;
-  if (kind == "roset") {
-    return error(Code::kFailedPrecondition,
-                 "volume \"{}\" is a roset volume: it is not bound to a node, so there is nothing "
-                 "to move (connect it on node \"{}\")",
-                 move->name, options.to_node);
-  }
-  if (kind == "iscsi") {
-    return error(Code::kFailedPrecondition,
-                 "volume \"{}\" is an iscsi volume: it lives on the controller host and any node "
-                 "connects to it over iSCSI; only local volumes move between nodes",
-                 move->name);
+  const ProviderRegistration* registration = find_registration(kind);
+  if (registration != nullptr && !registration->not_moved_because.empty()) {
+    return error(Code::kFailedPrecondition, "volume \"{}\" is a {} volume: {}", move->name, kind,
+                 registration->not_moved_because);
   }
   auto placed = decode_placed_id(move->old_id);
   if (!placed) {

@@ -134,6 +134,7 @@ void RoutingController::collect_clone_leftovers_later() {
 
 Status RoutingController::clone_on_node(const std::string& node, const PlacedId& source,
                                         const csi::v1::CreateVolumeRequest& request,
+                                        const CreateChecks* checked,
                                         csi::v1::CreateVolumeResponse* response) {
   // One clone of a name at a time, for the whole of it: a CO's retry arriving while the first
   // call still copies would otherwise take up the same snapshot and, when B turns it away as
@@ -161,7 +162,13 @@ Status RoutingController::clone_on_node(const std::string& node, const PlacedId&
   // its own certificate, which needs none.
   Status created = Status::ok();
   if (node == context_.options.node_id) {
-    created = here_.create_volume(request, response, *snapshot_id);
+    if (checked != nullptr) {
+      created = here_.create_volume(request, *checked, response, *snapshot_id);
+    } else if (auto checked_here = here_.create_checks(request); !checked_here) {
+      created = checked_here.status();
+    } else {
+      created = here_.create_volume(request, *checked_here, response, *snapshot_id);
+    }
   } else {
     auto metadata = grant_transfer(node, *snapshot);
     metadata.emplace(kCloneBySnapshotKey, *snapshot_id);

@@ -48,7 +48,7 @@ Status RoutingController::create_on_node(const std::string& node,
   auto volume_elsewhere =
       source.has_volume() ? decode_placed_id(source.volume().volume_id()) : std::nullopt;
   if (volume_elsewhere && volume_elsewhere->node != node) {
-    ROSETCTL_RETURN_IF_ERROR(clone_on_node(node, *volume_elsewhere, forwarded, response));
+    ROSETCTL_RETURN_IF_ERROR(clone_on_node(node, *volume_elsewhere, forwarded, nullptr, response));
   } else {
     ROSETCTL_RETURN_IF_ERROR(nodes_.call(node, &csi::v1::Controller::Stub::CreateVolume, forwarded,
                                          response, Code::kResourceExhausted,

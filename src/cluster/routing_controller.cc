@@ -8,19 +8,19 @@ Status RoutingController::create_volume(const csi::v1::CreateVolumeRequest& requ
                                         csi::v1::CreateVolumeResponse* response,
                                         const std::string& clone_by) {
   // The request's own checks come first, wherever the volume is to be made.
-  auto provider = here_.create_checks(request);
-  if (!provider) return provider.status();
+  auto checked = here_.create_checks(request);
+  if (!checked) return checked.status();
   const std::string& own = context_.options.node_id;
-  if ((*provider)->volumes_are_node_local()) {
+  if (checked->provider->volumes_are_node_local()) {
     if (auto node = placement_of(request, own)) return create_on_node(*node, request, response);
     // Here, a clone of a node's volume: by way of a snapshot of it there, as on any node.
     if (auto source = volume_source_node(request); source && clone_by.empty() &&
                                                    context_.options.role != PluginRole::kNode &&
                                                    source->node != own) {
-      return clone_on_node(own, *source, request, response);
+      return clone_on_node(own, *source, request, &*checked, response);
     }
   }
-  return here_.create_volume(request, response, clone_by);
+  return here_.create_volume(request, *checked, response, clone_by);
 }
 
 Status RoutingController::get_capacity(const csi::v1::GetCapacityRequest& request,

@@ -110,8 +110,10 @@ class RoutingController final : public csi::v1::Controller::CallbackService {
                              const std::vector<std::string>& unreachable);
 
   // cross_node_clone.cc: a clone of a volume on another node than the one it is to be made on.
+  // `checked`: the request's checks here (ControllerService::create_checks), for a clone made
+  // here; null: the request is checked here when it is made here.
   Status clone_on_node(const std::string& node, const PlacedId& source,
-                       const csi::v1::CreateVolumeRequest& request,
+                       const csi::v1::CreateVolumeRequest& request, const CreateChecks* checked,
                        csi::v1::CreateVolumeResponse* response);
   Expected<std::string> snapshot_for_clone(const PlacedId& source, const std::string& node,
                                            const csi::v1::CreateVolumeRequest& request);

@@ -44,7 +44,7 @@ void thaw_on_fatal_signals();
 // Whether the filesystem at `mount_point` is frozen now. The kernel tells only through FIFREEZE
 // (EBUSY when frozen already), so a filesystem that is not frozen is frozen and thawed at once:
 // its dirty data is written out meanwhile, and writers wait that long. Health checks call it
-// only when a freeze is suspected (providers/local/freeze_mark.h), never on every check.
+// only when a freeze is suspected (providers/common/freeze_mark.h), never on every check.
 Expected<bool> filesystem_is_frozen(const std::string& mount_point);
 
 // Thaws the filesystem at `mount_point` if it is frozen. True when it was.

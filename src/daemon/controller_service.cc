@@ -159,53 +159,51 @@ Expected<Provider*> ControllerService::create_provider(
   return context_.providers.by_name(provider);
 }
 
-Expected<Provider*> ControllerService::create_checks(const csi::v1::CreateVolumeRequest& request) {
+Expected<CreateChecks> ControllerService::create_checks(
+    const csi::v1::CreateVolumeRequest& request) {
   ROSETCTL_RETURN_IF_ERROR(validate_name(request.name(), "name"));
+  CreateChecks checked;
   auto capabilities = capabilities_from_proto(request.volume_capabilities());
   if (!capabilities) return capabilities.status();
-  auto access_type = single_access_type(*capabilities);
+  checked.capabilities = std::move(*capabilities);
+  auto access_type = single_access_type(checked.capabilities);
   if (!access_type) return access_type.status();
+  checked.access_type = *access_type;
   auto range = capacity_from_proto(request.capacity_range());
   if (!range) return range.status();
+  checked.range = *range;
   auto source_key = content_source_key(request);
   if (!source_key) return source_key.status();
-  auto provider = create_provider(to_map(request.parameters()), request);
+  checked.source_key = std::move(*source_key);
+  checked.parameters = to_map(request.parameters());
+  auto provider = create_provider(checked.parameters, request);
   if (!provider) return provider.status();
+  checked.provider = *provider;
   auto controller = controller_side(**provider);
   if (!controller) return controller.status();
-  return *provider;
+  checked.controller = *controller;
+  return checked;
 }
 
 Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& request,
+                                        const CreateChecks& checked,
                                         csi::v1::CreateVolumeResponse* response,
                                         const std::string& clone_by) {
-  // The same checks as create_checks(), in the same order, keeping what they read.
-  ROSETCTL_RETURN_IF_ERROR(validate_name(request.name(), "name"));
-  auto capabilities = capabilities_from_proto(request.volume_capabilities());
-  if (!capabilities) return capabilities.status();
-  auto access_type = single_access_type(*capabilities);
-  if (!access_type) return access_type.status();
-  auto range = capacity_from_proto(request.capacity_range());
-  if (!range) return range.status();
-  auto source_key = content_source_key(request);
-  if (!source_key) return source_key.status();
-
-  StringMap parameters = to_map(request.parameters());
-  auto provider = create_provider(parameters, request);
-  if (!provider) return provider.status();
-  auto controller = controller_side(**provider);
-  if (!controller) return controller.status();
-  if ((*provider)->volumes_are_node_local() &&
+  Provider* const provider = checked.provider;
+  ControllerSide* const controller = checked.controller;
+  const CapacityRange& range = checked.range;
+  const StringMap& parameters = checked.parameters;
+  if (provider->volumes_are_node_local() &&
       !topology_allows_node(request.accessibility_requirements(), context_.options.node_id)) {
     return error(Code::kResourceExhausted,
                  "accessibility_requirements.requisite does not include this node ({}={}); "
                  "{} volumes live on the node that creates them",
-                 kTopologyNodeKey, context_.options.node_id, (*provider)->name());
+                 kTopologyNodeKey, context_.options.node_id, provider->name());
   }
 
-  CreateVolumeSpec spec{request.name(), range->required,
-                        range->limit,   provider_parameters(parameters),
-                        *capabilities,  csi_secrets(request.secrets())};
+  CreateVolumeSpec spec{request.name(),       range.required,
+                        range.limit,          provider_parameters(parameters),
+                        checked.capabilities, csi_secrets(request.secrets())};
   spec.mutable_parameters = to_map(request.mutable_parameters());
   // Only the kind for now (the source is resolved below): a restore or clone is the kind of
   // volume its source is, which the provider checks once it knows.
@@ -214,8 +212,8 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
                            ? VolumeSource::Kind::kSnapshot
                            : VolumeSource::Kind::kVolume;
   }
-  ROSETCTL_RETURN_IF_ERROR((*controller)->validate_create(spec));
-  ROSETCTL_RETURN_IF_ERROR((*controller)->validate_mutable(spec));
+  ROSETCTL_RETURN_IF_ERROR(controller->validate_create(spec));
+  ROSETCTL_RETURN_IF_ERROR(controller->validate_mutable(spec));
 
   auto lock =
       context_.locks.try_lock(name_lock_key(request.name()), LockMode::kExclusive,
@@ -241,43 +239,43 @@ Status ControllerService::create_volume(const csi::v1::CreateVolumeRequest& requ
         refuse_moving_volume(context_, (**existing).id, false)
             .with_context(fmt::format("volume name \"{}\" here", request.name())));
     record = std::move(**existing);
-    std::string why =
-        incompatibility(record, (*provider)->name(), parameters, *range, *access_type, *source_key);
+    std::string why = incompatibility(record, provider->name(), parameters, range,
+                                      checked.access_type, checked.source_key);
     if (why.empty()) why = mutable_mismatch(record.mutable_parameters, spec.mutable_parameters);
-    if (why.empty()) why = (*controller)->incompatibility(record, spec);
+    if (why.empty()) why = controller->incompatibility(record, spec);
     if (!why.empty()) {
       return error(Code::kAlreadyExists, "volume \"{}\" already exists and {}", request.name(),
                    why);
     }
   } else {
     // Held until the volume is recorded, so the source cannot be deleted while it is copied.
-    auto source = resolve_content_source(context_, request, **provider, range->required,
-                                         range->limit, clone_by);
+    auto source =
+        resolve_content_source(context_, request, *provider, range.required, range.limit, clone_by);
     if (!source) return source.status();
     spec.source = source->source;
     spec.required_bytes = std::max(spec.required_bytes, source->capacity_bytes);
     spec.progress = context_.options.progress;
     spec.hold_stagings = staging_locker();
-    auto provisioned = (*controller)->create_volume(spec);
+    auto provisioned = controller->create_volume(spec);
     if (!provisioned)
       return provisioned.status().with_context(fmt::format("volume \"{}\"", request.name()));
     record.id = provisioned->id;
     record.name = request.name();
-    record.provider = std::string((*provider)->name());
+    record.provider = std::string(provider->name());
     record.capacity_bytes = provisioned->capacity_bytes;
     record.parameters = parameters;
     record.context = provisioned->context;
-    record.access_type = *access_type == AccessType::kBlock ? "block" : "mount";
-    record.content_source = *source_key;
+    record.access_type = checked.access_type == AccessType::kBlock ? "block" : "mount";
+    record.content_source = checked.source_key;
     record.created_at = unix_now();
     record.mutable_parameters = provisioned->mutable_parameters;
     if (Status inserted = context_.store.insert_volume(record); !inserted) {
       // Unrecorded, what the provider made would never be found again: take it back.
-      (void)(*controller)->delete_volume_with(record, spec.secrets);
+      (void)controller->delete_volume_with(record, spec.secrets);
       return inserted;
     }
   }
-  fill_volume(record, **provider, context_.options.node_id, response->mutable_volume());
+  fill_volume(record, *provider, context_.options.node_id, response->mutable_volume());
   return Status::ok();
 }
 

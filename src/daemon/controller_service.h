@@ -9,10 +9,23 @@
 
 #include "csi.grpc.pb.h"
 #include "daemon/background_work.h"
+#include "daemon/controller_checks.h"
 #include "daemon/service_context.h"
 #include "daemon/volume_lookup.h"
 
 namespace rosetctl {
+
+// What the checks of a CreateVolume read from it (ControllerService::create_checks), kept so
+// that they run once: create_volume takes them instead of checking the request again.
+struct CreateChecks {
+  std::vector<Capability> capabilities;
+  AccessType access_type = AccessType::kMount;
+  CapacityRange range;
+  std::string source_key;  // VolumeRecord::content_source
+  StringMap parameters;    // as given, with the daemon's own `provider`
+  Provider* provider = nullptr;
+  ControllerSide* controller = nullptr;
+};
 
 // This host's Controller: what each CSI Controller call does to the volumes and snapshots this
 // plugin's own store and providers hold. It knows no other host: which host a call is for is
@@ -24,9 +37,10 @@ class ControllerService {
 
   // The checks of a CreateVolume that come before anything is looked up or made (name,
   // capabilities, capacity, content source), and the provider that would make the volume.
-  Expected<Provider*> create_checks(const csi::v1::CreateVolumeRequest& request);
-  // `clone_by`: the snapshot a clone of another node's volume is made by (kCloneBySnapshotKey).
-  Status create_volume(const csi::v1::CreateVolumeRequest& request,
+  Expected<CreateChecks> create_checks(const csi::v1::CreateVolumeRequest& request);
+  // `checked`: create_checks' answer for this request. `clone_by`: the snapshot a clone of
+  // another node's volume is made by (kCloneBySnapshotKey).
+  Status create_volume(const csi::v1::CreateVolumeRequest& request, const CreateChecks& checked,
                        csi::v1::CreateVolumeResponse* response, const std::string& clone_by = {});
   Status delete_volume(const csi::v1::DeleteVolumeRequest& request);
   Status publish_volume(const csi::v1::ControllerPublishVolumeRequest& request,

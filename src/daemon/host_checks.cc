@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <map>
 #include <set>
@@ -19,15 +20,12 @@
 namespace rosetctl {
 namespace {
 
-// Row names, in report order. Providers' findings (Provider::inspect_host) name theirs.
+// Row names of the host's own checks, in report order. The providers declare the rows of their
+// findings (Provider::doctor_rows), which stand after the mounts or after the certificates.
 constexpr const char* kDatabase = "state-database";
 constexpr const char* kMounts = "mounts";
-constexpr const char* kLoops = "loop-devices";
-constexpr const char* kFuse = "fuse-clients";
-constexpr const char* kIscsi = "iscsi-sessions";
 constexpr const char* kProviders = "providers";
 constexpr const char* kCertificates = "certificates";
-constexpr const char* kSpace = "free-space";
 constexpr const char* kCommitStore = "commit-store";
 
 // Problems of one row: the row fails on any failure, warns on warnings alone.
@@ -195,6 +193,24 @@ HostCheck check_commit_stores(ServiceContext& context) {
   return problems.row(kCommitStore, fmt::format("{} snapshot(s) verified", checked));
 }
 
+// The providers' rows at `place` in the order they declare them (registry order), once each,
+// with their findings; `found` keeps the findings no declared row took. A row two providers
+// declare (`shown`) is shown once.
+void add_provider_rows(ServiceContext& context, DoctorRow::Place place,
+                       std::map<std::string, Problems>& found, std::set<std::string>& shown,
+                       std::vector<HostCheck>& rows) {
+  for (const std::string& name : context.providers.names()) {
+    auto provider = context.providers.by_name(name);
+    if (!provider) continue;
+    for (const DoctorRow& declared : (*provider)->doctor_rows()) {
+      if (declared.place != place || !shown.insert(declared.name).second) continue;
+      auto problems = found.extract(declared.name);
+      rows.push_back(problems ? problems.mapped().row(declared.name, declared.ok_message)
+                              : HostCheck{declared.name, CheckState::kOk, declared.ok_message});
+    }
+  }
+}
+
 std::vector<HostCheck> run_checks(ServiceContext& context, const HostCheckOptions& options) {
   std::map<std::string, Problems> found;  // the providers' findings by row
   for (const std::string& name : context.providers.names()) {
@@ -206,16 +222,17 @@ std::vector<HostCheck> run_checks(ServiceContext& context, const HostCheckOption
     }
   }
   std::vector<HostCheck> rows;
+  std::set<std::string> shown;
   rows.push_back(check_database(context));
   rows.push_back(check_mounts(context));
-  rows.push_back(
-      found[kLoops].row(kLoops, "every loop device under the state directory is in use"));
-  rows.push_back(found[kFuse].row(kFuse, "every roset-fuse client is recorded"));
-  rows.push_back(found[kIscsi].row(kIscsi, "every session to our targets has a staging"));
+  add_provider_rows(context, DoctorRow::Place::kHostState, found, shown, rows);
   rows.push_back(check_providers(context));
   rows.push_back(check_certificates(options));
-  rows.push_back(found[kSpace].row(kSpace, "free space covers what image volumes were promised"));
+  add_provider_rows(context, DoctorRow::Place::kSpace, found, shown, rows);
   rows.push_back(check_commit_stores(context));
+  // Findings under a row no provider declared are still told, not dropped.
+  for (const auto& [name, problems] : found)
+    rows.push_back(problems.row(name, ""));
   return rows;
 }
 
@@ -249,11 +266,18 @@ std::vector<HostCheck> check_host(ServiceContext& context, const HostCheckOption
   if (!options.fix) return before;
   std::vector<std::string> failed = repair(context);
   std::vector<HostCheck> after = run_checks(context, options);
-  for (size_t i = 0; i < after.size(); ++i) {
-    if (before[i].state == CheckState::kOk) continue;
-    after[i].repaired = after[i].state == CheckState::kOk
-                            ? fmt::format("repaired: {}", before[i].message)
-                            : "not repaired: what is left needs a person (see the message)";
+  // By name: a row of an undeclared finding (run_checks) is there only while it is found.
+  for (const HostCheck& was : before) {
+    if (was.state == CheckState::kOk) continue;
+    auto now = std::find_if(after.begin(), after.end(),
+                            [&](const HostCheck& row) { return row.name == was.name; });
+    if (now == after.end()) {
+      after.push_back({was.name, CheckState::kOk, "", fmt::format("repaired: {}", was.message)});
+      continue;
+    }
+    now->repaired = now->state == CheckState::kOk
+                        ? fmt::format("repaired: {}", was.message)
+                        : "not repaired: what is left needs a person (see the message)";
   }
   if (!failed.empty()) {
     after.push_back({"repair", CheckState::kFail,

@@ -1,4 +1,5 @@
-// CSI Node: staging and publishing volumes on this host, stats, and node identity.
+// CSI Node: staging (node_service.cc) and publishing (node_publish.cc) volumes on this host,
+// stats and expansion (node_stats.cc), and node identity.
 #pragma once
 
 #include "csi.grpc.pb.h"

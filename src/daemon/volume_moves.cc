@@ -3,6 +3,7 @@
 
 #include "core/validate.h"
 #include "daemon/volume_locks.h"
+#include "providers/provider_registration.h"
 
 namespace rosetctl {
 
@@ -44,12 +45,11 @@ Status set_volume_move_here(const ServiceContext& context,
   }
   auto provider = context.providers.for_volume(request.volume_id());
   if (!provider) return provider.status();
-  // Only a local volume lives on one node; a roset volume is everywhere already and an iscsi
-  // one lives on the controller host.
-  if ((*provider)->name() != "local") {
-    return error(Code::kFailedPrecondition,
-                 "volume \"{}\" is a {} volume: only local volumes move between nodes",
-                 request.volume_id(), (*provider)->name());
+  // Its provider's registration says whether its volumes are bound to one node.
+  const ProviderRegistration* registration = find_registration((*provider)->name());
+  if (registration != nullptr && !registration->not_moved_because.empty()) {
+    return error(Code::kFailedPrecondition, "volume \"{}\" is a {} volume: {}", request.volume_id(),
+                 (*provider)->name(), registration->not_moved_because);
   }
   // Exclusive, so no stage or publication is in flight while the pause looks for users.
   auto volume_lock = try_lock_volume(context.locks, request.volume_id(), LockMode::kExclusive);

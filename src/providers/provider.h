@@ -327,9 +327,21 @@ struct ProviderGauge {
   double value = 0;
 };
 
+// A row of `rosetctl doctor` (daemon/host_checks.h) that a provider declares for its findings:
+// the report has the row whether or not anything is found, and says `ok_message` when nothing
+// is.
+struct DoctorRow {
+  std::string name;  // "loop-devices", "fuse-clients": what HostFinding::check names
+  std::string ok_message;
+  // Where it stands: with what the providers keep on this host (after the mounts), or with the
+  // space checks (after the certificates).
+  enum class Place { kHostState, kSpace };
+  Place place = Place::kHostState;
+};
+
 // One thing `rosetctl doctor` should tell (daemon/host_checks.h): `check` names the row it
-// belongs to ("loop-devices", "fuse-clients", "iscsi-sessions", "free-space"); the message
-// says what is wrong and what to do about it.
+// belongs to, one its provider declares (Provider::doctor_rows); the message says what is
+// wrong and what to do about it.
 struct HostFinding {
   std::string check;
   bool failed = true;  // false: a warning
@@ -368,6 +380,10 @@ class Provider {
   // promised beyond what is free. Reads only; the startup reconcile (NodeSide::reconcile_node)
   // is what repairs. Default: nothing to report.
   virtual std::vector<HostFinding> inspect_host() { return {}; }
+  // The rows of the doctor's report its findings go under, each in the report even when
+  // nothing is found. A finding under a row no provider declares gets a row of its own at the
+  // end. Default: none.
+  virtual std::vector<DoctorRow> doctor_rows() const { return {}; }
 
   // The parts this provider has, owned by it; null for a part it lacks.
   virtual ControllerSide* controller() = 0;

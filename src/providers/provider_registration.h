@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/state_layout.h"
@@ -57,9 +58,24 @@ struct ProviderRegistration {
   std::vector<ProviderOption> options;
   // INVALID_ARGUMENT naming the option when a setting is unusable.
   std::function<Expected<std::unique_ptr<Provider>>(const ProviderContext&)> create;
+  // What the CLI needs to know of the provider's volumes without building it (cli/), so that
+  // no provider's name is tested outside its folder:
+  // every node that attaches one of its volumes may write to it at once (a shared filesystem):
+  // attached MULTI_NODE_MULTI_WRITER, not SINGLE_NODE_WRITER;
+  bool shared_by_nodes = false;
+  // added to an UNAVAILABLE CreateVolume of a CLI that sees only its own host ("" : nothing),
+  // when the provider makes its volumes on one host, which may be another.
+  std::string only_this_host_hint = "";
+  // Why its volumes never move between nodes (`volume move`), "" when they do: what the
+  // refusal says after "volume \"NAME\" is a PROVIDER volume: ".
+  std::string not_moved_because = "";
 };
 
 // Every provider this binary has, in the order --help and Probe list them (registry.cc).
 const std::vector<ProviderRegistration>& registered_providers();
+// The registration named `name` among `providers`; null when none is.
+const ProviderRegistration* find_registration(
+    std::string_view name,
+    const std::vector<ProviderRegistration>& providers = registered_providers());
 
 }  // namespace rosetctl

@@ -24,11 +24,18 @@ const std::vector<ProviderRegistration>& registered_providers() {
   return providers;
 }
 
-Expected<std::unique_ptr<ProviderRegistry>> ProviderRegistry::create(const StateLayout& layout,
-                                                                     StateStore& store,
-                                                                     const Settings& settings) {
+const ProviderRegistration* find_registration(std::string_view name,
+                                              const std::vector<ProviderRegistration>& providers) {
+  for (const ProviderRegistration& registration : providers)
+    if (registration.name == name) return &registration;
+  return nullptr;
+}
+
+Expected<std::unique_ptr<ProviderRegistry>> ProviderRegistry::create(
+    const StateLayout& layout, StateStore& store, const Settings& settings,
+    const std::vector<ProviderRegistration>& registrations) {
   auto registry = std::make_unique<ProviderRegistry>();
-  for (const ProviderRegistration& registration : registered_providers()) {
+  for (const ProviderRegistration& registration : registrations) {
     ProviderSettings own;
     for (const ProviderOption& option : registration.options)
       own[option.name.empty() ? option.env : option.name] = option.default_value;

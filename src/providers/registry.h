@@ -26,11 +26,11 @@ class ProviderRegistry {
     std::map<std::string, ProviderSettings> by_provider;
   };
 
-  // Builds every registered provider. INVALID_ARGUMENT if the default provider is unknown or a
-  // provider refuses its settings.
-  static Expected<std::unique_ptr<ProviderRegistry>> create(const StateLayout& layout,
-                                                            StateStore& store,
-                                                            const Settings& settings);
+  // Builds every registered provider (or those of `registrations`: a test's own provider).
+  // INVALID_ARGUMENT if the default provider is unknown or a provider refuses its settings.
+  static Expected<std::unique_ptr<ProviderRegistry>> create(
+      const StateLayout& layout, StateStore& store, const Settings& settings,
+      const std::vector<ProviderRegistration>& registrations = registered_providers());
 
   Provider& default_provider() const { return *default_; }
   // By name ("local"), for CreateVolume's `provider` parameter.

@@ -4,16 +4,21 @@ lab hosts (a root directory each, rshared as a host's / is, with kubelet's direc
 and kubelet's and csi-provisioner's ways of naming paths and parameters."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import shutil
+import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 import grpc
 
 import k8s_manifests as k8s
 from csi_server import CALL_TIMEOUT
 from podman_lab import podman_command, run, run_options
+from rosetctl_mounts import is_mount_point
 
 PROPAGATION = {None: "rprivate", "None": "rprivate", "HostToContainer": "rslave", "Bidirectional": "rshared"}
 
@@ -40,6 +45,27 @@ class LabHost:
 
     def close(self):
         run(["umount", "--recursive", "--lazy", self.root])
+
+
+@contextlib.contextmanager
+def lab_hosts(names=("node-a", "node-b")) -> Iterator[tuple[dict[str, LabHost], list, Path]]:
+    """({name: LabHost}, pods, root): lab hosts under a short directory of /tmp (a unix socket's
+    path must fit in 108 bytes), and a list the test adds each Pod it starts to. At the end every
+    pod of the list is closed, then every host's mounts go, and the directory is removed unless a
+    mount is still in it (removing would delete through it: a person looks)."""
+    root = Path(tempfile.mkdtemp(prefix="k8s-", dir="/tmp"))
+    hosts, pods = {}, []
+    try:
+        for name in names:
+            hosts[name] = LabHost(root / name, name)
+        yield hosts, pods, root
+    finally:
+        for pod in pods:
+            pod.close()
+        for host in hosts.values():
+            host.close()
+        if not any(is_mount_point(str(h.root)) for h in hosts.values()):
+            shutil.rmtree(root, ignore_errors=True)
 
 
 class Pod:

@@ -18,7 +18,7 @@ def node_id(cli) -> str:
 
 
 def data_dir(cli: Rosetctl, volume_id: str):
-    """Where the local provider keeps a volume's files (see local_provider.cc)."""
+    """Where the local provider keeps a volume's files (see providers/common/local_storage.cc)."""
     return cli.state_dir / "volumes" / volume_id
 
 

@@ -76,7 +76,7 @@ def stray_files(cli: Rosetctl) -> list[str]:
     for kind in ("volumes", "images"):
         root = cli.state_dir / kind
         if root.exists():
-            # An image, or its markers (providers/local/image_volume.cc), is named by its volume id.
+            # An image, or its markers (providers/common/image_volume.cc), is named by its volume id.
             found += [str(p) for p in root.iterdir() if p.name.split(".")[0] not in ids]
     return found
 

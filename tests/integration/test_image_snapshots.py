@@ -1,4 +1,4 @@
-"""Snapshots, restores and clones of image and block volumes (providers/local/image_snapshots.cc):
+"""Snapshots, restores and clones of image and block volumes (providers/common/image_snapshots.cc):
 real loop devices and filesystems, a writer running during the commit, FIFREEZE, reflinks on a
 reflink-capable xfs, and the space a deleted snapshot gives back."""
 from __future__ import annotations

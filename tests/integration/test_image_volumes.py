@@ -29,7 +29,7 @@ CAP_SYS_RESOURCE = 24
 
 
 def image_of(cli, volume: dict) -> Path:
-    """Where the local provider keeps an image volume (see providers/local/image_volume.h)."""
+    """Where the local provider keeps an image volume (see providers/common/image_volume.h)."""
     return cli.state_dir / "images" / f"{volume['id']}.img"
 
 

@@ -33,9 +33,7 @@ Rendered fields this test cannot honour, and how each is checked instead:
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -45,7 +43,7 @@ import pytest
 
 import k8s_manifests as k8s
 from csi_server import CALL_TIMEOUT
-from k8s_pods import Csi, LabHost, Pod, kubelet_paths, provisioner_parameters
+from k8s_pods import Csi, Pod, kubelet_paths, lab_hosts, provisioner_parameters
 from podman_lab import built_images, remove_podman_cgroups
 from rosetctl_fixtures import skip_or_fail
 from rosetctl_mounts import is_mount_point
@@ -73,21 +71,9 @@ def image():
 
 @pytest.fixture
 def lab():
-    """{host name: LabHost}; every pod and mount gone at the end. Under a short directory of
-    /tmp: a socket's path must fit in 108 bytes."""
-    root = Path(tempfile.mkdtemp(prefix="k8s-", dir="/tmp"))
-    hosts, pods = {}, []
-    try:
-        for name in ("node-a", "node-b"):
-            hosts[name] = LabHost(root / name, name)
-        yield hosts, pods, root
-    finally:
-        for pod in pods:
-            pod.close()
-        for host in hosts.values():
-            host.close()
-        if not any(is_mount_point(str(h.root)) for h in hosts.values()):
-            shutil.rmtree(root, ignore_errors=True)
+    """({host name: LabHost}, pods, root); every pod and mount gone at the end (k8s_pods.lab_hosts)."""
+    with lab_hosts() as lab:
+        yield lab
 
 
 def test_the_local_overlay_as_a_cluster_runs_it(image, lab, csi):

@@ -38,8 +38,6 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-import shutil
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -49,7 +47,7 @@ import pytest
 import k8s_manifests as k8s
 from controller_site import start_fake_roset
 from csi_server import CALL_TIMEOUT
-from k8s_pods import Csi, LabHost, Pod, kubelet_paths, provisioner_parameters
+from k8s_pods import Csi, Pod, kubelet_paths, lab_hosts, provisioner_parameters
 from podman_lab import built_images, podman_command, remove_images, remove_podman_cgroups, run, standin_image
 from rosetctl_fixtures import skip_or_fail
 from rosetctl_mounts import is_mount_point
@@ -85,19 +83,8 @@ def roset_lab(host_lab):
     os.chmod(key_file, 0o600)
     url = start_fake_roset(cloud, key_file)
     storage = cloud.dir / "roset-storage"
-    root = Path(tempfile.mkdtemp(prefix="k8s-", dir="/tmp"))  # short: unix socket paths fit in 108 bytes
-    hosts, pods = {}, []
-    try:
-        for name in ("node-a", "node-b"):
-            hosts[name] = LabHost(root / name, name)
+    with lab_hosts() as (hosts, pods, root):
         yield hosts, pods, root, url, key, storage, host_lab
-    finally:
-        for pod in pods:
-            pod.close()
-        for host in hosts.values():
-            host.close()
-        if not any(is_mount_point(str(h.root)) for h in hosts.values()):
-            shutil.rmtree(root, ignore_errors=True)
 
 
 def read_in_pod(path: Path, pod: Csi) -> str:

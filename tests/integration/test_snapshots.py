@@ -29,7 +29,7 @@ def volume_id(cli: Rosetctl, name: str) -> str:
 
 
 def data_dir(cli: Rosetctl, name: str) -> Path:
-    """A volume's files as the local provider keeps them (see local_provider.cc)."""
+    """A volume's files as the local provider keeps them (see providers/common/local_storage.cc)."""
     return cli.state_dir / "volumes" / volume_id(cli, name)
 
 

@@ -10,10 +10,10 @@
 #include "core/mount_filesystem.h"
 #include "core/mount_ops.h"
 #include "core/validate.h"
+#include "providers/common/image_filesystem.h"
+#include "providers/common/image_volume.h"
 #include "providers/iscsi/iscsi_context.h"
 #include "providers/iscsi/target_backend.h"
-#include "providers/local/image_filesystem.h"
-#include "providers/local/image_volume.h"
 
 namespace rosetctl::iscsi {
 namespace {

@@ -15,6 +15,8 @@ namespace {
 // How often the controller looks at tgtd: a restarted or emptied tgtd gets its targets back
 // within about this long (issue 31, row 10), well inside open-iscsi's replacement timeout.
 constexpr auto kWatchInterval = std::chrono::seconds(2);
+// The doctor's row for sessions no staging accounts for.
+constexpr const char* kSessionsRow = "iscsi-sessions";
 
 }  // namespace
 
@@ -24,7 +26,7 @@ IscsiProvider::IscsiProvider(const StateLayout& layout, StateStore& store, bool 
     : settings_(std::move(settings)),
       store_(store),
       images_(layout, store, capacity_overcommit,
-              LocalFlavor{.name = "iscsi", .images_dir = "iscsi-images", .images_only = true}),
+              StorageFlavor{.name = "iscsi", .images_dir = "iscsi-images", .images_only = true}),
       backend_problem_(std::move(backend_problem)),
       node_(OpenIscsi()) {
   if (backend) {
@@ -247,18 +249,22 @@ VolumeCondition IscsiProvider::node_condition(std::string_view volume_id) const 
   return node_.condition(volume_id);
 }
 
+std::vector<DoctorRow> IscsiProvider::doctor_rows() const {
+  return {{kSessionsRow, "every session to our targets has a staging"}};
+}
+
 std::vector<HostFinding> IscsiProvider::inspect_host() {
   if (!settings_.node_role) return {};
   auto stagings = store_.all_stagings();
-  if (!stagings) return {{"iscsi-sessions", true, std::string(stagings.status().message())}};
+  if (!stagings) return {{kSessionsRow, true, std::string(stagings.status().message())}};
   std::vector<std::string> staged;
   for (const Staging& staging : *stagings)
     staged.push_back(staging.volume_id);
   auto sessions = node_.unstaged_sessions(staged, settings_.iqn_prefix);
-  if (!sessions) return {{"iscsi-sessions", true, std::string(sessions.status().message())}};
+  if (!sessions) return {{kSessionsRow, true, std::string(sessions.status().message())}};
   std::vector<HostFinding> found;
   for (const KernelSession& session : *sessions) {
-    found.push_back({"iscsi-sessions", true,
+    found.push_back({kSessionsRow, true,
                      fmt::format("a session to {} at {} has no staging here; `rosetctl doctor "
                                  "--fix` logs out of it",
                                  session.target, session.portal)});

@@ -1,21 +1,22 @@
 // The iscsi provider: block storage on the controller, attached by consumers over iSCSI.
 //
 // Controller side: a volume is an image file under <state>/iscsi-images, made, grown,
-// snapshotted, restored and cloned by the local provider's image code (a LocalProvider
-// flavoured "iscsi"), and exported by a target daemon (TargetBackend: tgt) as LUN 1 of its own
-// target; ControllerPublish lets the node's initiator (from the node registry) in, Unpublish
-// takes it off the ACL (IscsiExports). Node side: open-iscsi logs in to the portal the publish
-// context names and the disk is staged as a filesystem or a raw device (IscsiNode).
+// snapshotted, restored and cloned by the image code the local provider uses too
+// (providers/common/: a LocalStorage flavoured "iscsi"), and exported by a target daemon
+// (TargetBackend: tgt) as LUN 1 of its own target; ControllerPublish lets the node's initiator
+// (from the node registry) in, Unpublish takes it off the ACL (IscsiExports). Node side: open-iscsi
+// logs in to the portal the publish context names and the disk is staged as a filesystem or a raw
+// device (IscsiNode).
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "providers/common/local_storage.h"
 #include "providers/iscsi/iscsi_exports.h"
 #include "providers/iscsi/iscsi_node.h"
 #include "providers/iscsi/target_watcher.h"
-#include "providers/local/local_provider.h"
 #include "providers/provider.h"
 
 namespace rosetctl::iscsi {
@@ -42,6 +43,7 @@ class IscsiProvider final : public Provider, public ControllerSide, public NodeS
   bool health_check_may_block() const override;
   std::vector<ProviderGauge> gauges() override;
   std::vector<HostFinding> inspect_host() override;
+  std::vector<DoctorRow> doctor_rows() const override;
   ControllerSide* controller() override { return settings_.controller_role ? this : nullptr; }
   SnapshotSide* snapshots() override {
     return settings_.controller_role ? images_.snapshots() : nullptr;
@@ -87,7 +89,7 @@ class IscsiProvider final : public Provider, public ControllerSide, public NodeS
 
   IscsiSettings settings_;
   StateStore& store_;
-  LocalProvider images_;
+  LocalStorage images_;
   std::unique_ptr<IscsiExports> exports_;  // null without a controller side
   Status backend_problem_;
   IscsiNode node_;

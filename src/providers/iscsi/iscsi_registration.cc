@@ -95,7 +95,16 @@ ProviderRegistration iscsi_registration() {
   return {.name = "iscsi",
           .option_group = "iSCSI provider (controller)",
           .options = iscsi_options(),
-          .create = create_iscsi};
+          .create = create_iscsi,
+          // Made on the host whose tgtd exports it, the controller host: one that does not
+          // answer is most often the wrong host.
+          .only_this_host_hint =
+              "without --controller this CLI makes iscsi volumes on this host, with this "
+              "host's tgtd: where tgtd runs on the controller host, run it with --controller "
+              "ADDRESS (or `controller` in the configuration file)",
+          .not_moved_because =
+              "it lives on the controller host and any node connects to it "
+              "over iSCSI; only volumes placed on a node move"};
 }
 
 }  // namespace rosetctl

@@ -1,7 +1,9 @@
-// The local provider needs only the settings every provider shares.
+// The local provider: this host's storage (providers/common/local_storage.h) with its default
+// flavor, directories and images under the state dir. It needs only the settings every provider
+// shares.
 #include "providers/local/local_registration.h"
 
-#include "providers/local/local_provider.h"
+#include "providers/common/local_storage.h"
 
 namespace rosetctl {
 
@@ -10,7 +12,7 @@ ProviderRegistration local_registration() {
           .option_group = "",
           .options = {},
           .create = [](const ProviderContext& context) -> Expected<std::unique_ptr<Provider>> {
-            return std::unique_ptr<Provider>(std::make_unique<LocalProvider>(
+            return std::unique_ptr<Provider>(std::make_unique<LocalStorage>(
                 context.layout, context.store, context.capacity_overcommit));
           }};
 }

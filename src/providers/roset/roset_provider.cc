@@ -23,6 +23,8 @@ namespace {
 
 constexpr const char* kParamBasePath = "basePath";
 constexpr const char* kParamDeletePolicy = "deletePolicy";
+// The doctor's row for roset-fuse processes no record knows.
+constexpr const char* kFuseClientsRow = "fuse-clients";
 
 std::string digest_hex(std::string_view data, size_t chars) {
   return sha256_hex(data).substr(0, chars);
@@ -102,10 +104,14 @@ std::vector<ProviderGauge> RosetProvider::gauges() {
            static_cast<double>(fuse_.running_clients())}};
 }
 
+std::vector<DoctorRow> RosetProvider::doctor_rows() const {
+  return {{kFuseClientsRow, "every roset-fuse client is recorded"}};
+}
+
 std::vector<HostFinding> RosetProvider::inspect_host() {
   std::vector<HostFinding> found;
   for (const ProcessIdentity& process : fuse_.unrecorded_clients()) {
-    found.push_back({"fuse-clients", true,
+    found.push_back({kFuseClientsRow, true,
                      fmt::format("roset-fuse pid {} serves a mount under the state directory that "
                                  "no record knows; `rosetctl doctor --fix` stops it",
                                  process.pid)});

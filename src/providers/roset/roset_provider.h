@@ -34,6 +34,7 @@ class RosetProvider final : public Provider,
   bool health_check_may_block() const override { return configured(); }
   std::vector<ProviderGauge> gauges() override;
   std::vector<HostFinding> inspect_host() override;
+  std::vector<DoctorRow> doctor_rows() const override;
   ControllerSide* controller() override { return this; }
   SnapshotSide* snapshots() override { return this; }
   NodeSide* node() override { return this; }

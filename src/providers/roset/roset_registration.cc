@@ -97,7 +97,12 @@ ProviderRegistration roset_registration() {
             if (!config) return config.status();
             return std::unique_ptr<Provider>(
                 std::make_unique<RosetProvider>(std::move(*config), context.layout, context.store));
-          }};
+          },
+          // A shared filesystem: every host that connects a volume writes to it.
+          .shared_by_nodes = true,
+          .not_moved_because =
+              "it is not bound to a node, so there is nothing to move (connect "
+              "it on the node that needs it)"};
 }
 
 }  // namespace rosetctl

@@ -12,6 +12,7 @@
 #include "csi.grpc.pb.h"
 #include "daemon/plugin.h"
 #include "unit/daemon/plugin_fixture.h"
+#include "unit/test_provider.h"
 
 namespace {
 
@@ -146,3 +147,64 @@ TEST_CASE("host checks: a damaged blob fails commit-store, the rest stays ok") {
 }
 
 }  // namespace
+
+// The doctor of a host whose providers are this build's and the test provider (one more
+// registration line): its rows come from what the providers declare, not from a list here.
+struct TestProviderHost {
+  explicit TestProviderHost(std::vector<rosetctl::HostFinding> findings) : scratch("host-checks") {
+    rosetctl::StateLayout layout{scratch.path};
+    REQUIRE(layout.ensure_directories().is_ok());
+    auto store = rosetctl::StateStore::open(layout.root);
+    REQUIRE(store.has_value());
+    store_ = std::move(*store);
+    auto providers = rosetctl::ProviderRegistry::create(
+        layout, *store_, {}, rosetctl::testing::with_test_provider(std::move(findings)));
+    REQUIRE(providers.has_value());
+    providers_ = std::move(*providers);
+    auto locks = rosetctl::LockSpace::open(layout.lock_file());
+    REQUIRE(locks.has_value());
+    rosetctl::PluginOptions options;
+    options.node_id = "node-a";
+    context_.reset(
+        new rosetctl::ServiceContext{options, layout, *store_, *providers_, std::move(*locks)});
+  }
+
+  std::vector<HostCheck> check(const HostCheckOptions& options = {}) {
+    return rosetctl::check_host(*context_, options);
+  }
+
+  rosetctl::testing::ScratchDir scratch;
+  std::unique_ptr<rosetctl::StateStore> store_;
+  std::unique_ptr<rosetctl::ProviderRegistry> providers_;
+  std::unique_ptr<rosetctl::ServiceContext> context_;
+};
+
+TEST_CASE(
+    "host checks: a provider's declared row stands with the host's, ok when it finds "
+    "nothing") {
+  TestProviderHost host({});
+  auto rows = host.check();
+  std::vector<std::string> expected = kChecks;
+  // Declared with the host state: after the build's own providers' rows, before "providers".
+  expected.insert(expected.begin() + 5, rosetctl::testing::kTestProviderRow);
+  CHECK(names(rows) == expected);
+  const HostCheck& row = Fixture::row(rows, rosetctl::testing::kTestProviderRow);
+  CHECK(row.state == CheckState::kOk);
+  CHECK(row.message == "nothing the test provider keeps is left over");
+}
+
+TEST_CASE(
+    "host checks: a provider's findings go under its row; one under no declared row is "
+    "told in a row of its own") {
+  TestProviderHost host({{rosetctl::testing::kTestProviderRow, false, "a leftover warns"},
+                         {rosetctl::testing::kTestProviderRow, true, "a leftover fails"},
+                         {"test-undeclared", false, "an undeclared row's finding"}});
+  auto rows = host.check();
+  const HostCheck& row = Fixture::row(rows, rosetctl::testing::kTestProviderRow);
+  CHECK(row.state == CheckState::kFail);
+  CHECK(row.message == "a leftover fails; a leftover warns");
+  REQUIRE_FALSE(rows.empty());
+  CHECK(rows.back().name == "test-undeclared");
+  CHECK(rows.back().state == CheckState::kWarn);
+  CHECK(rows.back().message == "an undeclared row's finding");
+}

@@ -1,6 +1,6 @@
-// Tests for src/providers/local/image_volume.cc: image plans from CreateVolume requests, the
+// Tests for src/providers/common/image_volume.cc: image plans from CreateVolume requests, the
 // image files and the capacity policy. Plain files in /tmp; no root needed.
-#include "providers/local/image_volume.h"
+#include "providers/common/image_volume.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
-// Tests for src/providers/local/mutable_parameters.cc: which keys local volumes can change after
+// Tests for src/providers/common/mutable_parameters.cc: which keys local volumes can change after
 // creation, the refusals naming the key, and the settings a new volume starts with.
-#include "providers/local/mutable_parameters.h"
+#include "providers/common/mutable_parameters.h"
 
 #include <catch2/catch.hpp>
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "unit/scratch_dir.h"
+#include "unit/test_provider.h"
 
 using namespace rosetctl;
 
@@ -78,4 +79,28 @@ TEST_CASE("an unknown default provider is refused with the ones there are", "[re
   REQUIRE_FALSE(registry.has_value());
   CHECK(registry.status().code() == Code::kInvalidArgument);
   CHECK_THAT(registry.status().message(), Catch::Contains("local, roset"));
+}
+
+TEST_CASE("a provider added by one registration line is built, named and owns its ids",
+          "[registry]") {
+  Scratch scratch;
+  ProviderRegistry::Settings settings;
+  settings.default_provider = std::string(testing::kTestProviderName);
+  auto registry = ProviderRegistry::create(scratch.layout, *scratch.store, settings,
+                                           testing::with_test_provider());
+  REQUIRE(registry.has_value());
+  CHECK((*registry)->names().back() == testing::kTestProviderName);
+  CHECK((*registry)->default_provider().name() == testing::kTestProviderName);
+  auto owner = (*registry)->for_volume("test-0123");
+  REQUIRE(owner.has_value());
+  CHECK((*owner)->name() == testing::kTestProviderName);
+  // The parts it lacks are refused naming it, not assumed.
+  auto node = (*registry)->node_for_volume("test-0123");
+  REQUIRE_FALSE(node.has_value());
+  CHECK(node.status().code() == Code::kUnimplemented);
+  CHECK_THAT(node.status().message(), Catch::Contains("test"));
+  // The CLI's table (find_registration) has it too, and the build's own table does not.
+  auto all = testing::with_test_provider();
+  CHECK(find_registration(testing::kTestProviderName, all) == &all.back());
+  CHECK(find_registration(testing::kTestProviderName) == nullptr);
 }

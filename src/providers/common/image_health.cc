@@ -10,7 +10,7 @@
 #include "core/fs_freeze.h"
 #include "core/log.h"
 #include "core/mount_ops.h"
-#include "providers/local/image_node.h"
+#include "providers/common/image_node.h"
 
 namespace rosetctl {
 namespace {

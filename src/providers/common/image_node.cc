@@ -1,5 +1,5 @@
 // Staging, publishing and growing image volumes on this node (see image_node.h).
-#include "providers/local/image_node.h"
+#include "providers/common/image_node.h"
 
 #include <fcntl.h>
 #include <sys/mount.h>
@@ -18,8 +18,8 @@
 #include "core/mount_point.h"
 #include "core/unique_fd.h"
 #include "core/validate.h"
-#include "providers/local/image_filesystem.h"
-#include "providers/local/mutable_parameters.h"
+#include "providers/common/image_filesystem.h"
+#include "providers/common/mutable_parameters.h"
 
 namespace rosetctl {
 namespace {
@@ -393,11 +393,11 @@ std::vector<HostFinding> ImageNode::unaccounted_devices(const std::string& state
   auto table = MountTable::read();
   if (!loops || !table) {
     Status why = !loops ? loops.status() : table.status();
-    return {{"loop-devices", true, fmt::format("cannot list loop devices: {}", why.message())}};
+    return {{kLoopDevicesRow, true, fmt::format("cannot list loop devices: {}", why.message())}};
   }
   auto images = image_identities();
   if (!images) {
-    return {{"loop-devices", true,
+    return {{kLoopDevicesRow, true,
              fmt::format("cannot identify the volumes' images: {}", images.status().message())}};
   }
   std::vector<HostFinding> found;
@@ -407,7 +407,7 @@ std::vector<HostFinding> ImageNode::unaccounted_devices(const std::string& state
     auto record = volume_id.empty() ? Expected<std::optional<VolumeRecord>>(std::nullopt)
                                     : store_.find_volume(volume_id);
     if (!record || !record->has_value()) {
-      found.push_back({"loop-devices", true,
+      found.push_back({kLoopDevicesRow, true,
                        fmt::format("{} backs \"{}\", which no volume record names; detach it "
                                    "(losetup -d {}) once nothing uses it",
                                    loop.path, loop.backing_file, loop.path)});
@@ -416,7 +416,7 @@ std::vector<HostFinding> ImageNode::unaccounted_devices(const std::string& state
     auto used = devices_in_use(volume_id, *table);
     if (used && used->contains({loop.major, loop.minor})) continue;
     found.push_back(
-        {"loop-devices", true,
+        {kLoopDevicesRow, true,
          fmt::format("{} backs volume \"{}\"'s image, and no staging or mount uses it (an "
                      "interrupted stage); `rosetctl doctor --fix` detaches it",
                      loop.path, (*record)->name)});

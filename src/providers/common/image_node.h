@@ -21,11 +21,14 @@
 #include "core/loop_device.h"
 #include "core/mountinfo.h"
 #include "core/state_store.h"
-#include "providers/local/freeze_mark.h"
-#include "providers/local/image_volume.h"
+#include "providers/common/freeze_mark.h"
+#include "providers/common/image_volume.h"
 #include "providers/provider.h"
 
 namespace rosetctl {
+
+// The doctor's row of unaccounted_devices' findings.
+inline constexpr const char* kLoopDevicesRow = "loop-devices";
 
 // What holds an image still while it is copied (ImageNode::hold_still); releases it when it goes.
 struct HeldImage {

@@ -1,6 +1,6 @@
-// Local volumes: ids "local-<16 hex>"; directories in <state>/volumes/<id>, images handed to
-// ImageFiles / ImageNode.
-#include "providers/local/local_provider.h"
+// Volumes kept on this host (local_storage.h): ids "<flavor name>-<16 hex>"; directories in
+// <state>/volumes/<id>, images handed to ImageFiles / ImageNode.
+#include "providers/common/local_storage.h"
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -15,12 +15,15 @@
 #include "core/random_id.h"
 #include "core/remove_tree.h"
 #include "core/validate.h"
-#include "providers/local/mutable_parameters.h"
+#include "providers/common/mutable_parameters.h"
 
 namespace rosetctl {
 namespace {
 
-Status validate_parameters(const StringMap& parameters, const LocalFlavor& flavor) {
+// The doctor's row for image volumes' promises beyond the free space.
+constexpr const char* kFreeSpaceRow = "free-space";
+
+Status validate_parameters(const StringMap& parameters, const StorageFlavor& flavor) {
   for (const auto& [key, value] : parameters) {
     if (key.starts_with(kKubernetesParameterPrefix)) continue;
     if (key == kContextType) {
@@ -48,15 +51,15 @@ bool asks_for_dir(const CreateVolumeSpec& spec) {
 
 }  // namespace
 
-LocalProvider::LocalProvider(StateLayout layout, StateStore& store, bool capacity_overcommit,
-                             LocalFlavor flavor)
+LocalStorage::LocalStorage(StateLayout layout, StateStore& store, bool capacity_overcommit,
+                           StorageFlavor flavor)
     : layout_(std::move(layout)),
       flavor_(std::move(flavor)),
       store_(store),
       images_(layout_.root + "/" + flavor_.images_dir, capacity_overcommit),
       image_node_(images_, store) {}
 
-Expected<VolumeRecord> LocalProvider::load(std::string_view volume_id) const {
+Expected<VolumeRecord> LocalStorage::load(std::string_view volume_id) const {
   auto record = store_.find_volume(volume_id);
   if (!record) return record.status();
   if (!record->has_value())
@@ -64,11 +67,11 @@ Expected<VolumeRecord> LocalProvider::load(std::string_view volume_id) const {
   return std::move(**record);
 }
 
-std::string LocalProvider::data_dir(std::string_view volume_id) const {
+std::string LocalStorage::data_dir(std::string_view volume_id) const {
   return fmt::format("{}/{}", layout_.volumes_dir(), volume_id);
 }
 
-Status LocalProvider::check_health() const {
+Status LocalStorage::check_health() const {
   if (::access(layout_.volumes_dir().c_str(), R_OK | W_OK | X_OK) != 0) {
     return errno_status(
         errno, fmt::format("local volume directory \"{}\" is not usable", layout_.volumes_dir()));
@@ -76,7 +79,7 @@ Status LocalProvider::check_health() const {
   return Status::ok();
 }
 
-Status LocalProvider::validate_create(const CreateVolumeSpec& spec) const {
+Status LocalStorage::validate_create(const CreateVolumeSpec& spec) const {
   ROSETCTL_RETURN_IF_ERROR(validate_parameters(spec.parameters, flavor_));
   ROSETCTL_RETURN_IF_ERROR(validate_mutable(spec));
   bool block = std::any_of(spec.capabilities.begin(), spec.capabilities.end(),
@@ -89,18 +92,18 @@ Status LocalProvider::validate_create(const CreateVolumeSpec& spec) const {
   return plan_image(spec).status();
 }
 
-Status LocalProvider::validate_mutable(const CreateVolumeSpec& spec) const {
+Status LocalStorage::validate_mutable(const CreateVolumeSpec& spec) const {
   // A restore or clone may be an image volume without saying so (its source decides):
   // create_from_source checks again once the source's kind is known.
   bool may_be_image = wants_image(spec) || spec.source.kind != VolumeSource::Kind::kNone;
   return check_mutable_parameters(initial_mutable_parameters(spec), may_be_image, spec.name);
 }
 
-Status LocalProvider::check_mutable(const VolumeRecord& volume, const StringMap& parameters) const {
+Status LocalStorage::check_mutable(const VolumeRecord& volume, const StringMap& parameters) const {
   return check_mutable_parameters(parameters, is_image_volume(volume), volume.name);
 }
 
-Status LocalProvider::modify_volume(const VolumeRecord& volume, const StringMap& changes) {
+Status LocalStorage::modify_volume(const VolumeRecord& volume, const StringMap& changes) {
   ROSETCTL_RETURN_IF_ERROR(check_mutable(volume, changes));
   DirectIo direct_io = direct_io_setting(changes);
   if (direct_io == DirectIo::kDefault) return Status::ok();
@@ -115,7 +118,7 @@ Status LocalProvider::modify_volume(const VolumeRecord& volume, const StringMap&
   return applied;
 }
 
-Expected<ProvisionedVolume> LocalProvider::create_volume(const CreateVolumeSpec& spec) {
+Expected<ProvisionedVolume> LocalStorage::create_volume(const CreateVolumeSpec& spec) {
   ProvisionedVolume volume;
   volume.id = fmt::format("{}-{}", flavor_.name, random_hex(8));
   // A restore or clone fills the new volume's data directory or image completely before the
@@ -140,8 +143,8 @@ Expected<ProvisionedVolume> LocalProvider::create_volume(const CreateVolumeSpec&
   return volume;
 }
 
-Status LocalProvider::set_image_mutable_parameters(ProvisionedVolume& volume,
-                                                   const CreateVolumeSpec& spec) {
+Status LocalStorage::set_image_mutable_parameters(ProvisionedVolume& volume,
+                                                  const CreateVolumeSpec& spec) {
   volume.mutable_parameters = initial_mutable_parameters(spec);
   if (direct_io_setting(volume.mutable_parameters) != DirectIo::kOn) return Status::ok();
   // Promise direct I/O only where the images' filesystem can do it. A copy (restore, clone)
@@ -153,8 +156,8 @@ Status LocalProvider::set_image_mutable_parameters(ProvisionedVolume& volume,
   return possible;
 }
 
-std::string LocalProvider::incompatibility(const VolumeRecord& existing,
-                                           const CreateVolumeSpec& spec) const {
+std::string LocalStorage::incompatibility(const VolumeRecord& existing,
+                                          const CreateVolumeSpec& spec) const {
   // A restore or clone is the kind of volume its source was (the daemon has checked that the
   // source is the same): a type it names must match, a filesystem only where one is named.
   bool from_source = !existing.content_source.empty();
@@ -176,8 +179,8 @@ std::string LocalProvider::incompatibility(const VolumeRecord& existing,
   return "";
 }
 
-std::string LocalProvider::capability_mismatch(const VolumeRecord& volume,
-                                               const Capability& capability) const {
+std::string LocalStorage::capability_mismatch(const VolumeRecord& volume,
+                                              const Capability& capability) const {
   // Directory volumes have no filesystem of their own; block volumes no filesystem at all.
   if (!is_image_volume(volume) || is_block_volume(volume) || capability.fs_type.empty()) {
     return "";
@@ -187,8 +190,8 @@ std::string LocalProvider::capability_mismatch(const VolumeRecord& volume,
                      display_quoted(capability.fs_type));
 }
 
-Expected<ExpandedVolume> LocalProvider::expand_volume(const VolumeRecord& volume,
-                                                      int64_t required_bytes, int64_t limit_bytes) {
+Expected<ExpandedVolume> LocalStorage::expand_volume(const VolumeRecord& volume,
+                                                     int64_t required_bytes, int64_t limit_bytes) {
   if (!is_image_volume(volume))
     return ControllerSide::expand_volume(volume, required_bytes, limit_bytes);
   auto bytes = image_bytes(std::max(required_bytes, volume.capacity_bytes), limit_bytes);
@@ -199,11 +202,11 @@ Expected<ExpandedVolume> LocalProvider::expand_volume(const VolumeRecord& volume
   return ExpandedVolume{*bytes, true};
 }
 
-Status LocalProvider::delete_volume(const VolumeRecord& volume) {
+Status LocalStorage::delete_volume(const VolumeRecord& volume) {
   return is_image_volume(volume) ? delete_image_volume(volume) : delete_directory_volume(volume);
 }
 
-Status LocalProvider::delete_image_volume(const VolumeRecord& volume) {
+Status LocalStorage::delete_image_volume(const VolumeRecord& volume) {
   // No staging is left (the daemon checked), so any device still on the image is a leftover.
   auto released = image_node_.release_unused_devices(volume.id);
   if (!released) return released.status();
@@ -218,7 +221,7 @@ Status LocalProvider::delete_image_volume(const VolumeRecord& volume) {
   return images_.remove(volume.id);
 }
 
-Status LocalProvider::delete_directory_volume(const VolumeRecord& volume) {
+Status LocalStorage::delete_directory_volume(const VolumeRecord& volume) {
   // Its snapshots stay (they are independent of the volume); its stat cache goes.
   ROSETCTL_RETURN_IF_ERROR(forget_volume(volume.id));
   // Move the data out of the way atomically first, so a half-finished removal never looks like
@@ -236,11 +239,11 @@ Status LocalProvider::delete_directory_volume(const VolumeRecord& volume) {
   return remove_tree(trashed);
 }
 
-Expected<int64_t> LocalProvider::available_capacity() const {
+Expected<int64_t> LocalStorage::available_capacity() const {
   return images_.available_bytes();
 }
 
-VolumeCondition LocalProvider::volume_condition(const VolumeRecord& volume) const {
+VolumeCondition LocalStorage::volume_condition(const VolumeRecord& volume) const {
   if (is_image_volume(volume)) return image_node_.condition(volume);
   auto stagings = store_.stagings(volume.id);
   if (!stagings || stagings->empty()) return {};
@@ -255,16 +258,16 @@ VolumeCondition LocalProvider::volume_condition(const VolumeRecord& volume) cons
   }
 }
 
-Status LocalProvider::check_volume_on_node(std::string_view volume_id) const {
+Status LocalStorage::check_volume_on_node(std::string_view volume_id) const {
   return load(volume_id).status();
 }
 
-Status LocalProvider::check_volume_on_node_given(std::string_view volume_id,
-                                                 const VolumeRecord* here) const {
+Status LocalStorage::check_volume_on_node_given(std::string_view volume_id,
+                                                const VolumeRecord* here) const {
   return here ? Status::ok() : check_volume_on_node(volume_id);
 }
 
-Status LocalProvider::ensure_data_dir(std::string_view volume_id) const {
+Status LocalStorage::ensure_data_dir(std::string_view volume_id) const {
   std::string dir = data_dir(volume_id);
   if (::mkdir(dir.c_str(), 0777) == 0) {
     // emptyDir semantics: writable by the workload whatever user it runs as (umask aside).
@@ -277,7 +280,7 @@ Status LocalProvider::ensure_data_dir(std::string_view volume_id) const {
   return Status::ok();
 }
 
-Status LocalProvider::stage_volume(const StageSpec& spec) {
+Status LocalStorage::stage_volume(const StageSpec& spec) {
   auto volume = load(spec.volume_id);
   if (!volume) return volume.status();
   if ((spec.capability.access_type == AccessType::kBlock) != is_block_volume(*volume)) {
@@ -289,13 +292,13 @@ Status LocalProvider::stage_volume(const StageSpec& spec) {
   return bind_mount(data_dir(spec.volume_id), spec.staging_path, MountOptions{});
 }
 
-Status LocalProvider::unstage_volume(std::string_view volume_id, const std::string& staging_path) {
+Status LocalStorage::unstage_volume(std::string_view volume_id, const std::string& staging_path) {
   auto volume = load(volume_id);
   if (volume && is_image_volume(*volume)) return image_node_.unstage(*volume, staging_path);
   return unmount_topmost(staging_path);
 }
 
-Status LocalProvider::publish_volume(const PublishSpec& spec) {
+Status LocalStorage::publish_volume(const PublishSpec& spec) {
   std::optional<VolumeRecord> loaded;  // when the caller did not read the record
   if (!spec.volume) {
     auto volume = load(spec.volume_id);
@@ -307,28 +310,34 @@ Status LocalProvider::publish_volume(const PublishSpec& spec) {
   return NodeSide::publish_volume(spec);
 }
 
-Expected<int64_t> LocalProvider::expand_on_node(const NodeExpandSpec& spec) {
+Expected<int64_t> LocalStorage::expand_on_node(const NodeExpandSpec& spec) {
   auto volume = load(spec.volume_id);
   if (!volume) return volume.status();
   if (!is_image_volume(*volume)) return volume->capacity_bytes;  // nothing enforces the size
   return image_node_.expand(*volume, spec);
 }
 
-VolumeCondition LocalProvider::node_condition(std::string_view volume_id) const {
+VolumeCondition LocalStorage::node_condition(std::string_view volume_id) const {
   auto volume = load(volume_id);
   if (!volume) return {true, volume.status().message()};
   return volume_condition(*volume);
 }
 
-std::vector<HostFinding> LocalProvider::inspect_host() {
+std::vector<DoctorRow> LocalStorage::doctor_rows() const {
+  return {{kLoopDevicesRow, "every loop device under the state directory is in use"},
+          {kFreeSpaceRow, "free space covers what image volumes were promised",
+           DoctorRow::Place::kSpace}};
+}
+
+std::vector<HostFinding> LocalStorage::inspect_host() {
   std::vector<HostFinding> found = image_node_.unaccounted_devices(layout_.root);
   if (::access(images_.dir().c_str(), F_OK) != 0) return found;  // no image volume yet
   auto balance = images_.space_balance();
   if (!balance) {
-    found.push_back({"free-space", true, std::string(balance.status().message())});
+    found.push_back({kFreeSpaceRow, true, std::string(balance.status().message())});
   } else if (balance->promised_bytes > balance->free_bytes) {
     found.push_back(
-        {"free-space", true,
+        {kFreeSpaceRow, true,
          fmt::format("image volumes in \"{}\" may still write {} bytes but only {} are free: "
                      "a volume that fills up will fail its writes (ENOSPC); free space, or "
                      "delete or shrink volumes",
@@ -337,7 +346,7 @@ std::vector<HostFinding> LocalProvider::inspect_host() {
   return found;
 }
 
-Status LocalProvider::reconcile_node(const VolumeLocker& lock) {
+Status LocalStorage::reconcile_node(const VolumeLocker& lock) {
   return image_node_.reconcile(lock);
 }
 

@@ -1,5 +1,5 @@
 // Image volume plans, image files and the capacity policy (see image_volume.h).
-#include "providers/local/image_volume.h"
+#include "providers/common/image_volume.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -17,7 +17,7 @@
 #include "core/size.h"
 #include "core/unique_fd.h"
 #include "core/validate.h"
-#include "providers/local/image_filesystem.h"
+#include "providers/common/image_filesystem.h"
 
 namespace rosetctl {
 namespace {

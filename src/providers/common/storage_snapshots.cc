@@ -1,6 +1,6 @@
-// Snapshots of local volumes: commits in the content-addressed store under the state dir
-// (core/commit_store), restores and clones into new volume directories, and the garbage
-// collection that keeps the store's blobs to what some commit still needs.
+// Snapshots of this host's volumes (local_storage.h): commits in the content-addressed store under
+// the state dir (core/commit_store), restores and clones into new volume directories, and the
+// garbage collection that keeps the store's blobs to what some commit still needs.
 //
 // Locking: every commit and restore holds the store's GC lock shared from its first object until
 // the daemon has recorded the result; collection takes it exclusively. So a commit file without
@@ -25,7 +25,7 @@
 #include "core/parallel_for.h"
 #include "core/remove_tree.h"
 #include "core/validate.h"
-#include "providers/local/local_provider.h"
+#include "providers/common/local_storage.h"
 
 namespace rosetctl {
 namespace {
@@ -108,7 +108,7 @@ void remove_abandoned_partials(const std::string& volumes_dir) {
 
 }  // namespace
 
-Expected<const CommitStore*> LocalProvider::commit_store() const {
+Expected<const CommitStore*> LocalStorage::commit_store() const {
   std::lock_guard lock(commit_store_mutex_);
   if (!commit_store_) {
     auto opened = CommitStore::open(layout_.commit_store_dir());
@@ -118,7 +118,7 @@ Expected<const CommitStore*> LocalProvider::commit_store() const {
   return commit_store_.get();
 }
 
-std::vector<ProviderGauge> LocalProvider::gauges() {
+std::vector<ProviderGauge> LocalStorage::gauges() {
   // A store never used is not made for a scrape.
   if (::access(layout_.commit_store_dir().c_str(), F_OK) != 0) return {};
   auto store = commit_store();
@@ -132,8 +132,8 @@ std::vector<ProviderGauge> LocalProvider::gauges() {
            static_cast<double>(bytes)}};
 }
 
-Expected<ProvisionedSnapshot> LocalProvider::create_snapshot(const SnapshotSpec& spec,
-                                                             const RecordSnapshot& record) {
+Expected<ProvisionedSnapshot> LocalStorage::create_snapshot(const SnapshotSpec& spec,
+                                                            const RecordSnapshot& record) {
   auto volume = load(spec.volume_id);
   if (!volume) return volume.status();
   if (is_image_volume(*volume)) return create_image_snapshot(spec, *volume, record);
@@ -159,7 +159,7 @@ Expected<ProvisionedSnapshot> LocalProvider::create_snapshot(const SnapshotSpec&
   return snapshot;
 }
 
-Status LocalProvider::delete_snapshot(const SnapshotRecord& snapshot) {
+Status LocalStorage::delete_snapshot(const SnapshotRecord& snapshot) {
   auto store = commit_store();
   if (!store) return store.status();
   ROSETCTL_RETURN_IF_ERROR((*store)->remove_commit(snapshot.commit_id));
@@ -172,8 +172,8 @@ Status LocalProvider::delete_snapshot(const SnapshotRecord& snapshot) {
   return Status::ok();
 }
 
-Expected<std::vector<TreeChange>> LocalProvider::diff_snapshots(const SnapshotRecord& from,
-                                                                const SnapshotRecord& to) {
+Expected<std::vector<TreeChange>> LocalStorage::diff_snapshots(const SnapshotRecord& from,
+                                                               const SnapshotRecord& to) {
   auto store = commit_store();
   if (!store) return store.status();
   auto lock = (*store)->lock_shared(kStorePatience);
@@ -200,7 +200,7 @@ Expected<std::vector<TreeChange>> LocalProvider::diff_snapshots(const SnapshotRe
   return diff_trees(trees[0], trees[1]);
 }
 
-Expected<SnapshotVerification> LocalProvider::verify_snapshots(
+Expected<SnapshotVerification> LocalStorage::verify_snapshots(
     const std::vector<SnapshotRecord>& snapshots, ProgressSink* progress) {
   auto store = commit_store();
   if (!store) return store.status();
@@ -235,8 +235,8 @@ Expected<SnapshotVerification> LocalProvider::verify_snapshots(
   return verification;
 }
 
-Status LocalProvider::remove_unrecorded_commits(const CommitStore& store,
-                                                StorageCollection& collection) {
+Status LocalStorage::remove_unrecorded_commits(const CommitStore& store,
+                                               StorageCollection& collection) {
   auto ids = store.commit_ids();
   if (!ids) return ids.status();
   for (const std::string& id : *ids) {
@@ -249,7 +249,7 @@ Status LocalProvider::remove_unrecorded_commits(const CommitStore& store,
   return Status::ok();
 }
 
-void LocalProvider::remove_leftovers(const CommitStore& store) {
+void LocalStorage::remove_leftovers(const CommitStore& store) {
   remove_abandoned_partials(layout_.volumes_dir());
   // Stat caches of volumes that are gone, and temporary files of interrupted cache writes.
   std::string index = layout_.commit_store_dir() + "/index";
@@ -263,7 +263,7 @@ void LocalProvider::remove_leftovers(const CommitStore& store) {
   }
 }
 
-Expected<StorageCollection> LocalProvider::collect_garbage(std::chrono::milliseconds patience) {
+Expected<StorageCollection> LocalStorage::collect_garbage(std::chrono::milliseconds patience) {
   auto store = commit_store();
   if (!store) return store.status();
   StorageCollection collection;
@@ -283,7 +283,7 @@ Expected<StorageCollection> LocalProvider::collect_garbage(std::chrono::millisec
   return collection;
 }
 
-Status LocalProvider::populate_volume(std::string_view volume_id, const CreateVolumeSpec& spec) {
+Status LocalStorage::populate_volume(std::string_view volume_id, const CreateVolumeSpec& spec) {
   const VolumeSource& source = spec.source;
   std::string source_dir = data_dir(source.id);
   // A source volume that was never staged is empty, and so is its clone.
@@ -309,7 +309,7 @@ Status LocalProvider::populate_volume(std::string_view volume_id, const CreateVo
   return partial->finish(data_dir(volume_id));
 }
 
-Status LocalProvider::forget_volume(std::string_view volume_id) {
+Status LocalStorage::forget_volume(std::string_view volume_id) {
   std::string cache = fmt::format("{}/index/{}", layout_.commit_store_dir(), volume_id);
   if (::unlink(cache.c_str()) != 0 && errno != ENOENT) {
     return errno_status(errno, fmt::format("cannot remove the stat cache \"{}\"", cache));

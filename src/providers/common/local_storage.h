@@ -1,9 +1,11 @@
-// The embedded default provider. A volume is either a directory under the state dir (type
-// dir: emptyDir semantics, seed 000, created on first stage, bind-mounted at the staging
-// path; its size is recorded, not enforced) or a sparse image file on a loop device (type
-// image: a filesystem of exactly the requested size, or a raw block device; see
+// Volumes kept on this host, under the state dir: the whole of the local provider
+// (providers/local/) and the image volumes the iscsi provider exports (providers/iscsi/), which
+// both build on this class, each with its StorageFlavor. A volume is either a directory under
+// the state dir (type dir: emptyDir semantics, seed 000, created on first stage, bind-mounted at
+// the staging path; its size is recorded, not enforced) or a sparse image file on a loop device
+// (type image: a filesystem of exactly the requested size, or a raw block device; see
 // image_volume.h and image_node.h). Snapshots of both are commits in a content-addressed store
-// under the state dir: a directory's files (local_snapshots.cc), or an image as one file
+// under the state dir: a directory's files (storage_snapshots.cc), or an image as one file
 // (image_snapshots.cc).
 #pragma once
 
@@ -15,31 +17,31 @@
 #include "core/commit_store/commit_store.h"
 #include "core/state_layout.h"
 #include "core/state_store.h"
-#include "providers/local/image_node.h"
-#include "providers/local/image_volume.h"
+#include "providers/common/image_node.h"
+#include "providers/common/image_volume.h"
 #include "providers/provider.h"
 
 namespace rosetctl {
 
-// What distinguishes another provider built on local image volumes (iscsi: images exported by
-// a target daemon): its name (the volume id prefix), its images' directory under the state dir,
+// What distinguishes the providers built on this storage (local; iscsi: images exported by a
+// target daemon): the name (the volume id prefix), the images' directory under the state dir,
 // and whether directory volumes are refused.
-struct LocalFlavor {
+struct StorageFlavor {
   std::string name = "local";
   std::string images_dir = "images";
   bool images_only = false;
 };
 
 // One object implements every part (the parts share its state and locks).
-class LocalProvider final : public Provider,
-                            public ControllerSide,
-                            public SnapshotSide,
-                            public NodeSide {
+class LocalStorage final : public Provider,
+                           public ControllerSide,
+                           public SnapshotSide,
+                           public NodeSide {
  public:
   // `capacity_overcommit`: image volumes may promise more space than the disk has free (see
   // ImageFiles for the policy).
-  LocalProvider(StateLayout layout, StateStore& store, bool capacity_overcommit,
-                LocalFlavor flavor = {});
+  LocalStorage(StateLayout layout, StateStore& store, bool capacity_overcommit,
+               StorageFlavor flavor = {});
 
   std::string_view name() const override { return flavor_.name; }
   // The image file of an image volume.
@@ -49,6 +51,7 @@ class LocalProvider final : public Provider,
   bool health_check_may_block() const override { return false; }  // one access(2)
   std::vector<ProviderGauge> gauges() override;
   std::vector<HostFinding> inspect_host() override;
+  std::vector<DoctorRow> doctor_rows() const override;
   ControllerSide* controller() override { return this; }
   SnapshotSide* snapshots() override { return this; }
   NodeSide* node() override { return this; }
@@ -98,7 +101,7 @@ class LocalProvider final : public Provider,
   // How long a commit or restore waits for a running garbage collection.
   static constexpr std::chrono::seconds kStorePatience{60};
 
-  // local_snapshots.cc
+  // storage_snapshots.cc
   Expected<const CommitStore*> commit_store() const;
   // Fills the new volume's data directory from spec.source before the volume is recorded.
   Status populate_volume(std::string_view volume_id, const CreateVolumeSpec& spec);
@@ -123,7 +126,7 @@ class LocalProvider final : public Provider,
                      const CreateVolumeSpec& spec, int64_t bytes);
 
   StateLayout layout_;
-  LocalFlavor flavor_;
+  StorageFlavor flavor_;
   StateStore& store_;
   ImageFiles images_;
   ImageNode image_node_;

@@ -23,8 +23,8 @@
 #include "core/log.h"
 #include "core/unique_fd.h"
 #include "core/validate.h"
-#include "providers/local/local_provider.h"
-#include "providers/local/mutable_parameters.h"
+#include "providers/common/local_storage.h"
+#include "providers/common/mutable_parameters.h"
 
 namespace rosetctl {
 namespace {
@@ -116,9 +116,9 @@ Expected<UniqueFd> open_image(const std::string& path, const std::string& volume
 
 }  // namespace
 
-Expected<ProvisionedSnapshot> LocalProvider::create_image_snapshot(const SnapshotSpec& spec,
-                                                                   const VolumeRecord& volume,
-                                                                   const RecordSnapshot& record) {
+Expected<ProvisionedSnapshot> LocalStorage::create_image_snapshot(const SnapshotSpec& spec,
+                                                                  const VolumeRecord& volume,
+                                                                  const RecordSnapshot& record) {
   auto store = commit_store();
   if (!store) return store.status();
   auto lock = (*store)->lock_shared(kStorePatience);
@@ -153,8 +153,8 @@ Expected<ProvisionedSnapshot> LocalProvider::create_image_snapshot(const Snapsho
   return snapshot;
 }
 
-Expected<ProvisionedVolume> LocalProvider::create_from_source(std::string volume_id,
-                                                              const CreateVolumeSpec& spec) {
+Expected<ProvisionedVolume> LocalStorage::create_from_source(std::string volume_id,
+                                                             const CreateVolumeSpec& spec) {
   SourceContent source;
   if (spec.source.kind == VolumeSource::Kind::kSnapshot) {
     source.what = fmt::format("snapshot {}", spec.source.id.substr(0, 12));
@@ -210,9 +210,9 @@ Expected<ProvisionedVolume> LocalProvider::create_from_source(std::string volume
 // A filesystem image may be smaller than the file holding it (a restore asked for more, or the
 // source had a growth pending), so a restored or cloned mount volume grows its filesystem to
 // the image at its first stage: a no-op when it fills the image already.
-Status LocalProvider::restore_image_snapshot(std::string_view volume_id,
-                                             const CreateVolumeSpec& spec, int64_t bytes,
-                                             bool filesystem_follows) {
+Status LocalStorage::restore_image_snapshot(std::string_view volume_id,
+                                            const CreateVolumeSpec& spec, int64_t bytes,
+                                            bool filesystem_follows) {
   auto store = commit_store();
   if (!store) return store.status();
   auto lock = (*store)->lock_shared(kStorePatience);
@@ -231,8 +231,8 @@ Status LocalProvider::restore_image_snapshot(std::string_view volume_id,
   return restored;
 }
 
-Status LocalProvider::clone_image(std::string_view volume_id, const VolumeRecord& source,
-                                  const CreateVolumeSpec& spec, int64_t bytes) {
+Status LocalStorage::clone_image(std::string_view volume_id, const VolumeRecord& source,
+                                 const CreateVolumeSpec& spec, int64_t bytes) {
   std::string path = images_.image(source.id);
   auto image = open_image(path, source.name);
   if (!image) return image.status();

@@ -1,5 +1,5 @@
 // Mutable parameters of local volumes (see mutable_parameters.h).
-#include "providers/local/mutable_parameters.h"
+#include "providers/common/mutable_parameters.h"
 
 #include <array>
 

@@ -1,5 +1,5 @@
 // FreezeMark: a file per image, flocked by the process whose freeze it marks.
-#include "providers/local/freeze_mark.h"
+#include "providers/common/freeze_mark.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -62,7 +62,7 @@ class ImageFiles {
   const std::string& dir() const { return dir_; }
   std::string image(std::string_view volume_id) const;
   std::string grow_marker(std::string_view volume_id) const;
-  // <id>.frozen: a freeze of its filesystem may be left (providers/local/freeze_mark.h).
+  // <id>.frozen: a freeze of its filesystem may be left (providers/common/freeze_mark.h).
   std::string freeze_marker(std::string_view volume_id) const;
   // The volume id whose image `path` is, or "" when it is no image of ours.
   std::string volume_of_image(std::string_view path) const;

@@ -1,5 +1,5 @@
 // mkfs / e2fsck / resize2fs / xfs_growfs through core/run_program.h.
-#include "providers/local/image_filesystem.h"
+#include "providers/common/image_filesystem.h"
 
 #include <linux/capability.h>
 
