@@ -72,6 +72,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a unmap -d 'Withdr
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a connect -d 'Attach a volume to this host and mount it'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a disconnect -d 'Unmount a volume from this host (data is kept)'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a stats -d 'Used and free bytes and inodes of a connected volume'
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a move -d 'Move a local volume to another node; it keeps its name (from the controller seat)'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l size
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l param
@@ -376,6 +377,37 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from stats' -l tls-ca
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l to-node
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l delete-source
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l wait-unpublished
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l max-rounds
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l small
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l iscsi-tgt-control-port
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l on-node
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l config
