@@ -7,7 +7,8 @@
 - configuration.md's top-level keys and [serve]'s keys are exactly the ones the binary accepts
   (its own "known:" list, from an unknown key);
 - exit-codes.md's table maps each CSI status code to the exit code src/cli/exit_codes.h maps it
-  to, and lists the codes `rosetctl --help` names."""
+  to, and lists the codes `rosetctl --help` names;
+- completions/ is exactly what `rosetctl completion SHELL` prints."""
 from __future__ import annotations
 
 import os
@@ -77,6 +78,17 @@ def test_commands_page_is_what_the_binary_says(rosetctl_binary, tmp_path):
     assert committed == generated.read_text(), (
         "docs/reference/commands.md is not what the binary's --help says: regenerate it with "
         "scripts/gen-manpage.py --markdown build/release/src/rosetctl docs/reference/commands.md")
+
+
+def test_shipped_completions_are_what_the_binary_prints(rosetctl_binary):
+    # completions/ goes into the package as it is: a verb added without regenerating them
+    # (volume move was) would not complete.
+    for shell in ("bash", "zsh", "fish"):
+        printed = subprocess.run([rosetctl_binary, "completion", shell], capture_output=True, text=True,
+                                 env=isolated_environment(), timeout=60, check=True).stdout
+        assert (SOURCE / "completions" / f"rosetctl.{shell}").read_text() == printed, (
+            f"completions/rosetctl.{shell} is not what `rosetctl completion {shell}` prints: regenerate "
+            f"it with build/release/src/rosetctl completion {shell} > completions/rosetctl.{shell}")
 
 
 def test_flags_page_lists_every_global_flag_as_the_binary_has_it(rosetctl_binary):
