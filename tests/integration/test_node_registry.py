@@ -59,7 +59,7 @@ def test_unknown_nodes_and_bad_registrations(cli, state_dir):
     missing = cli.run("node", "show", "ghost")
     assert missing.rc == EXIT_NOT_FOUND and 'node "ghost" is not registered' in missing.stderr, missing.describe()
     gone = cli.ok_json("node", "remove", "ghost")
-    assert gone == {"node_id": "ghost", "removed": False, "published_volume_ids": []}, gone
+    assert gone == {"node_id": "ghost", "removed": False, "published_volume_ids": [], "revoked_at": None}, gone
     assert "not registered; nothing to remove" in cli.ok("node", "remove", "ghost").stdout
 
     for flags, says in ((["--address", "node1"], 'address "node1"'),
@@ -104,7 +104,8 @@ def test_a_registered_node_with_mappings_is_removed_only_by_force(cli, roset):
     assert cli.run("node", "show", "worker-2").rc == EXIT_NOT_FOUND
     assert cli.volume("shared")["published_nodes"] == ["worker-2"], "expected a forced removal to leave the mapping"
     again = cli.ok_json("node", "remove", "worker-2")
-    assert again == {"node_id": "worker-2", "removed": False, "published_volume_ids": [volume_id]}, again
+    assert again == {"node_id": "worker-2", "removed": False, "published_volume_ids": [volume_id],
+                     "revoked_at": None}, again
     cli.ok("volume", "unmap", "shared", "--node", "worker-2")
     cli.ok("volume", "delete", "shared")
 
