@@ -1,11 +1,9 @@
 // Registering this node with the controller, and listing, showing and removing registered nodes.
 #include "cli/node_cmd.h"
 
-#include <fmt/chrono.h>
 #include <fmt/ranges.h>
 
 #include <cstdio>
-#include <ctime>
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,6 +13,7 @@
 #include "cli/render.h"
 #include "cli/session.h"
 #include "cli/snapshot_view.h"
+#include "core/clock.h"
 #include "core/validate.h"
 #include "core/version.h"
 
@@ -173,8 +172,7 @@ Status run_node_remove(const GlobalOptions& globals, const NodeOptions& options)
           : fmt::format("node \"{}\" is not registered; nothing to remove", options.node_id);
   nlohmann::json revoked_at = nullptr;
   if (options.revoke) {
-    revoked_at = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
-                             fmt::gmtime(static_cast<std::time_t>(response.revoked_at_unix())));
+    revoked_at = utc_time_text(response.revoked_at_unix());
     said += fmt::format("; its certificates issued until {} are refused from now on",
                         revoked_at.get<std::string>());
   }

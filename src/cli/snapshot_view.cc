@@ -5,6 +5,7 @@
 
 #include "cli/terminal_progress.h"
 #include "cluster/placed_id.h"
+#include "core/clock.h"
 #include "core/map_lookup.h"
 #include "providers/volume_context.h"
 
@@ -30,12 +31,7 @@ std::string size_cell(const nlohmann::json& snapshot, const char* field) {
 }  // namespace
 
 std::string format_time_ns(int64_t ns) {
-  time_t seconds = static_cast<time_t>(ns / 1'000'000'000);
-  struct tm utc;
-  ::gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
+  return utc_time_text(ns / 1'000'000'000);
 }
 
 std::string display_path(std::string_view path) {

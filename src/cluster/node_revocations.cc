@@ -1,10 +1,7 @@
 // Refusing revoked node certificates (node_revocations.h).
 #include "cluster/node_revocations.h"
 
-#include <fmt/chrono.h>
-
-#include <chrono>
-
+#include "core/clock.h"
 #include "core/validate.h"
 
 namespace rosetctl {
@@ -12,10 +9,6 @@ namespace {
 
 // What rosetctl's own certificates are backdated by (core/x509/certificates.cc).
 constexpr int64_t kIssuedBackdateSeconds = 5 * 60;
-
-std::string utc_text(int64_t unix_seconds) {
-  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(static_cast<std::time_t>(unix_seconds)));
-}
 
 }  // namespace
 
@@ -27,8 +20,8 @@ Status check_not_revoked(const Peer& peer, std::optional<int64_t> revoked_at) {
                "{} (valid from {}) was revoked at {} (`rosetctl node remove {} --revoke`): this "
                "controller refuses every certificate of that node from before then; issue it a "
                "new one after {} (rosetctl backdates certificates by 5 minutes)",
-               peer.describe(), utc_text(peer.not_before), utc_text(*revoked_at),
-               display_quoted(peer.name), utc_text(*revoked_at + kIssuedBackdateSeconds));
+               peer.describe(), utc_time_text(peer.not_before), utc_time_text(*revoked_at),
+               display_quoted(peer.name), utc_time_text(*revoked_at + kIssuedBackdateSeconds));
 }
 
 RevocationCheck revocation_check_of(StateStore& store) {

@@ -315,9 +315,7 @@ Status RegistryService::remove_node(const v1::RemoveNodeRequest& request,
   if (request.revoke()) {
     // After the removal: a removal refused (volumes published) revokes nothing. A node not
     // registered is revoked all the same: its certificate may be the one to keep out.
-    int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
+    int64_t now = unix_now_seconds();
     ROSETCTL_RETURN_IF_ERROR(context_.store.revoke_node_certificates(id, now));
     response->set_revoked_at_unix(now);
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/clock.h"
 #include "core/random_id.h"
 #include "core/validate.h"
 
@@ -22,9 +23,7 @@ std::string grant_described(const TransferGrant& grant) {
 
 std::string TransferGrants::issue(TransferGrant grant, Clock::time_point now) {
   std::string token = random_hex(32);
-  grant.issued_unix = std::chrono::duration_cast<std::chrono::seconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  grant.issued_unix = unix_now_seconds();
   std::lock_guard<std::mutex> lock(mutex_);
   forget_old(now);
   entries_[token] = Entry{std::move(grant), now + kIdle, now + kLongest, nullptr};

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <utility>
 
+#include "core/clock.h"
 #include "core/x509/certificates.h"
 #include "core/x509/libcrypto_x509.h"
 #include "core/x509/pem.h"
@@ -125,15 +126,6 @@ std::vector<std::string> extended_key_usage_of(X509* certificate) {
   return out;
 }
 
-std::string certificate_time_text(int64_t seconds) {
-  time_t time = static_cast<time_t>(seconds);
-  struct tm broken_down = {};
-  ::gmtime_r(&time, &broken_down);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &broken_down);
-  return text;
-}
-
 Expected<std::string> serial_of(X509* certificate) {
   const LibcryptoX509& api = libcrypto_x509();
   BignumPtr serial(api.ASN1_INTEGER_to_BN(api.X509_get0_serialNumber(certificate), nullptr));
@@ -165,8 +157,8 @@ Expected<CertificateFacts> read_certificate_facts(std::string_view pem, std::str
   if (!not_before) return not_before.status();
   auto not_after = unix_time_of((*api)->X509_get0_notAfter(cert));
   if (!not_after) return not_after.status();
-  facts.not_before = certificate_time_text(*not_before);
-  facts.not_after = certificate_time_text(*not_after);
+  facts.not_before = utc_time_text(*not_before);
+  facts.not_after = utc_time_text(*not_after);
   facts.not_after_unix = *not_after;
   auto serial = serial_of(cert);
   if (!serial) return serial.status();
