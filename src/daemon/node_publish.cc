@@ -45,9 +45,7 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
 
   auto volume_lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kShared);
   if (!volume_lock) return volume_lock.status();
-  auto stage_lock =
-      context_.locks.try_lock(stage_lock_key(request.volume_id()), LockMode::kShared,
-                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  auto stage_lock = try_lock_stage(context_.locks, request.volume_id(), LockMode::kShared);
   if (!stage_lock) return stage_lock.status();
   auto target_lock = context_.locks.try_lock(target_lock_key(*target), LockMode::kExclusive,
                                              busy_message(fmt::format("target \"{}\"", *target)));

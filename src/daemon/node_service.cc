@@ -33,9 +33,7 @@ Status NodeService::stage_volume(const csi::v1::NodeStageVolumeRequest& request)
 
   auto volume_lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kShared);
   if (!volume_lock) return volume_lock.status();
-  auto stage_lock =
-      context_.locks.try_lock(stage_lock_key(request.volume_id()), LockMode::kExclusive,
-                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  auto stage_lock = try_lock_stage(context_.locks, request.volume_id(), LockMode::kExclusive);
   if (!stage_lock) return stage_lock.status();
 
   auto node = context_.providers.node_for_volume(request.volume_id());
@@ -109,9 +107,7 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
 
   auto volume_lock = try_lock_volume(context_.locks, request.volume_id(), LockMode::kShared);
   if (!volume_lock) return volume_lock.status();
-  auto stage_lock =
-      context_.locks.try_lock(stage_lock_key(request.volume_id()), LockMode::kExclusive,
-                              busy_message(fmt::format("volume \"{}\"", request.volume_id())));
+  auto stage_lock = try_lock_stage(context_.locks, request.volume_id(), LockMode::kExclusive);
   if (!stage_lock) return stage_lock.status();
 
   auto record = context_.store.find_staging(request.volume_id(), *staging);

@@ -50,4 +50,10 @@ inline Expected<HeldLock> try_lock_volume(const LockSpace& locks, std::string_vi
   return locks.try_lock(volume_lock_key(id), mode, busy_message(fmt::format("volume \"{}\"", id)));
 }
 
+// The stage key of `id`, ABORTED with busy_message when another call holds it.
+inline Expected<HeldLock> try_lock_stage(const LockSpace& locks, std::string_view id,
+                                         LockMode mode) {
+  return locks.try_lock(stage_lock_key(id), mode, busy_message(fmt::format("volume \"{}\"", id)));
+}
+
 }  // namespace rosetctl

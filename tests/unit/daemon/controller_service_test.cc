@@ -26,6 +26,17 @@ struct Fixture : rosetctl::testing::PluginFixture {
     grpc::ClientContext context;
     return controller->CreateVolume(&context, request, out);
   }
+
+  // ControllerPublishVolume of `volume_id` to node-a, mounted, single-node writer.
+  static csi::v1::ControllerPublishVolumeRequest publish_request(const std::string& volume_id) {
+    csi::v1::ControllerPublishVolumeRequest publish;
+    publish.set_volume_id(volume_id);
+    publish.set_node_id("node-a");
+    publish.mutable_volume_capability()->mutable_mount();
+    publish.mutable_volume_capability()->mutable_access_mode()->set_mode(
+        csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+    return publish;
+  }
 };
 
 }  // namespace
@@ -100,12 +111,8 @@ TEST_CASE("DeleteVolume of unknown or malformed ids succeeds and published volum
 
   csi::v1::CreateVolumeResponse created;
   REQUIRE(f.create("busy", 0, &created).ok());
-  csi::v1::ControllerPublishVolumeRequest publish;
-  publish.set_volume_id(created.volume().volume_id());
-  publish.set_node_id("node-a");
-  publish.mutable_volume_capability()->mutable_mount();
-  publish.mutable_volume_capability()->mutable_access_mode()->set_mode(
-      csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+  csi::v1::ControllerPublishVolumeRequest publish =
+      Fixture::publish_request(created.volume().volume_id());
   csi::v1::ControllerPublishVolumeResponse published;
   grpc::ClientContext publish_context;
   REQUIRE(f.controller->ControllerPublishVolume(&publish_context, publish, &published).ok());
@@ -130,12 +137,8 @@ TEST_CASE("A repeated ControllerPublish answers as the first; another read-only 
   Fixture f;
   csi::v1::CreateVolumeResponse created;
   REQUIRE(f.create("again", 0, &created).ok());
-  csi::v1::ControllerPublishVolumeRequest publish;
-  publish.set_volume_id(created.volume().volume_id());
-  publish.set_node_id("node-a");
-  publish.mutable_volume_capability()->mutable_mount();
-  publish.mutable_volume_capability()->mutable_access_mode()->set_mode(
-      csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+  csi::v1::ControllerPublishVolumeRequest publish =
+      Fixture::publish_request(created.volume().volume_id());
   csi::v1::ControllerPublishVolumeResponse first;
   grpc::ClientContext first_context;
   REQUIRE(f.controller->ControllerPublishVolume(&first_context, publish, &first).ok());
