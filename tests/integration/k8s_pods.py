@@ -189,6 +189,22 @@ class Csi:
         assert self.identity.Probe(self.csi.pb2.ProbeRequest(), timeout=CALL_TIMEOUT).ready.value
 
 
+def snapshot_when_ready(controller: Csi, pb2, source_volume_id: str, secrets: dict | None = None):
+    """What csi-snapshotter does for a VolumeSnapshot: CreateSnapshot, then ListSnapshots by its id
+    until it is ready to use (within 60 s); the ready snapshot."""
+    secrets = secrets or {}
+    snapshot = controller.controller.CreateSnapshot(pb2.CreateSnapshotRequest(
+        source_volume_id=source_volume_id, name=f"snapshot-{uuid.uuid4()}", secrets=secrets),
+        timeout=CALL_TIMEOUT).snapshot
+    deadline = time.monotonic() + 60
+    while not snapshot.ready_to_use and time.monotonic() < deadline:
+        time.sleep(0.5)
+        snapshot = controller.controller.ListSnapshots(pb2.ListSnapshotsRequest(
+            snapshot_id=snapshot.snapshot_id, secrets=secrets), timeout=CALL_TIMEOUT).entries[0].snapshot
+    assert snapshot.ready_to_use, snapshot
+    return snapshot
+
+
 def kubelet_paths(host: LabHost, driver: str, volume_id: str, pv: str) -> tuple[str, str]:
     """Where kubelet 1.32 stages (per volume handle) and publishes (per pod and PV), parents made
     as kubelet makes them."""

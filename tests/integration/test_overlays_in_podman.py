@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -43,7 +42,7 @@ import pytest
 
 import k8s_manifests as k8s
 from csi_server import CALL_TIMEOUT
-from k8s_pods import Csi, Pod, kubelet_paths, lab_hosts, provisioner_parameters
+from k8s_pods import Csi, Pod, kubelet_paths, lab_hosts, provisioner_parameters, snapshot_when_ready
 from podman_lab import built_images, remove_podman_cgroups
 from rosetctl_fixtures import skip_or_fail
 from rosetctl_mounts import is_mount_point
@@ -169,14 +168,7 @@ def local_overlay_flow(image, lab, csi, restart_node_with_mounts: bool):
         assert stats.usage and not stats.volume_condition.abnormal, stats
 
     # csi-snapshotter (VolumeSnapshotClass parameters: none for local)
-    snapshot = controller.controller.CreateSnapshot(pb2.CreateSnapshotRequest(
-        source_volume_id=volume.volume_id, name=f"snapshot-{uuid.uuid4()}"), timeout=CALL_TIMEOUT).snapshot
-    deadline = time.monotonic() + 60
-    while not snapshot.ready_to_use and time.monotonic() < deadline:
-        time.sleep(0.5)
-        snapshot = controller.controller.ListSnapshots(pb2.ListSnapshotsRequest(
-            snapshot_id=snapshot.snapshot_id), timeout=CALL_TIMEOUT).entries[0].snapshot
-    assert snapshot.ready_to_use, snapshot
+    snapshot = snapshot_when_ready(controller, pb2, volume.volume_id)
 
     controller.restart()  # the controller restarts: the node keeps every staging
     restored_pv = f"pvc-{uuid.uuid4()}"

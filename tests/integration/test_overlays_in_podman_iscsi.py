@@ -75,7 +75,7 @@ import k8s_manifests as k8s
 from csi_server import CALL_TIMEOUT
 from enrollment_site import AUDIENCE, CONTROLLER_USER, NAMESPACE, NODE_SA, FakeKubeApi, make_serving_certificate
 from k8s_guest_pods import FORWARDER, GuestPod, prepare_node
-from k8s_pods import Csi, LabHost, Pod, provisioner_parameters
+from k8s_pods import Csi, LabHost, Pod, provisioner_parameters, snapshot_when_ready
 from podman_lab import built_images, podman_command, remove_podman_cgroups, run
 from rosetctl_fixtures import skip_or_fail
 from rosetctl_mounts import is_mount_point
@@ -309,14 +309,7 @@ def test_the_iscsi_overlay_as_a_cluster_runs_it(image, host_lab, guest_boot_file
         assert not stats.volume_condition.abnormal, stats
 
         # csi-snapshotter while the volume is mounted (its data synced)
-        snapshot = controller.controller.CreateSnapshot(pb2.CreateSnapshotRequest(
-            source_volume_id=volume.volume_id, name=f"snapshot-{uuid.uuid4()}"), timeout=CALL_TIMEOUT).snapshot
-        deadline = time.monotonic() + 60
-        while not snapshot.ready_to_use and time.monotonic() < deadline:
-            time.sleep(0.5)
-            snapshot = controller.controller.ListSnapshots(pb2.ListSnapshotsRequest(
-                snapshot_id=snapshot.snapshot_id), timeout=CALL_TIMEOUT).entries[0].snapshot
-        assert snapshot.ready_to_use, snapshot
+        snapshot = snapshot_when_ready(controller, pb2, volume.volume_id)
 
         # The controller restarts while the volume is published: the detach after it still works
         controller.restart()

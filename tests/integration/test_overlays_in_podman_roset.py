@@ -38,7 +38,6 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-import time
 import uuid
 from pathlib import Path
 
@@ -47,7 +46,7 @@ import pytest
 import k8s_manifests as k8s
 from controller_site import start_fake_roset
 from csi_server import CALL_TIMEOUT
-from k8s_pods import Csi, Pod, kubelet_paths, lab_hosts, provisioner_parameters
+from k8s_pods import Csi, Pod, kubelet_paths, lab_hosts, provisioner_parameters, snapshot_when_ready
 from podman_lab import built_images, podman_command, remove_images, remove_podman_cgroups, run, standin_image
 from rosetctl_fixtures import skip_or_fail
 from rosetctl_mounts import is_mount_point
@@ -180,15 +179,7 @@ def test_the_roset_overlay_as_a_cluster_runs_it(image, roset_lab, csi):
     assert not stats.volume_condition.abnormal, stats
 
     # csi-snapshotter, with the VolumeSnapshotClass's snapshotter secret
-    snapshot = controller.controller.CreateSnapshot(pb2.CreateSnapshotRequest(
-        source_volume_id=volume.volume_id, name=f"snapshot-{uuid.uuid4()}", secrets=api_key),
-        timeout=CALL_TIMEOUT).snapshot
-    deadline = time.monotonic() + 60
-    while not snapshot.ready_to_use and time.monotonic() < deadline:
-        time.sleep(0.5)
-        snapshot = controller.controller.ListSnapshots(pb2.ListSnapshotsRequest(
-            snapshot_id=snapshot.snapshot_id, secrets=api_key), timeout=CALL_TIMEOUT).entries[0].snapshot
-    assert snapshot.ready_to_use, snapshot
+    snapshot = snapshot_when_ready(controller, pb2, volume.volume_id, secrets=api_key)
 
     controller.restart()
     # A Roset commit restores read-only (the API has no clone of a commit): a ReadOnlyMany claim.
