@@ -100,7 +100,8 @@ class EnrollmentSite:
                 "key": pod / "tls" / "tls.key", "initiator": pod / "initiatorname.iscsi"}
 
     def start_plugin(self, processes, node: str, token: str, initiator: str | None = None,
-                     node_id: str | None = None, wait: str | None = "registered node") -> subprocess.Popen:
+                     node_id: str | None = None, wait: str | None = "registered node",
+                     enroll_wait: int = 10) -> subprocess.Popen:
         """A node plugin pod on `node`: its projected token, the CA (a ConfigMap), an empty
         directory for its certificate. `node_id` is what it takes itself for (its spec.nodeName)."""
         files = self.plugin_files(node)
@@ -116,7 +117,7 @@ class EnrollmentSite:
                 *self.provider_flags, "--controller", self.controller_address, "--tls-ca", files["ca"],
                 "--tls-cert", files["cert"], "--tls-key", files["key"], "serve", "--role", "node",
                 "--endpoint", f"unix://{self.workdir}/{node}.sock", "--enroll-at", self.enroll_address,
-                "--enroll-token-file", files["token"], "--enroll-wait", "10", "--grace-period", "1"]
+                "--enroll-token-file", files["token"], "--enroll-wait", str(enroll_wait), "--grace-period", "1"]
         log = open(log_path, "w")
         proc = processes.start([str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL, env=env)

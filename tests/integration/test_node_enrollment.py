@@ -8,7 +8,9 @@ enrollment are in tests/security/test_enrollment_attacks.py."""
 from __future__ import annotations
 
 import os
+import socket
 import stat
+import threading
 import time
 from datetime import datetime, timezone
 
@@ -136,3 +138,84 @@ def test_enrolling_without_a_controller_to_register_with_is_refused_at_start(cli
                    "serve", "--role", "node", "--endpoint", f"unix://{workdir}/n.sock",
                    "--enroll-at", "127.0.0.1:9", "--enroll-token-file", token, timeout=30)
     assert done.rc != 0 and "--enroll-at" in done.stderr and "--controller" in done.stderr, done.describe()
+
+
+def test_a_node_plugin_waits_out_a_controller_that_accepts_and_never_answers(workdir, tgtd, processes):
+    """A controller address that takes the connection and then says nothing (a resolver waiting
+    for a nameserver, a firewall dropping the handshake) ends each enrollment attempt with
+    DEADLINE_EXCEEDED, not UNAVAILABLE: the node plugin keeps trying as for a refused connection,
+    rather than exiting on the first silent attempt."""
+    s = build_enrollment_site(workdir, iscsi_flags(tgtd))
+    try:
+        credential = s.kube.add_caller(CONTROLLER_USER)
+        s.listen_port, s.enroll_port = free_port(), free_port()
+        silent = socket.create_server(("127.0.0.1", s.enroll_port))  # never accepts, never answers
+        try:
+            proc = s.start_plugin(processes, "node-a", s.token("node-a"), initiator=INITIATOR_A,
+                                  wait=None, enroll_wait=120)
+            _, log = s.plugins["node-a"]
+            # The first attempt's own deadline is 15 s.
+            said = wait_for_line(log, "trying again every 2 s", proc, timeout=60)
+            assert "Deadline" in said or "deadline" in said, said
+        finally:
+            silent.close()
+        s.start_controller(processes, credential)
+        wait_for_line(log, "registered node", proc, timeout=60)
+        assert registry(s.controller_cli(processes))["node-a"]["iscsi_initiator"] == INITIATOR_A
+    finally:
+        s.kube.stop()
+
+
+def test_a_node_stage_waits_for_a_restarting_controller_to_give_the_secrets(workdir, tgtd, processes, csi):
+    """NodeStage of an iscsi volume asks the controller for the node's CHAP secrets first. While
+    the controller restarts (a new pod, an upgrade) that call waits for it within its 30 s rather
+    than failing the stage at once with UNAVAILABLE (kubelet would retry, but a CO's first
+    attempt after every controller restart failing is noise in its events)."""
+    import grpc
+    s = build_enrollment_site(workdir, iscsi_flags(tgtd))
+    try:
+        credential = s.kube.add_caller(CONTROLLER_USER)
+        s.start_controller(processes, credential)
+        s.start_plugin(processes, "node-a", s.token("node-a"), initiator=INITIATOR_A)
+        ctl = s.controller_cli(processes)
+        volume = ctl.ok_json(*s.provider_flags, "volume", "create", "data", "--size", "16Mi")["id"]
+        mapped = ctl.run_json(*s.provider_flags, "volume", "map", "data", "--node", "node-a")
+        assert mapped.rc == 0, mapped.describe()
+        publish_context = mapped.json()["publish_context"]
+
+        s.controller.terminate()
+        s.controller.wait(timeout=30)
+        # A regular file as the staging path: the stage fails at the step right after the
+        # secrets (making that directory), so no login touches this host's iscsi records.
+        not_a_directory = workdir / "stage-here-is-a-file"
+        not_a_directory.write_text("")
+        pb2 = csi.pb2
+        capability = pb2.VolumeCapability(
+            mount=pb2.VolumeCapability.MountVolume(fs_type="ext4"),
+            access_mode=pb2.VolumeCapability.AccessMode(
+                mode=pb2.VolumeCapability.AccessMode.SINGLE_NODE_WRITER))
+        outcome: dict = {}
+
+        def stage():
+            with grpc.insecure_channel(f"unix://{workdir}/node-a.sock") as channel:
+                try:
+                    csi.grpc.NodeStub(channel).NodeStageVolume(pb2.NodeStageVolumeRequest(
+                        volume_id=volume, publish_context=publish_context,
+                        staging_target_path=str(not_a_directory), volume_capability=capability),
+                        timeout=60)
+                    outcome["code"] = grpc.StatusCode.OK
+                except grpc.RpcError as failure:
+                    outcome["code"], outcome["details"] = failure.code(), failure.details()
+
+        stager = threading.Thread(target=stage)
+        stager.start()
+        time.sleep(3)  # the stage is waiting for the controller now
+        assert stager.is_alive(), outcome
+        s.start_controller(processes, credential)
+        stager.join(timeout=60)
+        assert not stager.is_alive()
+        assert outcome["code"] != grpc.StatusCode.UNAVAILABLE, outcome
+        assert "secrets" not in outcome.get("details", ""), outcome
+        assert str(not_a_directory) in outcome.get("details", ""), outcome
+    finally:
+        s.kube.stop()
