@@ -60,7 +60,8 @@ def main() -> None:
     parser.add_argument("--old-bin", help="a previous rosetctl: its connect and disconnect run in the same "
                         "cycles, alternating with this one's (A/B in the same minutes)")
     parser.add_argument("--trace", type=Path, help="after the cycles, write an `strace -f -tt` of one connect "
-                        "and one disconnect (processes, waits, mounts) to this directory")
+                        "and one disconnect (processes, waits, mounts) to this directory, with serve's "
+                        "call log (serve.log)")
     options = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="rosetctl-iscsibench-", dir="/var/tmp"))
@@ -170,6 +171,9 @@ done
             raise SystemExit(f"the guest's cycles failed: {result.describe()}")
         if options.trace:
             shutil.copytree(guest.dir / "trace", options.trace, dirs_exist_ok=True)
+            # The controller's call log: one line per RPC (method, peer, duration), the count of
+            # controller calls a connect and a disconnect make.
+            shutil.copy2(work / "serve.log", options.trace / "serve.log")
         pairs = [tuple(map(int, line.split())) for line in result.stdout.split("\n") if line.strip()]
         # The first cycle formats the disks: reported apart.
         first = pairs[0]

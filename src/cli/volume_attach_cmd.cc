@@ -93,23 +93,27 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   if (!wanted) return wanted.status();
   wanted->set_volume_name(name);
   wanted->set_block(block);
-  auto target = resolve_target(**session, *wanted);
-  if (!target) return target.status();
   csi::v1::VolumeCapability capability = attach_capability(info->volume);
   // A restored read-only volume mounts read-only without being told.
   bool read_only = options.read_only || is_read_only_volume(info->volume);
   // Everything the report needs from the controller is asked for before anything changes: once
   // NodePublish has mounted the volume the connect is done, and a controller lost after its
-  // ControllerPublish answered must not turn a finished connect into a failure.
-  auto parameters = fetch_volume_parameters(**session, {*info});
-  if (!parameters) return parameters.status();
+  // ControllerPublish answered must not turn a finished connect into a failure. Only the JSON
+  // report shows the parameters; the table's is the path alone (one controller call less).
+  bool report_volume = globals.output == OutputFormat::kJson;
+  VolumeParameters parameters;
+  if (report_volume) {
+    auto fetched = fetch_volume_parameters(**session, {*info});
+    if (!fetched) return fetched.status();
+    parameters = std::move(*fetched);
+  }
   auto turn = lock_attachments(**session, id);
   if (!turn) return turn.status();
   // Refuse a bad target before mapping and staging anything, unless it is this very volume's
-  // mount already (connecting again is a no-op). Asked again now that it is our turn.
-  wanted->set_path(target->path());
+  // mount already (connecting again is a no-op). Resolved once, now that it is our turn: what
+  // it names cannot change under another rosetctl run's connect or disconnect.
   wanted->set_check(true);
-  target = resolve_target(**session, *wanted);
+  auto target = resolve_target(**session, *wanted);
   if (!target) return target.status();
   bool already_connected = target->already_published();
   auto on_node = volume_on_node(**session, id);
@@ -176,22 +180,26 @@ Status run_connect(const GlobalOptions& globals, const AttachOptions& options) {
   rollback.commit();
 
   const std::string& path = target->path();
+  // Idempotent verbs say when there was nothing to do; stdout stays the path for scripts.
+  if (already_connected && globals.output == OutputFormat::kTable) {
+    std::fprintf(stderr, "rosetctl: volume \"%s\" was already connected at %s; nothing to do\n",
+                 volume_name(info->volume).c_str(), path.c_str());
+  }
+  if (!report_volume) {
+    print_line_or_json(globals.output, path, nullptr);
+    return Status::ok();
+  }
   // ControllerPublish answered OK, so the controller now lists this node (in node id order).
   VolumeInfo connected = *info;
   if (!mapped) {
     auto& nodes = connected.published_nodes;
     nodes.insert(std::upper_bound(nodes.begin(), nodes.end(), node), node);
   }
-  auto out = describe_volume(**session, connected, *parameters);
+  auto out = describe_volume(**session, connected, parameters);
   if (!out) return out.status();
   (*out)["path"] = path;
   (*out)["readonly"] = read_only;
   (*out)["already_connected"] = already_connected;
-  // Idempotent verbs say when there was nothing to do; stdout stays the path for scripts.
-  if (already_connected && globals.output == OutputFormat::kTable) {
-    std::fprintf(stderr, "rosetctl: volume \"%s\" was already connected at %s; nothing to do\n",
-                 volume_name(info->volume).c_str(), path.c_str());
-  }
   print_line_or_json(globals.output, path, *out);
   return Status::ok();
 }
@@ -201,10 +209,11 @@ Status run_disconnect(const GlobalOptions& globals, const AttachOptions& options
   auto session = Session::open(globals);
   if (!session) return session.status();
   CsiClient& client = (*session)->client();
-  auto info = resolve_volume(**session, options.volume);
-  if (!info) return info.status();
-  const std::string& id = info->volume.volume_id();
-  std::string name = volume_name(info->volume);
+  // The id and the name are all a disconnect needs of the controller before its unmap.
+  auto volume = resolve_volume_ref(**session, options.volume);
+  if (!volume) return volume.status();
+  const std::string& id = volume->id;
+  const std::string& name = volume->name;
 
   auto turn = lock_attachments(**session, id);
   if (!turn) return turn.status();

@@ -1,6 +1,9 @@
 // Name/id resolution via ControllerGetVolume and ListVolumes.
 #include "cli/volume_lookup.h"
 
+#include <optional>
+
+#include "cluster/placed_id.h"
 #include "core/map_lookup.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
@@ -97,17 +100,26 @@ Expected<v1::NodeVolume> volume_on_node(Session& session, const std::string& vol
   return std::move(volumes->front());
 }
 
-Expected<VolumeInfo> resolve_volume(Session& session, std::string_view name_or_id) {
+namespace {
+
+// FindVolume's answer: the id `name_or_id` names, or nullopt when nothing has that name or id
+// in the catalog (ControllerGetVolume then has the last word).
+Expected<std::optional<std::string>> find_volume_id(Session& session, std::string_view name_or_id) {
   ROSETCTL_RETURN_IF_ERROR(validate_name(name_or_id, "volume name or id"));
   // CSI has no lookup by name: the controller's catalog has.
   v1::FindVolumeRequest find;
   find.set_name_or_id(std::string(name_or_id));
   v1::FindVolumeResponse found;
   Status looked_up = session.client().catalog(&v1::Catalog::Stub::FindVolume, find, &found);
-  if (!looked_up && (looked_up.code() != Code::kNotFound || is_ambiguous_name(looked_up)))
-    return looked_up;
+  if (looked_up.is_ok()) return std::optional<std::string>(found.volume_id());
+  if (looked_up.code() != Code::kNotFound || is_ambiguous_name(looked_up)) return looked_up;
+  return std::optional<std::string>();
+}
+
+Expected<VolumeInfo> get_volume(Session& session, std::string_view name_or_id,
+                                const std::optional<std::string>& found) {
   csi::v1::ControllerGetVolumeRequest request;
-  request.set_volume_id(looked_up ? found.volume_id() : std::string(name_or_id));
+  request.set_volume_id(found ? *found : std::string(name_or_id));
   csi::v1::ControllerGetVolumeResponse response;
   Status status = session.client().controller(&csi::v1::Controller::Stub::ControllerGetVolume,
                                               request, &response);
@@ -115,6 +127,30 @@ Expected<VolumeInfo> resolve_volume(Session& session, std::string_view name_or_i
   if (status.code() != Code::kNotFound) return status;
   return with_only_this_host_hint(
       session, error(Code::kNotFound, "no volume is named \"{}\" or has that id", name_or_id));
+}
+
+}  // namespace
+
+bool found_by_name(const std::string& id, std::string_view name_or_id) {
+  if (id == name_or_id || decode_placed_id(name_or_id)) return false;
+  auto placed = decode_placed_id(id);
+  return !placed || placed->local_id != name_or_id;
+}
+
+Expected<VolumeInfo> resolve_volume(Session& session, std::string_view name_or_id) {
+  auto found = find_volume_id(session, name_or_id);
+  if (!found) return found.status();
+  return get_volume(session, name_or_id, *found);
+}
+
+Expected<VolumeRef> resolve_volume_ref(Session& session, std::string_view name_or_id) {
+  auto found = find_volume_id(session, name_or_id);
+  if (!found) return found.status();
+  if (*found && found_by_name(**found, name_or_id))
+    return VolumeRef{**found, std::string(name_or_id)};
+  auto info = get_volume(session, name_or_id, *found);
+  if (!info) return info.status();
+  return VolumeRef{info->volume.volume_id(), volume_name(info->volume)};
 }
 
 }  // namespace rosetctl::cli

@@ -26,6 +26,20 @@ struct VolumeInfo {
 // of volumes, where paging through ListVolumes took 40 ms per 1,000 volumes.
 Expected<VolumeInfo> resolve_volume(Session& session, std::string_view name_or_id);
 
+// The same volume's id and name alone, for a verb that needs no more (`volume disconnect`):
+// FindVolume's answer when the volume was found by its name, else resolve_volume's. One
+// controller call instead of two for the usual case.
+struct VolumeRef {
+  std::string id;
+  std::string name;
+};
+Expected<VolumeRef> resolve_volume_ref(Session& session, std::string_view name_or_id);
+// Whether FindVolume answered `id` for `name_or_id` because that is the volume's name. Any other
+// answer is the id asked for, or the same id in another form (a placed id of the controller's
+// own node comes back local, a node's local id comes back placed): then only the volume itself
+// has its name.
+bool found_by_name(const std::string& id, std::string_view name_or_id);
+
 // What the node that node calls reach (this host's, or --on-node's) records of each volume:
 // its stagings and publications there, with their mounts' condition (rosetctl.v1.NodeState),
 // in the order asked.

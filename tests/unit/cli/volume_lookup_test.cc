@@ -1,5 +1,6 @@
 // Tests for src/cli/volume_lookup.cc: the capability the CLI attaches a volume with, which
-// asks the volume's provider's registration (not its name) whether nodes share it.
+// asks the volume's provider's registration (not its name) whether nodes share it; when
+// FindVolume's answer tells the volume's name.
 #include "cli/volume_lookup.h"
 
 #include <catch2/catch.hpp>
@@ -47,4 +48,16 @@ TEST_CASE(
   CHECK(cli::attach_capability(volume_of("iscsi")).access_mode().mode() ==
         Mode::SINGLE_NODE_WRITER);
   CHECK(cli::attach_capability(volume_of("nfs")).access_mode().mode() == Mode::SINGLE_NODE_WRITER);
+}
+
+TEST_CASE(
+    "volume lookup: FindVolume's answer is taken for a match by name only when it cannot be the "
+    "id asked for in another form") {
+  CHECK(cli::found_by_name("iscsi-0123456789abcdef", "data"));
+  CHECK(cli::found_by_name("n6.node-a.local-0123456789abcdef", "data"));
+  // The id itself, or a name that cannot be told from one: the volume is asked for its name.
+  CHECK_FALSE(cli::found_by_name("iscsi-0123456789abcdef", "iscsi-0123456789abcdef"));
+  CHECK_FALSE(
+      cli::found_by_name("local-0123456789abcdef", "n10.controller.local-0123456789abcdef"));
+  CHECK_FALSE(cli::found_by_name("n6.node-a.local-0123456789abcdef", "local-0123456789abcdef"));
 }
