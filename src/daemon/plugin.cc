@@ -97,7 +97,7 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
   plugin->node_state_ = std::make_unique<NodeStateService>(*plugin->context_, *plugin->handlers_);
   plugin->objects_ = std::make_unique<ObjectStoreService>(*plugin->context_, *plugin->handlers_);
   plugin->registry_ = std::make_unique<RegistryService>(*plugin->context_, *plugin->handlers_);
-  plugin->catalog_ = std::make_unique<CatalogService>(*plugin->context_, *plugin->handlers_,
+  plugin->catalog_ = std::make_unique<RoutingCatalog>(*plugin->context_, *plugin->handlers_,
                                                       *plugin->node_controllers_);
   return plugin;
 }

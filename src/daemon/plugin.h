@@ -16,9 +16,9 @@
 #include "cluster/node_proxy.h"
 #include "cluster/object_store_service.h"
 #include "cluster/registry_service.h"
+#include "cluster/routing_catalog.h"
 #include "cluster/routing_controller.h"
 #include "cluster/tls_files.h"
-#include "daemon/catalog_service.h"
 #include "daemon/controller_service.h"
 #include "daemon/handler_pool.h"
 #include "daemon/host_checks.h"
@@ -93,7 +93,7 @@ class Plugin {
   std::unique_ptr<NodeStateService> node_state_;  // rosetctl.v1.NodeState, beside the node
   std::unique_ptr<ObjectStoreService> objects_;   // rosetctl.v1.ObjectStore, beside the node
   std::unique_ptr<NodeProxy> proxy_;              // calls for a node, forwarded to it
-  std::unique_ptr<CatalogService> catalog_;       // rosetctl.v1.Catalog, beside the controller
+  std::unique_ptr<RoutingCatalog> catalog_;       // rosetctl.v1.Catalog, beside the controller
   std::unique_ptr<RegistryService> registry_;     // rosetctl.v1.Registry, beside the controller
   // After the services, before the server: destroyed once the server has stopped (no new
   // work) and before the services its handlers use.
