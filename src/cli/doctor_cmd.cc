@@ -6,7 +6,7 @@
 #include "cli/config_file.h"
 #include "cli/render.h"
 #include "cli/session.h"
-#include "daemon/plugin.h"
+#include "cluster/plugin.h"
 
 namespace rosetctl::cli {
 namespace {
