@@ -6,7 +6,7 @@
 #include "cli/config_file.h"
 #include "cli/render.h"
 #include "cli/session.h"
-#include "daemon/plugin.h"
+#include "cluster/plugin.h"
 
 namespace rosetctl::cli {
 namespace {
@@ -46,7 +46,8 @@ Status run_doctor(const GlobalOptions& globals, const DoctorOptions& options) {
     checks = unopened(globals, plugin.status());
   } else {
     HostCheckOptions check_options;
-    check_options.tls = tls_files(globals);
+    TlsFiles files = tls_files(globals);
+    check_options.tls = {files.certificate, files.ca};
     check_options.certificate_warn_days = options.certificate_warn_days;
     check_options.fix = options.fix;
     checks = (*plugin)->check_host(check_options);

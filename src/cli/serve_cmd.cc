@@ -7,6 +7,7 @@
 #include "cli/serve_enroll.h"
 #include "cli/session.h"
 #include "cluster/node_heartbeat.h"
+#include "cluster/serve.h"
 #include "core/host_addresses.h"
 #include "core/log.h"
 #include "core/validate.h"

@@ -12,7 +12,7 @@
 #include "cli/global_options.h"
 #include "cli/node_marker.h"
 #include "cli/terminal_progress.h"
-#include "daemon/plugin.h"
+#include "cluster/plugin.h"
 
 namespace rosetctl::cli {
 

@@ -362,4 +362,36 @@ CallDecision decision_of(const grpc::ServerContextBase& call) {
   return decisions().get(&call);
 }
 
+namespace {
+
+class GrantCarried final : public CallCarried {
+ public:
+  explicit GrantCarried(std::string token) : carried_(std::move(token)) {}
+
+ private:
+  CarriedGrant carried_;
+};
+
+class AuthorizationGate final : public CallGate {
+ public:
+  CallAdmission admission_of(const grpc::ServerContextBase& call) const override {
+    CallDecision decision = decision_of(call);
+    bool local = decision.peer.role == PeerRole::kLocal;
+    return {std::move(decision.status), local, local ? "" : decision.peer.log_field()};
+  }
+  std::unique_ptr<CallCarried> carried_by(const grpc::ServerContextBase& call) const override {
+    std::string token = carried_grant(call);
+    // No grant, and none of an outer call to hide on this thread: nothing to hold.
+    if (token.empty() && CarriedGrant::current().empty()) return nullptr;
+    return std::make_unique<GrantCarried>(std::move(token));
+  }
+};
+
+}  // namespace
+
+const CallGate& authorization_gate() {
+  static const auto* const kGate = new AuthorizationGate();  // outlives every server
+  return *kGate;
+}
+
 }  // namespace rosetctl

@@ -2,7 +2,8 @@
 // every server (the unix socket and in-process channel, the TLS listeners), before any handler
 // runs, from the caller's certificate (cluster/peer_authority.h), the method, the metadata and
 // the parsed request. Handlers and the proxy do not judge callers themselves: each entry point
-// (call_log.h's run_logged, the streaming and forwarding ones) asks authorization_of() for the
+// (daemon/call_log.h's run_logged through the call gate, daemon/call_gate.h, which this module
+// implements; the streaming and forwarding ones) asks authorization_of() for the
 // decision, and a call the interceptor did not decide is refused (fail closed).
 #pragma once
 
@@ -20,6 +21,7 @@
 #include "cluster/node_revocations.h"
 #include "cluster/peer_authority.h"
 #include "core/status.h"
+#include "daemon/call_gate.h"
 #include "daemon/service_context.h"
 
 namespace rosetctl {
@@ -81,5 +83,10 @@ struct CallDecision {
   Peer peer;
 };
 CallDecision decision_of(const grpc::ServerContextBase& call);
+
+// The daemon's call gate (daemon/call_gate.h) over these decisions: the status and the caller
+// decision_of() gives, and the transfer grant a call carries (transfer_grants.h CarriedGrant)
+// made current on its handler's thread. The assembly sets it (cluster/plugin.cc).
+const CallGate& authorization_gate();
 
 }  // namespace rosetctl

@@ -1,4 +1,4 @@
-// The Catalog's combined view (catalog_service.h): a lookup by placed id goes to the node the id
+// The Catalog's combined view (routing_catalog.h): a lookup by placed id goes to the node the id
 // names, as the CSI calls on such ids do (NodeControllers, which localizes the ids on the way
 // there and places them on the way back); a lookup by name or commit asks this host and every
 // node the caller may see, and takes the one answer or names each candidate. Diffs and
@@ -10,9 +10,9 @@
 
 #include "cluster/peer_authority.h"
 #include "cluster/placed_id.h"
+#include "cluster/routing_catalog.h"
 #include "core/validate.h"
 #include "daemon/catalog_convert.h"
-#include "daemon/catalog_service.h"
 #include "daemon/snapshot_lookup.h"
 #include "daemon/volume_moves.h"
 
@@ -63,7 +63,7 @@ bool nothing_there(const Status& status, std::vector<std::string>* silent) {
 
 }  // namespace
 
-Expected<CatalogService::Where> CatalogService::where_is(const grpc::CallbackServerContext& call,
+Expected<RoutingCatalog::Where> RoutingCatalog::where_is(const grpc::CallbackServerContext& call,
                                                          const std::string& reference) {
   auto placed = decode_placed_id(reference);
   if (!placed) return Where{"", reference};
@@ -78,7 +78,7 @@ Expected<CatalogService::Where> CatalogService::where_is(const grpc::CallbackSer
   return Where{placed->node, placed->local_id};
 }
 
-Expected<std::vector<std::string>> CatalogService::nodes_to_ask(
+Expected<std::vector<std::string>> RoutingCatalog::nodes_to_ask(
     const grpc::CallbackServerContext& call) {
   // A node's own Catalog answers for its store alone (it has no registry).
   if (context_.options.role == PluginRole::kNode) return std::vector<std::string>{};
@@ -92,7 +92,7 @@ Expected<std::vector<std::string>> CatalogService::nodes_to_ask(
   return nodes;
 }
 
-Status CatalogService::find_volume(const grpc::CallbackServerContext& call,
+Status RoutingCatalog::find_volume(const grpc::CallbackServerContext& call,
                                    const v1::FindVolumeRequest& request,
                                    v1::FindVolumeResponse* response) {
   ROSETCTL_RETURN_IF_ERROR(validate_name(request.name_or_id(), "volume name or id"));
@@ -106,7 +106,7 @@ Status CatalogService::find_volume(const grpc::CallbackServerContext& call,
   }
   std::vector<Candidate> found;
   v1::FindVolumeResponse here;
-  Status status = find_volume_here(where->reference, &here);
+  Status status = host_.find_volume_here(where->reference, &here);
   if (status.is_ok()) {
     // An id names one volume: no node has it (placed ids are the nodes' ones).
     if (here.volume_id() == where->reference || where->reference != request.name_or_id()) {
@@ -138,7 +138,7 @@ Status CatalogService::find_volume(const grpc::CallbackServerContext& call,
   return Status::ok();
 }
 
-Status CatalogService::set_volume_move(const grpc::CallbackServerContext& call,
+Status RoutingCatalog::set_volume_move(const grpc::CallbackServerContext& call,
                                        const v1::SetVolumeMoveRequest& request,
                                        v1::SetVolumeMoveResponse* response) {
   ROSETCTL_RETURN_IF_ERROR(validate_id(request.volume_id(), "volume_id"));
@@ -150,7 +150,7 @@ Status CatalogService::set_volume_move(const grpc::CallbackServerContext& call,
                      Code::kNotFound);
 }
 
-Expected<CatalogService::Located> CatalogService::locate_snapshot(
+Expected<RoutingCatalog::Located> RoutingCatalog::locate_snapshot(
     const grpc::CallbackServerContext& call, const std::string& reference) {
   ROSETCTL_RETURN_IF_ERROR(validate_name(reference, "snapshot"));
   auto where = where_is(call, reference);
@@ -201,7 +201,7 @@ Expected<CatalogService::Located> CatalogService::locate_snapshot(
   return std::move(found.at(one->id));
 }
 
-Status CatalogService::volume_details(const v1::GetVolumeDetailsRequest& request,
+Status RoutingCatalog::volume_details(const v1::GetVolumeDetailsRequest& request,
                                       v1::GetVolumeDetailsResponse* response) {
   // By the node each id names ("" for this host's); the interceptor has checked a node
   // certificate may name them.
@@ -213,7 +213,7 @@ Status CatalogService::volume_details(const v1::GetVolumeDetailsRequest& request
   }
   for (const auto& [node, asked] : by_node) {
     v1::GetVolumeDetailsResponse part;
-    ROSETCTL_RETURN_IF_ERROR(node.empty() ? volume_details_here(asked, &part)
+    ROSETCTL_RETURN_IF_ERROR(node.empty() ? host_.volume_details_here(asked, &part)
                                           : nodes_.call(node, &v1::Catalog::Stub::GetVolumeDetails,
                                                         asked, &part, Code::kNotFound));
     for (auto& details : *part.mutable_volumes())
@@ -222,7 +222,7 @@ Status CatalogService::volume_details(const v1::GetVolumeDetailsRequest& request
   return Status::ok();
 }
 
-Status CatalogService::list_snapshots(const grpc::CallbackServerContext& call,
+Status RoutingCatalog::list_snapshots(const grpc::CallbackServerContext& call,
                                       const v1::ListSnapshotDetailsRequest& request,
                                       v1::ListSnapshotDetailsResponse* response) {
   // Who asks which host for what ("" for this host): the snapshots named, by the node their ids
@@ -252,7 +252,7 @@ Status CatalogService::list_snapshots(const grpc::CallbackServerContext& call,
   std::vector<v1::SnapshotDetails> all;
   for (const auto& [node, asked] : by_node) {
     if (node.empty()) {
-      ROSETCTL_RETURN_IF_ERROR(list_snapshots_here(asked, &all));
+      ROSETCTL_RETURN_IF_ERROR(host_.list_snapshots_here(asked, &all));
       continue;
     }
     v1::ListSnapshotDetailsResponse part;
@@ -274,7 +274,7 @@ Status CatalogService::list_snapshots(const grpc::CallbackServerContext& call,
   return Status::ok();
 }
 
-Status CatalogService::diff(const grpc::CallbackServerContext& call,
+Status RoutingCatalog::diff(const grpc::CallbackServerContext& call,
                             const v1::DiffSnapshotsRequest& request,
                             v1::DiffSnapshotsResponse* response) {
   auto from = locate_snapshot(call, request.from());
@@ -287,7 +287,7 @@ Status CatalogService::diff(const grpc::CallbackServerContext& call,
                  "(snapshot pull one to the other's node, then compare the copies there)",
                  from->details.id(), host_text(from->node), to->details.id(), host_text(to->node));
   }
-  if (from->node.empty()) return diff_here(from->local_id, to->local_id, response);
+  if (from->node.empty()) return host_.diff_here(from->local_id, to->local_id, response);
   v1::DiffSnapshotsRequest asked;
   asked.set_from(from->local_id);
   asked.set_to(to->local_id);
@@ -295,11 +295,11 @@ Status CatalogService::diff(const grpc::CallbackServerContext& call,
                      Code::kNotFound, NodeControllers::kDataPatience);
 }
 
-Status CatalogService::verify(const grpc::CallbackServerContext& call,
+Status RoutingCatalog::verify(const grpc::CallbackServerContext& call,
                               const v1::VerifySnapshotsRequest& request,
                               v1::VerifySnapshotsResponse* response) {
   // Nothing named: this host's whole store (each node verifies its own the same way).
-  if (request.references().empty()) return verify_here(request, response);
+  if (request.references().empty()) return host_.verify_here(request, response);
   // The snapshots named, by the host each is on ("" for this one), with their ids there: a
   // node's are re-read by that node, the same call over the channel CSI calls on it take.
   std::map<std::string, v1::VerifySnapshotsRequest> by_node;
@@ -311,7 +311,7 @@ Status CatalogService::verify(const grpc::CallbackServerContext& call,
   std::vector<std::string> damaged;
   for (const auto& [node, asked] : by_node) {
     v1::VerifySnapshotsResponse part;
-    ROSETCTL_RETURN_IF_ERROR(node.empty() ? verify_here(asked, &part)
+    ROSETCTL_RETURN_IF_ERROR(node.empty() ? host_.verify_here(asked, &part)
                                           : nodes_.call(node, &v1::Catalog::Stub::VerifySnapshots,
                                                         asked, &part, Code::kNotFound,
                                                         NodeControllers::kDataPatience));

@@ -26,7 +26,7 @@ constexpr std::string_view kPullSnapshotMethod = "/rosetctl.v1.ObjectStore/PullS
 // A grant this node does not know yet, as its controller tells it; nothing is kept when the
 // controller knows none (the check then says so). The controller itself has nobody to ask:
 // its own book holds every grant there is.
-Status ask_controller_about(ServiceContext& context, const std::string& token) {
+Status ask_controller_about(ClusterContext& context, const std::string& token) {
   if (!context.options.controller_channel) return Status::ok();
   auto registry = v1::Registry::NewStub(context.options.controller_channel);
   grpc::ClientContext call;
@@ -54,7 +54,7 @@ struct HeldGrant {
 
 // The grant `call` carries, held to `reference` (nullopt: a fetch of objects); nullopt when it
 // carries none and needs none.
-Expected<std::optional<HeldGrant>> grant_of_read(ServiceContext& context,
+Expected<std::optional<HeldGrant>> grant_of_read(ClusterContext& context,
                                                  const grpc::ServerContextBase& call,
                                                  std::optional<std::string> reference) {
   Peer peer = peer_of(call);
@@ -86,7 +86,7 @@ Expected<std::optional<HeldGrant>> grant_of_read(ServiceContext& context,
 
 // Every object of the granted snapshot: its commit, its tree, the blobs the tree names. Worked
 // out once a grant (a big tree takes a while to read), then kept with it.
-Expected<std::shared_ptr<const std::set<std::string>>> granted_objects(ServiceContext& context,
+Expected<std::shared_ptr<const std::set<std::string>>> granted_objects(ClusterContext& context,
                                                                        const HeldGrant& held) {
   if (auto known = context.transfer_grants.objects(held.token)) return known;
   auto record = find_snapshot_by_reference(context.store, held.grant.reference);
@@ -109,12 +109,12 @@ Expected<std::shared_ptr<const std::set<std::string>>> granted_objects(ServiceCo
 
 }  // namespace
 
-Status check_granted_lookup(ServiceContext& context, const grpc::ServerContextBase& call,
+Status check_granted_lookup(ClusterContext& context, const grpc::ServerContextBase& call,
                             const std::string& reference) {
   return grant_of_read(context, call, reference).status();
 }
 
-Status check_granted_fetch(ServiceContext& context, const grpc::ServerContextBase& call,
+Status check_granted_fetch(ClusterContext& context, const grpc::ServerContextBase& call,
                            const v1::FetchObjectsRequest& request) {
   auto held = grant_of_read(context, call, std::nullopt);
   if (!held) return held.status();
@@ -137,7 +137,7 @@ Status check_granted_fetch(ServiceContext& context, const grpc::ServerContextBas
   return Status::ok();
 }
 
-Status check_proxied_read(ServiceContext& context, const grpc::ServerContextBase& call,
+Status check_proxied_read(ClusterContext& context, const grpc::ServerContextBase& call,
                           std::string_view method, const std::string& source) {
   Peer peer = peer_of(call);
   if (peer.role != PeerRole::kNode || !reads_a_commit_store(method) || source == peer.name) {
@@ -155,7 +155,7 @@ Status check_proxied_read(ServiceContext& context, const grpc::ServerContextBase
                peer.describe(), display_quoted(source), why.message());
 }
 
-std::string grant_to_forward(ServiceContext& context, const grpc::ServerContextBase& call,
+std::string grant_to_forward(ClusterContext& context, const grpc::ServerContextBase& call,
                              std::string_view method, const std::string& receiver,
                              const v1::PullSnapshotRequest* pull) {
   if (method == kPullSnapshotMethod && pull != nullptr && peer_of(call).role != PeerRole::kNode) {

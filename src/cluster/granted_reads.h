@@ -14,32 +14,32 @@
 
 #include <string>
 
+#include "cluster/cluster_context.h"
 #include "core/status.h"
-#include "daemon/service_context.h"
 #include "rosetctl.pb.h"
 
 namespace rosetctl {
 
 // LookupSnapshot of `reference`: the snapshot granted.
-Status check_granted_lookup(ServiceContext& context, const grpc::ServerContextBase& call,
+Status check_granted_lookup(ClusterContext& context, const grpc::ServerContextBase& call,
                             const std::string& reference);
 
 // FetchObjects: only objects of the snapshot granted (its commit, its tree, the blobs the tree
 // names).
-Status check_granted_fetch(ServiceContext& context, const grpc::ServerContextBase& call,
+Status check_granted_fetch(ClusterContext& context, const grpc::ServerContextBase& call,
                            const v1::FetchObjectsRequest& request);
 
 // On the controller's proxy (node_proxy.h): a node's certificate reading node `source`'s store
 // through it carries a grant of this controller naming that node as the receiver. OK for every
 // other call.
-Status check_proxied_read(ServiceContext& context, const grpc::ServerContextBase& call,
+Status check_proxied_read(ClusterContext& context, const grpc::ServerContextBase& call,
                           std::string_view method, const std::string& source);
 
 // The grant to send with a call forwarded to node `receiver` (by the controller's proxy, or a
 // role-all server's forwarding: node_forward.h): for a PullSnapshot (`pull`) that an admin, the
 // controller or this host asks, a new grant of that transfer (the controller starts it); else
 // the grant the caller showed; "" for none.
-std::string grant_to_forward(ServiceContext& context, const grpc::ServerContextBase& call,
+std::string grant_to_forward(ClusterContext& context, const grpc::ServerContextBase& call,
                              std::string_view method, const std::string& receiver,
                              const v1::PullSnapshotRequest* pull);
 

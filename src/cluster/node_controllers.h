@@ -3,7 +3,7 @@
 // call on its own store, over the mutual-TLS channel the node proxy uses (cluster/node_proxy.h),
 // with the controller's certificate; a node takes Controller calls from no other certificate.
 // The Catalog calls about a node's volumes and snapshots (names, snapshot details) go the same
-// way to the node's own Catalog (daemon/catalog_service.h).
+// way to the node's own Catalog (routing_catalog.h).
 // Ids are localized on the way there and placed on the way back (cluster/placed_fields.h).
 #pragma once
 

@@ -27,7 +27,7 @@ grpc::ByteBuffer forwarded_bytes(const google::protobuf::Message& message) {
 // A unary call forwarded to a node; its answer is parsed into the typed response gRPC sends.
 class ForwardedUnary final : public grpc::ServerUnaryReactor {
  public:
-  ForwardedUnary(ServiceContext& context, grpc::CallbackServerContext* call, std::string method,
+  ForwardedUnary(ClusterContext& context, grpc::CallbackServerContext* call, std::string method,
                  std::string node, const google::protobuf::Message& request,
                  google::protobuf::Message* response)
       : hop_(context, call, std::move(method), std::move(node)), response_(response) {
@@ -74,7 +74,7 @@ bool parse_forwarded(grpc::ByteBuffer* bytes, google::protobuf::Message* message
   return ProtoTraits::Deserialize(bytes, message).ok();
 }
 
-NodeHop::NodeHop(ServiceContext& context, grpc::CallbackServerContext* call, std::string method,
+NodeHop::NodeHop(ClusterContext& context, grpc::CallbackServerContext* call, std::string method,
                  std::string node)
     : context_(context),
       call_(call),
@@ -145,7 +145,7 @@ void NodeHop::start_stream(const std::shared_ptr<grpc::Channel>& channel,
   reactor->StartCall();
 }
 
-grpc::ServerUnaryReactor* forward_unary(ServiceContext& context, grpc::CallbackServerContext* call,
+grpc::ServerUnaryReactor* forward_unary(ClusterContext& context, grpc::CallbackServerContext* call,
                                         std::string method, std::string node,
                                         const google::protobuf::Message& request,
                                         google::protobuf::Message* response) {

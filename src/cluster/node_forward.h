@@ -3,7 +3,8 @@
 // `rosetctl-node: B` (rosetctl --on-node B, a node pulling a snapshot of B through this host)
 // is not the generic proxy's (node_proxy.h) but lands in our own handlers. Answering it from
 // this host's state would be wrong data or a misleading NOT_FOUND; so the services' entry
-// points hand it here, and it is forwarded to B exactly as a controller's proxy forwards it.
+// points (node_routes.h in front of daemon/'s Node and NodeState, the ObjectStore's own) hand
+// it here, and it is forwarded to B exactly as a controller's proxy forwards it.
 // A call naming no node, or this node (kubelet's, the local CLI's), is answered in place with
 // no extra hop: the only cost is one metadata lookup.
 #pragma once
@@ -20,10 +21,10 @@
 #include <string>
 #include <string_view>
 
+#include "cluster/cluster_context.h"
 #include "daemon/call_log.h"
 #include "daemon/grpc_status.h"
 #include "daemon/handler_pool.h"
-#include "daemon/service_context.h"
 
 namespace rosetctl {
 
@@ -33,32 +34,44 @@ std::optional<std::string> other_node_named(const ServiceContext& context,
 
 // Forwards the unary call `method` (its full name, "/csi.v1.Node/NodeGetVolumeStats") to
 // `node` and finishes `call` with the node's answer.
-grpc::ServerUnaryReactor* forward_unary(ServiceContext& context, grpc::CallbackServerContext* call,
+grpc::ServerUnaryReactor* forward_unary(ClusterContext& context, grpc::CallbackServerContext* call,
                                         std::string method, std::string node,
                                         const google::protobuf::Message& request,
                                         google::protobuf::Message* response);
 
-// answer() (call_log.h; answer_now() when `pool` is null) of `method` of this server's own
-// `service` ("csi.v1.Node"), unless the call names another node: then it goes to that node.
+// `here()` (this server's own answer of the call) unless the call names another node: then
+// the unary call `method` of `service` ("csi.v1.Node") goes to that node.
+template <typename Here>
+grpc::ServerUnaryReactor* forward_or(ClusterContext& context, grpc::CallbackServerContext* call,
+                                     std::string_view service, std::string_view method,
+                                     const google::protobuf::Message& request,
+                                     google::protobuf::Message* response, Here here) {
+  if (auto node = other_node_named(context, *call)) {
+    return forward_unary(context, call, fmt::format("/{}/{}", service, method), std::move(*node),
+                         request, response);
+  }
+  return here();
+}
+
+// answer() (daemon/call_log.h; answer_now() when `pool` is null) of `method` of this server's
+// own `service`, unless the call names another node: then it goes to that node.
 template <typename Handler>
-grpc::ServerUnaryReactor* answer_or_forward(ServiceContext& context, HandlerPool* pool,
+grpc::ServerUnaryReactor* answer_or_forward(ClusterContext& context, HandlerPool* pool,
                                             grpc::CallbackServerContext* call,
                                             std::string_view service, std::string_view method,
                                             const google::protobuf::Message* request,
                                             google::protobuf::Message* response, Handler handler) {
-  if (auto node = other_node_named(context, *call)) {
-    return forward_unary(context, call, fmt::format("/{}/{}", service, method), std::move(*node),
-                         *request, response);
-  }
-  if (pool == nullptr) return answer_now(call, method, request, response, std::move(handler));
-  return answer(*pool, call, method, request, response, std::move(handler));
+  return forward_or(context, call, service, method, *request, response, [&] {
+    if (pool == nullptr) return answer_now(call, method, request, response, std::move(handler));
+    return answer(*pool, call, method, request, response, std::move(handler));
+  });
 }
 
 // What the forwarding of one call shares between its unary and streaming forms: the route to
 // the node, the forwarded call's context and the log line.
 class NodeHop {
  public:
-  NodeHop(ServiceContext& context, grpc::CallbackServerContext* call, std::string method,
+  NodeHop(ClusterContext& context, grpc::CallbackServerContext* call, std::string method,
           std::string node);
   // The channel to the node, or why there is none (authorization included).
   Expected<std::shared_ptr<grpc::Channel>> route();
@@ -83,7 +96,7 @@ class NodeHop {
   // The transfer grant the node gets with the call (granted_reads.h grant_to_forward).
   void pass_grant(const google::protobuf::Message& request);
 
-  ServiceContext& context_;
+  ClusterContext& context_;
   grpc::CallbackServerContext* call_;
   std::string method_;
   std::string node_;
@@ -102,7 +115,7 @@ bool parse_forwarded(grpc::ByteBuffer* bytes, google::protobuf::Message* message
 template <typename Response>
 class ForwardedStream final : public grpc::ServerWriteReactor<Response> {
  public:
-  ForwardedStream(ServiceContext& context, grpc::CallbackServerContext* call, std::string method,
+  ForwardedStream(ClusterContext& context, grpc::CallbackServerContext* call, std::string method,
                   std::string node, const google::protobuf::Message& request)
       : hop_(context, call, std::move(method), std::move(node)), reader_(*this) {
     auto channel = hop_.route();

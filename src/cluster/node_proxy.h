@@ -14,8 +14,8 @@
 #include <mutex>
 #include <string>
 
+#include "cluster/cluster_context.h"
 #include "cluster/tls_files.h"
-#include "daemon/service_context.h"
 
 namespace rosetctl {
 
@@ -25,13 +25,13 @@ class NodeProxy final : public grpc::CallbackGenericService {
   // `own_objects`: a channel to this host's own ObjectStore (Plugin), for the reading calls that
   // name this host's node id: a node pulls a snapshot of this host as from any node. Null: such
   // calls are refused as for a node that is not registered.
-  NodeProxy(ServiceContext& context, TlsFiles tls,
+  NodeProxy(ClusterContext& context, TlsFiles tls,
             std::shared_ptr<grpc::Channel> own_objects = nullptr)
       : context_(context), tls_(std::move(tls)), own_objects_(std::move(own_objects)) {}
 
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* call) override;
 
-  ServiceContext& context() { return context_; }
+  ClusterContext& context() { return context_; }
 
   // The channel to a node's address (one per address, kept); UNAVAILABLE saying why there is
   // none. Also the authorization of the caller for `node_id`.
@@ -40,7 +40,7 @@ class NodeProxy final : public grpc::CallbackGenericService {
                                                  const std::string& node_id);
 
  private:
-  ServiceContext& context_;
+  ClusterContext& context_;
   TlsFiles tls_;
   std::shared_ptr<grpc::Channel> own_objects_;
   std::mutex mutex_;

@@ -3,8 +3,8 @@
 // receiving half is snapshot_pull.h). Served on every serve, beside whatever else it serves.
 #pragma once
 
+#include "cluster/cluster_context.h"
 #include "daemon/handler_pool.h"
-#include "daemon/service_context.h"
 #include "rosetctl.grpc.pb.h"
 
 namespace rosetctl {
@@ -19,7 +19,7 @@ inline constexpr int kMaxObjectMessageBytes = 4 << 20;
 
 class ObjectStoreService final : public v1::ObjectStore::CallbackService {
  public:
-  ObjectStoreService(ServiceContext& context, HandlerPool& handlers)
+  ObjectStoreService(ClusterContext& context, HandlerPool& handlers)
       : context_(context), handlers_(handlers) {}
 
   using Request = grpc::CallbackServerContext;
@@ -31,7 +31,7 @@ class ObjectStoreService final : public v1::ObjectStore::CallbackService {
       Request*, const v1::PullSnapshotRequest*) override;
 
  private:
-  ServiceContext& context_;
+  ClusterContext& context_;
   HandlerPool& handlers_;
 };
 

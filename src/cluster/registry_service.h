@@ -4,15 +4,15 @@
 // of the volumes published to the node move to the new name (daemon/node_mapping.h).
 #pragma once
 
+#include "cluster/cluster_context.h"
 #include "daemon/handler_pool.h"
-#include "daemon/service_context.h"
 #include "rosetctl.grpc.pb.h"
 
 namespace rosetctl {
 
 class RegistryService final : public v1::Registry::CallbackService {
  public:
-  RegistryService(ServiceContext& context, HandlerPool& handlers)
+  RegistryService(ClusterContext& context, HandlerPool& handlers)
       : context_(context), handlers_(handlers) {}
 
   using Request = grpc::CallbackServerContext;
@@ -41,7 +41,7 @@ class RegistryService final : public v1::Registry::CallbackService {
                               v1::CheckTransferGrantResponse* response);
   Expected<NodeRecord> registered_as(const std::string& id);
 
-  ServiceContext& context_;
+  ClusterContext& context_;
   HandlerPool& handlers_;
 };
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cluster/clone_leftovers.h"
+#include "cluster/cluster_context.h"
 #include "cluster/node_controllers.h"
 #include "cluster/placed_id.h"
 #include "cluster/routing.h"
@@ -23,13 +24,12 @@
 #include "daemon/call_log.h"
 #include "daemon/controller_service.h"
 #include "daemon/handler_pool.h"
-#include "daemon/service_context.h"
 
 namespace rosetctl {
 
 class RoutingController final : public csi::v1::Controller::CallbackService {
  public:
-  RoutingController(ServiceContext& context, HandlerPool& handlers, NodeControllers& nodes,
+  RoutingController(ClusterContext& context, HandlerPool& handlers, NodeControllers& nodes,
                     ControllerService& here)
       : context_(context),
         handlers_(handlers),
@@ -141,7 +141,7 @@ class RoutingController final : public csi::v1::Controller::CallbackService {
     return answer(handlers_, call, method, request, response, std::move(handler));
   }
 
-  ServiceContext& context_;
+  ClusterContext& context_;
   HandlerPool& handlers_;
   NodeControllers& nodes_;
   ControllerService& here_;     // this host's answers

@@ -106,6 +106,12 @@ void TransferGrants::forget_old(Clock::time_point now) {
   std::erase_if(entries_, [now](const auto& entry) { return entry.second.expires + kIdle < now; });
 }
 
+std::string carried_grant(const grpc::ServerContextBase& call) {
+  auto found = call.client_metadata().find(kTransferGrantKey);
+  if (found == call.client_metadata().end()) return "";
+  return std::string(found->second.data(), found->second.size());
+}
+
 CarriedGrant::CarriedGrant(std::string token)
     : token_(std::move(token)), previous_(t_carried_grant) {
   t_carried_grant = this;

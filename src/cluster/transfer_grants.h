@@ -15,6 +15,8 @@
 // capabilities: they travel only in metadata, and no message or log line shows one.
 #pragma once
 
+#include <grpcpp/server_context.h>
+
 #include <chrono>
 #include <map>
 #include <memory>
@@ -93,9 +95,13 @@ class TransferGrants {
   std::map<std::string, Entry> entries_;  // by token; guarded by mutex_
 };
 
+// The transfer grant `call` carries in its metadata; "" when none.
+std::string carried_grant(const grpc::ServerContextBase& call);
+
 // The grant the call this thread works for carries ("" when none): a handler that starts a
 // transfer (a create from another node's snapshot, PullSnapshot) shows it to the source
-// (SourceNode::reach takes it). run_logged (call_log.h) sets it for every handler.
+// (SourceNode::reach takes it). run_logged (daemon/call_log.h) sets it for every handler, through
+// the authorization's call gate (authorization.h).
 class CarriedGrant {
  public:
   explicit CarriedGrant(std::string token);

@@ -16,7 +16,7 @@ namespace rosetctl {
 Status name_full_filesystem(Status status, const std::string& dir);
 
 // The state directory this process's full-disk errors are about: serve's and a CLI run's plugin
-// set it once (daemon/plugin.cc), so that every CSI answer names the filesystem, not only the
+// set it once (cluster/plugin.cc), so that every CSI answer names the filesystem, not only the
 // CLI's (cli/app.cc). Empty until set.
 void set_process_state_directory(const std::string& dir);
 std::string process_state_directory();

@@ -31,19 +31,13 @@ std::string subject_of(const google::protobuf::Message& request) {
 
 }  // namespace
 
-std::string carried_grant(const grpc::ServerContextBase& call) {
-  auto found = call.client_metadata().find(kTransferGrantKey);
-  if (found == call.client_metadata().end()) return "";
-  return std::string(found->second.data(), found->second.size());
-}
-
 void log_call_start(std::string_view method, const google::protobuf::Message& request) {
   if (spdlog::should_log(spdlog::level::debug)) {
     spdlog::debug("{} request: {}", method, redacted_text(request));
   }
 }
 
-void log_call_end(std::string_view method, const Peer& peer,
+void log_call_end(std::string_view method, const CallAdmission& caller,
                   const google::protobuf::Message& request,
                   const google::protobuf::Message& response, const Status& status,
                   std::chrono::steady_clock::duration elapsed) {
@@ -54,7 +48,7 @@ void log_call_end(std::string_view method, const Peer& peer,
   // kubelet's liveness probe asks every few seconds for as long as the node runs: a local
   // Probe that found everything ready is a debug line. A failed one, and any remote caller's
   // (the audit trail below), is logged like every other call.
-  if (status.is_ok() && peer.role == PeerRole::kLocal && method == "Probe") {
+  if (status.is_ok() && caller.local_caller && method == "Probe") {
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("Probe duration={:.2f}ms status=OK", ms);
     return;
@@ -63,7 +57,7 @@ void log_call_end(std::string_view method, const Peer& peer,
   // time: a CLI run (which logs calls only with -v) would pay for it on every invocation.
   if (!spdlog::should_log(spdlog::level::info)) return;
   // Who called, when it was not this host: the audit trail of remote calls.
-  std::string by = peer.role == PeerRole::kLocal ? "" : fmt::format(" peer={}", peer.log_field());
+  std::string by = caller.local_caller ? "" : fmt::format(" peer={}", caller.caller);
   if (status.is_ok()) {
     spdlog::info("{}{}{} duration={:.2f}ms status=OK", method, subject_of(request), by, ms);
   } else {

@@ -11,12 +11,10 @@
 #include <chrono>
 #include <string_view>
 
-#include "cluster/authorization.h"
-#include "cluster/peer_authority.h"
-#include "cluster/transfer_grants.h"
 #include "core/call_scope.h"
 #include "core/full_filesystem.h"
 #include "core/status.h"
+#include "daemon/call_gate.h"
 #include "daemon/grpc_status.h"
 #include "daemon/handler_pool.h"
 #include "daemon/metrics.h"
@@ -25,16 +23,13 @@
 namespace rosetctl {
 
 void log_call_start(std::string_view method, const google::protobuf::Message& request);
-void log_call_end(std::string_view method, const Peer& peer,
+void log_call_end(std::string_view method, const CallAdmission& caller,
                   const google::protobuf::Message& request,
                   const google::protobuf::Message& response, const Status& status,
                   std::chrono::steady_clock::duration elapsed);
 
-// The transfer grant `call` carries in its metadata (cluster/transfer_grants.h); "" when none.
-std::string carried_grant(const grpc::ServerContextBase& call);
-
 // `handler` returns Status and fills `response`. It runs only when the caller may make the
-// call (cluster/authorization.h) and the request is within daemon/request_limits.h's bounds;
+// call (call_gate.h) and the request is within daemon/request_limits.h's bounds;
 // a refusal is logged like any other answer. It works for the call (core/call_scope.h): its
 // long loops and lock waits stop when the call's deadline passes or its client cancels, with
 // DEADLINE_EXCEEDED or CANCELLED.
@@ -44,11 +39,12 @@ grpc::Status run_logged(grpc::ServerContextBase& call, std::string_view method,
                         google::protobuf::Message* response, Handler&& handler) {
   auto start = std::chrono::steady_clock::now();
   log_call_start(method, request);
-  // cluster/authorization.h: decided before we ran, with the caller it was decided for.
-  auto [status, peer] = decision_of(call);
+  // call_gate.h: decided before we ran, with the caller it was decided for.
+  CallAdmission admitted = admission_of(call);
+  Status status = admitted.status;
   CallLimits limits(call.deadline(), [&call] { return call.IsCancelled(); });
   CurrentCall working_for(&limits);
-  CarriedGrant carried(carried_grant(call));          // for the transfers the handler starts
+  auto carried = carried_by(call);                    // for the transfers the handler starts
   if (status.is_ok()) status = check_current_call();  // it may have waited for a thread
   if (status.is_ok()) status = check_map_sizes(request);
   if (status.is_ok()) status = handler();
@@ -59,7 +55,7 @@ grpc::Status run_logged(grpc::ServerContextBase& call, std::string_view method,
     mark_answered(call);
   }
   auto elapsed = std::chrono::steady_clock::now() - start;
-  log_call_end(method, peer, request, *response, status, elapsed);
+  log_call_end(method, admitted, request, *response, status, elapsed);
   record_call(method, status.code(), elapsed);
   return to_grpc(status);
 }

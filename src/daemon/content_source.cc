@@ -5,9 +5,6 @@
 
 #include <algorithm>
 
-#include "cluster/placed_id.h"
-#include "cluster/snapshot_pull.h"
-#include "core/commit_store/commit_store.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
 #include "daemon/snapshot_locks.h"
@@ -31,77 +28,11 @@ Status check_capacity(std::string_view what, int64_t needed, int64_t required, i
   return Status::ok();
 }
 
-// Whether this node holds node `node`'s snapshot `id` whole: a ready record of that id that was
-// taken here or pulled from `node` (SnapshotRecord::pulled_from), its commit in this node's store.
-//
-// Such a record IS the snapshot another node's placed id names by that local id, so it restores
-// without asking that node: a snapshot id is made once, by the node that takes the snapshot (its
-// creation time to the nanosecond and 32 random bits, or a commit id, which names the content
-// itself), and a pull from that node copies it unchanged with its name and commit
-// (snapshot_pull.h), only when that node answered with that very id (pulled_snapshot.h), the
-// record written only once every object is stored. A record pulled from another node proves
-// nothing about `node`'s snapshot of the same id: that other node could have answered with any
-// id and its own content. So `node` is asked then (a pull of what is here already fetches
-// nothing, and ALREADY_EXISTS when the commits differ). The name is not compared: only the
-// source node could say it, and asking is what this avoids. The commit's content is verified as
-// it is restored, as for any local snapshot.
-Expected<bool> held_here(const ServiceContext& context, const std::string& node,
-                         const std::string& id) {
-  auto snapshot = context.store.find_snapshot(id);
-  if (!snapshot) return snapshot.status();
-  if (!snapshot->has_value() || !(*snapshot)->ready) return false;
-  const std::string& from = (*snapshot)->pulled_from;
-  if (!from.empty() && from != node) {
-    spdlog::info("snapshot {} here was {} (\"{}\"), not from node \"{}\": asking node \"{}\"", id,
-                 from == "?" ? "pulled from a node not recorded" : "pulled from another node", from,
-                 node, node);
-    return false;
-  }
-  auto store = CommitStore::open(context.layout.commit_store_dir());
-  if (!store) return store.status();
-  return (*store)->has_commit((*snapshot)->commit_id);
-}
-
-// A snapshot another node holds (its placed id names that node; this node's own placed ids were
-// made local by the interceptor already): fetched here first, only the objects this node lacks,
-// and recorded as this node's snapshot under the same local id, name and commit (docs/guides/
-// across-hosts.md, "Moving snapshots between nodes"); then it restores as any local one. A retry
-// resumes a broken fetch. A snapshot this node holds whole already (fetched before) is restored
-// from this node's copy without contacting its node at all: a create here then works while that
-// node is down, and after its snapshot there was deleted (the copy here is as good;
-// docs/guides/across-hosts.md). Returns the id to restore here.
-Expected<std::string> fetch_if_elsewhere(const ServiceContext& context, const std::string& id) {
-  auto placed = decode_placed_id(id);
-  if (!placed) return id;
-  if (placed->node == context.options.node_id) return placed->local_id;
-  auto held = held_here(context, placed->node, placed->local_id);
-  if (!held) return held.status();
-  if (*held) {
-    spdlog::info(
-        "snapshot {} of node \"{}\" is held whole on this node: restored from this "
-        "node's copy, node \"{}\" not asked",
-        placed->local_id, placed->node, placed->node);
-    return placed->local_id;
-  }
-  // One fetch of a snapshot at a time: a second create from it waits its turn (ABORTED) rather
-  // than receiving the same objects beside the first.
-  auto lock = context.locks.try_lock(
-      snapshot_lock_key(placed->local_id), LockMode::kExclusive,
-      busy_message(fmt::format("snapshot {} (being fetched from node \"{}\")", placed->local_id,
-                               placed->node)));
-  if (!lock) return lock.status();
-  auto fetched = fetch_snapshot_from_node(context, placed->node, placed->local_id);
-  if (!fetched) {
-    return fetched.status().with_context(fmt::format("volume_content_source: snapshot {}", id));
-  }
-  // What travelled, for the operator (and the tests): a repeated fetch moves only changes.
-  spdlog::info(
-      "snapshot {} fetched from node \"{}\" for a restore: objects_sent={} bytes_sent={} "
-      "objects_skipped={} bytes_skipped={} bytes_resumed={} already_present={}",
-      placed->local_id, placed->node, fetched->objects_sent(), fetched->bytes_sent(),
-      fetched->objects_skipped(), fetched->bytes_skipped(), fetched->bytes_resumed(),
-      fetched->already_present());
-  return placed->local_id;
+// The id of snapshot `id` in this host's store: another host's is copied here first
+// (remote_sources.h).
+Expected<std::string> snapshot_here(const ServiceContext& context, const std::string& id) {
+  if (!context.remote_sources) return id;
+  return context.remote_sources->snapshot_here(context, id);
 }
 
 // `of_volume`: when the snapshot stands in for a volume (a clone across nodes), the volume it
@@ -110,7 +41,7 @@ Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context,
                                           const std::string& requested, const Provider& provider,
                                           int64_t required, int64_t limit,
                                           std::string_view of_volume = {}) {
-  auto here = fetch_if_elsewhere(context, requested);
+  auto here = snapshot_here(context, requested);
   if (!here) return here.status();
   const std::string& id = *here;
   auto lock = context.locks.try_lock(snapshot_lock_key(id), LockMode::kShared,
@@ -154,30 +85,22 @@ Expected<ResolvedSource> resolve_snapshot(const ServiceContext& context,
 // A clone copies a volume in place. A volume of another node is copied by way of a snapshot of
 // it there: the controller takes one and names it (`clone_by`, kCloneBySnapshotKey); it is
 // fetched and restored as a restore from it would be, and the volume is recorded as a clone of
-// the volume (cluster/cross_node_clone.cc).
+// the volume (remote_sources.h; the controller's side is cluster/cross_node_clone.cc).
 Expected<ResolvedSource> resolve_volume(const ServiceContext& context, const std::string& id,
                                         const Provider& provider, int64_t required, int64_t limit,
                                         const std::string& clone_by) {
-  if (auto placed = decode_placed_id(id); placed && placed->node != context.options.node_id) {
-    auto snapshot = decode_placed_id(clone_by);
-    if (!snapshot) {
-      return error(Code::kFailedPrecondition,
-                   "volume_content_source: volume {} lives on node \"{}\", not on this node "
-                   "(\"{}\"); a clone across nodes is made through the controller, which "
-                   "snapshots the volume there first (rosetctl --controller ... volume create "
-                   "NAME --node {} --from-volume {})",
-                   id, placed->node, context.options.node_id, context.options.node_id, id);
-    }
-    if (snapshot->node != placed->node) {
-      return error(Code::kInvalidArgument,
-                   "volume_content_source: volume {} lives on node \"{}\" but the snapshot to "
-                   "clone it by, {}, on node \"{}\"",
-                   id, placed->node, clone_by, snapshot->node);
-    }
-    auto resolved = resolve_snapshot(context, clone_by, provider, required, limit, id);
+  // Another host's volume is cloned by way of a snapshot of it there (remote_sources.h).
+  std::optional<std::string> snapshot;
+  if (context.remote_sources) {
+    auto by = context.remote_sources->clone_by_snapshot(context, id, clone_by);
+    if (!by) return by.status();
+    snapshot = std::move(*by);
+  }
+  if (snapshot) {
+    auto resolved = resolve_snapshot(context, *snapshot, provider, required, limit, id);
     if (!resolved) {
       return resolved.status().with_context(
-          fmt::format("cloning volume {} by way of its snapshot {}", id, clone_by));
+          fmt::format("cloning volume {} by way of its snapshot {}", id, *snapshot));
     }
     return resolved;
   }

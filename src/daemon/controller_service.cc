@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include "cluster/placed_id.h"
 #include "core/validate.h"
 #include "daemon/content_source.h"
 #include "daemon/controller_checks.h"
@@ -143,14 +142,18 @@ Expected<Provider*> ControllerService::create_provider(
   auto named = parameters.find(std::string(kProviderParameter));
   if (named != parameters.end()) return context_.providers.by_name(named->second);
   // A restore or clone is made by its source's provider: only it can (README's roset restore
-  // names none). A source of another node is that node's (local) and found there.
+  // names none). A source of another node is that node's (local) and found there
+  // (remote_sources.h).
   const auto& source = request.volume_content_source();
+  auto here = [this](const std::string& id) {
+    return !context_.remote_sources || !context_.remote_sources->names_a_host(id);
+  };
   std::string provider;
-  if (source.has_snapshot() && !decode_placed_id(source.snapshot().snapshot_id())) {
+  if (source.has_snapshot() && here(source.snapshot().snapshot_id())) {
     auto snapshot = context_.store.find_snapshot(source.snapshot().snapshot_id());
     if (!snapshot) return snapshot.status();
     if (snapshot->has_value()) provider = (*snapshot)->provider;
-  } else if (source.has_volume() && !decode_placed_id(source.volume().volume_id())) {
+  } else if (source.has_volume() && here(source.volume().volume_id())) {
     auto volume = context_.store.find_volume(source.volume().volume_id());
     if (!volume) return volume.status();
     if (volume->has_value()) provider = (*volume)->provider;

@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "cluster/tls_files.h"
 #include "daemon/service_context.h"
 
 namespace rosetctl {
@@ -22,8 +21,15 @@ struct HostCheck {
   std::string repaired;
 };
 
+// The configured TLS files whose certificates are checked (paths; empty: none). Only paths:
+// the doctor reads them as files of this host, whatever dials with them.
+struct CertificateFiles {
+  std::string certificate;  // this host's certificate
+  std::string ca;           // the CA's
+};
+
 struct HostCheckOptions {
-  TlsFiles tls;  // the configured TLS files, whose certificates are checked; empty: none
+  CertificateFiles tls;
   int certificate_warn_days = 30;
   bool fix = false;
 };

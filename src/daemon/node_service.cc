@@ -3,7 +3,6 @@
 // in between leaves a record a retry completes, never a mount nobody knows about.
 #include "daemon/node_service.h"
 
-#include "cluster/node_forward.h"
 #include "core/mount_ops.h"
 #include "core/validate.h"
 #include "daemon/call_log.h"
@@ -153,76 +152,71 @@ Status NodeService::unstage_volume(const csi::v1::NodeUnstageVolumeRequest& requ
 
 // ---------------------------------------------------------------- gRPC entry points
 
-// Calls naming another node are forwarded there (node_forward.h): never answered from here.
-constexpr std::string_view kNodeService = "csi.v1.Node";
-
 grpc::ServerUnaryReactor* NodeService::NodeStageVolume(
     Request* call, const csi::v1::NodeStageVolumeRequest* request,
     csi::v1::NodeStageVolumeResponse* response) {
-  return answer_or_forward(context_, &handlers_, call, kNodeService, "NodeStageVolume", request,
-                           response, [=, this] { return stage_volume(*request); });
+  return answer(handlers_, call, "NodeStageVolume", request, response,
+                [=, this] { return stage_volume(*request); });
 }
 
 grpc::ServerUnaryReactor* NodeService::NodeUnstageVolume(
     Request* call, const csi::v1::NodeUnstageVolumeRequest* request,
     csi::v1::NodeUnstageVolumeResponse* response) {
-  return answer_or_forward(context_, &handlers_, call, kNodeService, "NodeUnstageVolume", request,
-                           response, [=, this] { return unstage_volume(*request); });
+  return answer(handlers_, call, "NodeUnstageVolume", request, response,
+                [=, this] { return unstage_volume(*request); });
 }
 
 grpc::ServerUnaryReactor* NodeService::NodePublishVolume(
     Request* call, const csi::v1::NodePublishVolumeRequest* request,
     csi::v1::NodePublishVolumeResponse* response) {
-  return answer_or_forward(context_, &handlers_, call, kNodeService, "NodePublishVolume", request,
-                           response, [=, this] { return publish_volume(*request); });
+  return answer(handlers_, call, "NodePublishVolume", request, response,
+                [=, this] { return publish_volume(*request); });
 }
 
 grpc::ServerUnaryReactor* NodeService::NodeUnpublishVolume(
     Request* call, const csi::v1::NodeUnpublishVolumeRequest* request,
     csi::v1::NodeUnpublishVolumeResponse* response) {
-  return answer_or_forward(context_, &handlers_, call, kNodeService, "NodeUnpublishVolume", request,
-                           response, [=, this] { return unpublish_volume(*request); });
+  return answer(handlers_, call, "NodeUnpublishVolume", request, response,
+                [=, this] { return unpublish_volume(*request); });
 }
 
 grpc::ServerUnaryReactor* NodeService::NodeGetVolumeStats(
     Request* call, const csi::v1::NodeGetVolumeStatsRequest* request,
     csi::v1::NodeGetVolumeStatsResponse* response) {
-  return answer_or_forward(context_, &handlers_, call, kNodeService, "NodeGetVolumeStats", request,
-                           response, [=, this] { return volume_stats(*request, response); });
+  return answer(handlers_, call, "NodeGetVolumeStats", request, response,
+                [=, this] { return volume_stats(*request, response); });
 }
 
 grpc::ServerUnaryReactor* NodeService::NodeExpandVolume(
     Request* call, const csi::v1::NodeExpandVolumeRequest* request,
     csi::v1::NodeExpandVolumeResponse* response) {
-  return answer_or_forward(context_, &handlers_, call, kNodeService, "NodeExpandVolume", request,
-                           response, [=, this] { return expand_volume(*request, response); });
+  return answer(handlers_, call, "NodeExpandVolume", request, response,
+                [=, this] { return expand_volume(*request, response); });
 }
 
 grpc::ServerUnaryReactor* NodeService::NodeGetCapabilities(
     Request* call, const csi::v1::NodeGetCapabilitiesRequest* request,
     csi::v1::NodeGetCapabilitiesResponse* response) {
-  return answer_or_forward(context_, nullptr, call, kNodeService, "NodeGetCapabilities", request,
-                           response, [&] {
-                             using Rpc = csi::v1::NodeServiceCapability::RPC;
-                             for (auto type : {Rpc::STAGE_UNSTAGE_VOLUME, Rpc::GET_VOLUME_STATS,
-                                               Rpc::VOLUME_CONDITION, Rpc::EXPAND_VOLUME}) {
-                               response->add_capabilities()->mutable_rpc()->set_type(type);
-                             }
-                             return Status::ok();
-                           });
+  return answer_now(call, "NodeGetCapabilities", request, response, [&] {
+    using Rpc = csi::v1::NodeServiceCapability::RPC;
+    for (auto type : {Rpc::STAGE_UNSTAGE_VOLUME, Rpc::GET_VOLUME_STATS, Rpc::VOLUME_CONDITION,
+                      Rpc::EXPAND_VOLUME}) {
+      response->add_capabilities()->mutable_rpc()->set_type(type);
+    }
+    return Status::ok();
+  });
 }
 
 grpc::ServerUnaryReactor* NodeService::NodeGetInfo(Request* call,
                                                    const csi::v1::NodeGetInfoRequest* request,
                                                    csi::v1::NodeGetInfoResponse* response) {
-  return answer_or_forward(
-      context_, nullptr, call, kNodeService, "NodeGetInfo", request, response, [&] {
-        response->set_node_id(context_.options.node_id);
-        response->set_max_volumes_per_node(context_.options.max_volumes_per_node);
-        (*response->mutable_accessible_topology()->mutable_segments())[kTopologyNodeKey] =
-            context_.options.node_id;
-        return Status::ok();
-      });
+  return answer_now(call, "NodeGetInfo", request, response, [&] {
+    response->set_node_id(context_.options.node_id);
+    response->set_max_volumes_per_node(context_.options.max_volumes_per_node);
+    (*response->mutable_accessible_topology()->mutable_segments())[kTopologyNodeKey] =
+        context_.options.node_id;
+    return Status::ok();
+  });
 }
 
 }  // namespace rosetctl

@@ -1,5 +1,7 @@
 // CSI Node: staging (node_service.cc) and publishing (node_publish.cc) volumes on this host,
-// stats and expansion (node_stats.cc), and node identity.
+// stats and expansion (node_stats.cc), and node identity. A serve registers it behind the
+// cluster's routing (a call naming another node is forwarded there first): this class answers
+// only for this host.
 #pragma once
 
 #include "csi.grpc.pb.h"
@@ -8,7 +10,7 @@
 
 namespace rosetctl {
 
-class NodeService final : public csi::v1::Node::CallbackService {
+class NodeService : public csi::v1::Node::CallbackService {
  public:
   NodeService(ServiceContext& context, HandlerPool& handlers)
       : context_(context), handlers_(handlers) {}

@@ -12,7 +12,6 @@
 #include <mutex>
 #include <thread>
 
-#include "cluster/node_forward.h"
 #include "core/validate.h"
 #include "daemon/call_log.h"
 #include "daemon/node_mounts.h"
@@ -85,11 +84,11 @@ class AttachLockReactor final : public grpc::ServerWriteReactor<v1::HoldAttachLo
   void take_turn() {
     auto start = std::chrono::steady_clock::now();
     log_call_start("HoldAttachLock", request_);
-    Peer peer = peer_of(*call_);
-    Status status = authorization_of(*call_);
+    CallAdmission admitted = admission_of(*call_);
+    Status status = admitted.status;
     if (status.is_ok()) status = wait_for_lock();
     v1::HoldAttachLockResponse none;
-    log_call_end("HoldAttachLock", peer, request_, none, status,
+    log_call_end("HoldAttachLock", admitted, request_, none, status,
                  std::chrono::steady_clock::now() - start);
     if (!status.is_ok()) {
       held_ = HeldLock();
@@ -176,30 +175,22 @@ Status check_this_node(const ServiceContext& context, std::string_view node_id) 
                node_id, context.options.node_id);
 }
 
-// Calls naming another node are forwarded there (node_forward.h): never answered from here.
-constexpr std::string_view kNodeStateService = "rosetctl.v1.NodeState";
-
 grpc::ServerUnaryReactor* NodeStateService::GetNodeVolumes(Request* call,
                                                            const v1::GetNodeVolumesRequest* request,
                                                            v1::GetNodeVolumesResponse* response) {
-  return answer_or_forward(context_, &handlers_, call, kNodeStateService, "GetNodeVolumes", request,
-                           response, [=, this] { return get_node_volumes(*request, response); });
+  return answer(handlers_, call, "GetNodeVolumes", request, response,
+                [=, this] { return get_node_volumes(*request, response); });
 }
 
 grpc::ServerUnaryReactor* NodeStateService::ResolveTarget(Request* call,
                                                           const v1::ResolveTargetRequest* request,
                                                           v1::ResolveTargetResponse* response) {
-  return answer_or_forward(context_, &handlers_, call, kNodeStateService, "ResolveTarget", request,
-                           response, [=, this] { return resolve_target(*request, response); });
+  return answer(handlers_, call, "ResolveTarget", request, response,
+                [=, this] { return resolve_target(*request, response); });
 }
 
 grpc::ServerWriteReactor<v1::HoldAttachLockResponse>* NodeStateService::HoldAttachLock(
     Request* call, const v1::HoldAttachLockRequest* request) {
-  if (auto node = other_node_named(context_, *call)) {
-    return new ForwardedStream<v1::HoldAttachLockResponse>(
-        context_, call, fmt::format("/{}/HoldAttachLock", kNodeStateService), std::move(*node),
-        *request);
-  }
   return new AttachLockReactor(context_, handlers_, call, request);
 }
 

@@ -2,7 +2,8 @@
 // (stagings, publications and their mounts' condition, connect's paths), and the attach lock
 // that lets one `volume connect` or `disconnect` at a time work on a volume here. Served beside
 // the Node service, so the CLI asks the node instead of reading its state directory, locally
-// and (through the controller's proxy) on another node alike.
+// and (through the controller's proxy) on another node alike. Like the Node service it answers
+// only for this host; a serve registers it behind the cluster's routing.
 #pragma once
 
 #include "daemon/handler_pool.h"
@@ -18,7 +19,7 @@ inline constexpr const char* kBlockDeviceDir = "/dev/rosetctl";
 // How long HoldAttachLock waits for another holder of the lock.
 inline constexpr std::chrono::seconds kAttachPatience{60};
 
-class NodeStateService final : public v1::NodeState::CallbackService {
+class NodeStateService : public v1::NodeState::CallbackService {
  public:
   NodeStateService(ServiceContext& context, HandlerPool& handlers)
       : context_(context), handlers_(handlers) {}

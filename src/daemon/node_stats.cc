@@ -13,6 +13,7 @@
 #include "daemon/node_paths.h"
 #include "daemon/node_service.h"
 #include "daemon/volume_locks.h"
+#include "daemon/volume_lookup.h"
 
 namespace rosetctl {
 namespace {

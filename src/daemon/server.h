@@ -1,12 +1,14 @@
-// `rosetctl serve`: the plugin on a unix socket until SIGTERM/SIGINT.
+// What `rosetctl serve` needs of this host to listen: the CSI endpoint's and the listeners'
+// addresses, the socket file, the signals it stops on. The loop that serves the assembled
+// plugin until then is cluster/serve.h.
 #pragma once
 
-#include <chrono>
+#include <signal.h>
+
 #include <string>
 #include <string_view>
-#include <vector>
 
-#include "daemon/plugin.h"
+#include "core/status.h"
 
 namespace rosetctl {
 
@@ -34,12 +36,7 @@ Status prepare_socket_path(const std::string& path);
 // serve_until_signalled's wait ever takes them. Called first thing by `serve`: a thread made
 // before it would take a SIGTERM by its default action and end serve without its grace.
 void block_stop_signals();
-
-// Serves until SIGTERM or SIGINT, then lets in-flight calls finish (up to `grace`) and removes
-// the socket. The socket file is mode 0660. Also listens on each of `tcp` with mutual TLS,
-// whose files SIGHUP reloads (Plugin::reload_tls).
-Status serve_until_signalled(Plugin& plugin, const std::string& socket_path,
-                             const std::vector<std::string>& tcp, const TlsFiles& tls,
-                             std::chrono::milliseconds grace);
+// The signals blocked: SIGTERM, SIGINT (stop) and SIGHUP (reload the TLS files now).
+sigset_t stop_signals();
 
 }  // namespace rosetctl

@@ -3,21 +3,19 @@
 
 #include <grpcpp/channel.h>
 #include <grpcpp/security/credentials.h>
-#include <grpcpp/server_context.h>
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 
-#include "cluster/transfer_grants.h"
 #include "core/lock_space.h"
 #include "core/progress.h"
 #include "core/state_layout.h"
 #include "core/state_store.h"
 #include "daemon/checked_stagings.h"
+#include "daemon/remote_sources.h"
 #include "providers/registry.h"
 
 namespace rosetctl {
@@ -45,10 +43,12 @@ struct PluginOptions {
   // option not given takes its default.
   std::map<std::string, ProviderSettings> provider_settings;
   // The controller (serve --controller, the CLI's --controller): other nodes are reached
-  // through its proxy, as when a snapshot is pulled from one (snapshot_pull.h). Null: none.
+  // through its proxy, as when a snapshot is pulled from one (cluster/snapshot_pull.h). Null:
+  // none.
   std::shared_ptr<grpc::Channel> controller_channel;
   // This host's certificates (--tls-cert, --tls-key, --tls-ca), shown when it dials another
-  // node directly to pull a snapshot from it (source_node.h). Null: only through the proxy.
+  // node directly to pull a snapshot from it (cluster/source_node.h). Null: only through the
+  // proxy.
   std::shared_ptr<grpc::ChannelCredentials> node_credentials;
 };
 
@@ -58,15 +58,9 @@ struct ServiceContext {
   StateStore& store;
   ProviderRegistry& providers;
   LockSpace locks;
-  // The channel to registered node `node` for a call naming it that reached one of this
-  // server's own services (cluster/node_forward.h); it authorizes the caller as the proxy does
-  // (cluster/node_proxy.h). Set by Plugin::start; empty: no calls are forwarded.
-  std::function<Expected<std::shared_ptr<grpc::Channel>>(
-      const grpc::ServerContextBase& call, const std::string& method, const std::string& node)>
-      route_to_node;
-  // The transfer grants this host issued (a controller) or was told of by its controller (a
-  // node a grant names as the source): cluster/transfer_grants.h.
-  TransferGrants transfer_grants;
+  // Content sources another host holds (remote_sources.h); set by the assembly. Null: every
+  // id is this host's.
+  std::shared_ptr<const RemoteSources> remote_sources;
   // Stagings whose publications all answered at their current mount (NodePublish's repair
   // check, daemon/node_repair.h).
   CheckedStagings checked_stagings;

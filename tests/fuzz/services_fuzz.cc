@@ -1,5 +1,5 @@
 // daemon: CSI requests (and rosetctl.v1 requests from peers and the CLI) into the real services,
-// as `serve` registers them (daemon/plugin.h), called through gRPC's in-process channel against
+// as `serve` registers them (cluster/plugin.h), called through gRPC's in-process channel against
 // a scratch state directory with the local provider. Whatever the bytes, every call ends with a
 // status: no crash, no sanitizer report, no hang past its deadline, and nothing mounted.
 //
@@ -40,8 +40,8 @@
 #include <vector>
 
 #include "cluster/node_registration.h"
+#include "cluster/plugin.h"
 #include "csi.grpc.pb.h"
-#include "daemon/plugin.h"
 #include "fuzz_check.h"
 #include "rosetctl.grpc.pb.h"
 

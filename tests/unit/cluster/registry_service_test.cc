@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "cluster/plugin.h"
 #include "csi.grpc.pb.h"
-#include "daemon/plugin.h"
 #include "rosetctl.grpc.pb.h"
 #include "unit/daemon/plugin_fixture.h"
 

@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
+#include "cluster/plugin.h"
 #include "csi.grpc.pb.h"
-#include "daemon/plugin.h"
 #include "unit/daemon/plugin_fixture.h"
 
 namespace {

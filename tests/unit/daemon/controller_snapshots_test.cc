@@ -7,8 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "cluster/plugin.h"
 #include "csi.grpc.pb.h"
-#include "daemon/plugin.h"
 #include "unit/daemon/plugin_fixture.h"
 
 namespace {

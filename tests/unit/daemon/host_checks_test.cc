@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "cluster/plugin.h"
 #include "csi.grpc.pb.h"
-#include "daemon/plugin.h"
 #include "unit/daemon/plugin_fixture.h"
 #include "unit/test_provider.h"
 

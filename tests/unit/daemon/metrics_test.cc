@@ -11,9 +11,9 @@
 #include <optional>
 #include <sstream>
 
+#include "cluster/plugin.h"
 #include "core/version.h"
 #include "csi.grpc.pb.h"
-#include "daemon/plugin.h"
 #include "unit/daemon/plugin_fixture.h"
 #include "unit/root_tests.h"
 

@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "cluster/plugin.h"
 #include "csi.grpc.pb.h"
-#include "daemon/plugin.h"
 #include "unit/scratch_dir.h"
 
 namespace rosetctl::testing {

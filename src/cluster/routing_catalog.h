@@ -1,10 +1,11 @@
 // rosetctl.v1.Catalog: what the CLI asks a controller beside CSI (volumes by name, snapshot
 // details, the snapshot store's maintenance), answered from the controller's store and
-// providers. The CLI calls it the same way in its own process and across hosts.
+// providers (daemon/host_catalog.h). The CLI calls it the same way in its own process and across
+// hosts.
 //
 // Volumes and snapshots placed on nodes live in the nodes' stores: a lookup by placed id is the
 // same Catalog call on the node its id names, sent the way CSI calls on placed ids are
-// (cluster/node_controllers.h), and a lookup by name (or commit) asks this host and every node the
+// (node_controllers.h), and a lookup by name (or commit) asks this host and every node the
 // caller may see (a node certificate: the controller host and itself), so a name unique in that
 // view resolves wherever the user stands and an ambiguous one is refused naming each id.
 #pragma once
@@ -15,15 +16,16 @@
 
 #include "cluster/node_controllers.h"
 #include "daemon/handler_pool.h"
+#include "daemon/host_catalog.h"
 #include "daemon/service_context.h"
 #include "rosetctl.grpc.pb.h"
 
 namespace rosetctl {
 
-class CatalogService final : public v1::Catalog::CallbackService {
+class RoutingCatalog final : public v1::Catalog::CallbackService {
  public:
-  CatalogService(ServiceContext& context, HandlerPool& handlers, NodeControllers& nodes)
-      : context_(context), handlers_(handlers), nodes_(nodes) {}
+  RoutingCatalog(ServiceContext& context, HandlerPool& handlers, NodeControllers& nodes)
+      : context_(context), handlers_(handlers), nodes_(nodes), host_(context) {}
 
   using Request = grpc::CallbackServerContext;
   grpc::ServerUnaryReactor* FindVolume(Request*, const v1::FindVolumeRequest*,
@@ -80,21 +82,10 @@ class CatalogService final : public v1::Catalog::CallbackService {
   Status verify(const grpc::CallbackServerContext& call, const v1::VerifySnapshotsRequest& request,
                 v1::VerifySnapshotsResponse* response);
 
-  // catalog_service.cc: this host's own store.
-  Status find_volume_here(const std::string& name_or_id, v1::FindVolumeResponse* response);
-  Status volume_details_here(const v1::GetVolumeDetailsRequest& request,
-                             v1::GetVolumeDetailsResponse* response);
-  Status list_snapshots_here(const v1::ListSnapshotDetailsRequest& request,
-                             std::vector<v1::SnapshotDetails>* out);
-  Status diff_here(const std::string& from, const std::string& to,
-                   v1::DiffSnapshotsResponse* response);
-  Status verify_here(const v1::VerifySnapshotsRequest& request,
-                     v1::VerifySnapshotsResponse* response);
-  Status collect(const v1::CollectGarbageRequest& request, v1::CollectGarbageResponse* response);
-
   ServiceContext& context_;
   HandlerPool& handlers_;
   NodeControllers& nodes_;
+  HostCatalog host_;  // this host's answers
 };
 
 }  // namespace rosetctl

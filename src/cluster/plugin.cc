@@ -1,5 +1,5 @@
 // Wiring of the plugin's parts.
-#include "daemon/plugin.h"
+#include "cluster/plugin.h"
 
 #include <absl/synchronization/mutex.h>
 #include <fmt/ranges.h>
@@ -11,6 +11,7 @@
 
 #include "cluster/authorization.h"
 #include "cluster/placed_interceptor.h"
+#include "cluster/remote_sources.h"
 #include "core/full_filesystem.h"
 #include "core/host_addresses.h"
 #include "core/validate.h"
@@ -84,8 +85,12 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
   auto locks = LockSpace::open(layout.lock_file());
   if (!locks) return locks.status();
 
-  plugin->context_.reset(new ServiceContext{std::move(options), layout, *plugin->store_,
-                                            *plugin->providers_, std::move(*locks)});
+  plugin->context_.reset(new ClusterContext{
+      {std::move(options), layout, *plugin->store_, *plugin->providers_, std::move(*locks)}});
+  // What this host's services ask of the cluster: who may call (daemon/call_gate.h) and the
+  // content sources other nodes hold (daemon/remote_sources.h).
+  set_call_gate(authorization_gate());
+  plugin->context_->remote_sources = std::make_shared<PlacedSources>();
   set_process_state_directory(layout.root);
   plugin->handlers_ = std::make_unique<HandlerPool>();
   plugin->identity_ = std::make_unique<IdentityService>(*plugin->context_, *plugin->handlers_);
@@ -93,11 +98,11 @@ Expected<std::unique_ptr<Plugin>> Plugin::open(PluginOptions options) {
   plugin->controller_ = std::make_unique<ControllerService>(*plugin->context_);
   plugin->routing_ = std::make_unique<RoutingController>(
       *plugin->context_, *plugin->handlers_, *plugin->node_controllers_, *plugin->controller_);
-  plugin->node_ = std::make_unique<NodeService>(*plugin->context_, *plugin->handlers_);
-  plugin->node_state_ = std::make_unique<NodeStateService>(*plugin->context_, *plugin->handlers_);
+  plugin->node_ = std::make_unique<RoutedNode>(*plugin->context_, *plugin->handlers_);
+  plugin->node_state_ = std::make_unique<RoutedNodeState>(*plugin->context_, *plugin->handlers_);
   plugin->objects_ = std::make_unique<ObjectStoreService>(*plugin->context_, *plugin->handlers_);
   plugin->registry_ = std::make_unique<RegistryService>(*plugin->context_, *plugin->handlers_);
-  plugin->catalog_ = std::make_unique<CatalogService>(*plugin->context_, *plugin->handlers_,
+  plugin->catalog_ = std::make_unique<RoutingCatalog>(*plugin->context_, *plugin->handlers_,
                                                       *plugin->node_controllers_);
   return plugin;
 }

@@ -2,6 +2,9 @@
 // NodeState, ObjectStore) behind a gRPC server (and, with TCP listeners, a second one for them,
 // so TLS can be reloaded).
 // The CLI talks to it through gRPC's in-process channel; `serve` also listens on a socket.
+// The assembly of one process: this host's services (daemon/) with the cluster's parts in front
+// of them and beside them (the routing, the authorization gate, remote content sources), which
+// is why it lives here and daemon/ includes nothing of this folder.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -13,21 +16,20 @@
 #include <string>
 #include <vector>
 
+#include "cluster/cluster_context.h"
 #include "cluster/node_proxy.h"
+#include "cluster/node_routes.h"
 #include "cluster/object_store_service.h"
 #include "cluster/registry_service.h"
+#include "cluster/routing_catalog.h"
 #include "cluster/routing_controller.h"
 #include "cluster/tls_files.h"
-#include "daemon/catalog_service.h"
 #include "daemon/controller_service.h"
 #include "daemon/handler_pool.h"
 #include "daemon/host_checks.h"
 #include "daemon/identity_service.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_endpoint.h"
-#include "daemon/node_service.h"
-#include "daemon/node_state_service.h"
-#include "daemon/service_context.h"
 
 namespace rosetctl {
 
@@ -76,12 +78,12 @@ class Plugin {
 
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<ProviderRegistry> providers_;
-  std::unique_ptr<ServiceContext> context_;
+  std::unique_ptr<ClusterContext> context_;
   std::unique_ptr<IdentityService> identity_;
   std::unique_ptr<NodeControllers> node_controllers_;  // the controller's calls to its nodes
   std::unique_ptr<ControllerService> controller_;      // this host's answers
   std::unique_ptr<RoutingController> routing_;  // the Controller service: where each call goes
-  std::unique_ptr<NodeService> node_;
+  std::unique_ptr<RoutedNode> node_;  // this host's Node service; calls for others forwarded
   // The TCP listeners with mutual TLS: a server of their own, replaced whole by reload_tls().
   struct TcpServer {
     std::unique_ptr<NodeProxy> proxy;  // a generic service belongs to one server
@@ -90,11 +92,11 @@ class Plugin {
   Expected<TcpServer> start_tcp(const std::vector<std::string>& addresses, std::vector<int>* ports);
   void register_services(grpc::ServerBuilder& builder, NodeProxy& proxy);
 
-  std::unique_ptr<NodeStateService> node_state_;  // rosetctl.v1.NodeState, beside the node
-  std::unique_ptr<ObjectStoreService> objects_;   // rosetctl.v1.ObjectStore, beside the node
-  std::unique_ptr<NodeProxy> proxy_;              // calls for a node, forwarded to it
-  std::unique_ptr<CatalogService> catalog_;       // rosetctl.v1.Catalog, beside the controller
-  std::unique_ptr<RegistryService> registry_;     // rosetctl.v1.Registry, beside the controller
+  std::unique_ptr<RoutedNodeState> node_state_;  // rosetctl.v1.NodeState, beside the node
+  std::unique_ptr<ObjectStoreService> objects_;  // rosetctl.v1.ObjectStore, beside the node
+  std::unique_ptr<NodeProxy> proxy_;             // calls for a node, forwarded to it
+  std::unique_ptr<RoutingCatalog> catalog_;      // rosetctl.v1.Catalog, beside the controller
+  std::unique_ptr<RegistryService> registry_;    // rosetctl.v1.Registry, beside the controller
   // After the services, before the server: destroyed once the server has stopped (no new
   // work) and before the services its handlers use.
   std::unique_ptr<HandlerPool> handlers_;
@@ -104,7 +106,7 @@ class Plugin {
   // which the proxies reach in process for the reading calls naming this host (node_proxy.h).
   std::unique_ptr<grpc::Server> own_objects_;
   std::shared_ptr<grpc::Channel> own_objects_channel_;
-  std::mutex tcp_mutex_;  // guards tcp_ against reload_tls() for ServiceContext::route_to_node
+  std::mutex tcp_mutex_;  // guards tcp_ against reload_tls() for ClusterContext::route_to_node
   TcpServer tcp_;         // guarded by tcp_mutex_ where route_to_node reads it
   std::vector<std::string> tcp_addresses_;  // as bound: "ADDR:PORT" with the port picked
   TlsFiles tls_;

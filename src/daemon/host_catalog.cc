@@ -1,14 +1,13 @@
-// Catalog RPCs: lookups in the state store, and snapshot maintenance through the providers.
-#include "daemon/catalog_service.h"
+// The Catalog's answers from this host: lookups in the state store, and snapshot maintenance
+// through the providers.
+#include "daemon/host_catalog.h"
 
 #include <algorithm>
 #include <map>
 
 #include "core/validate.h"
-#include "daemon/call_log.h"
 #include "daemon/catalog_convert.h"
 #include "daemon/convert.h"
-#include "daemon/publish_secrets.h"
 #include "daemon/snapshot_lookup.h"
 #include "daemon/volume_moves.h"
 
@@ -19,79 +18,8 @@ constexpr auto kMaxGcPatience = std::chrono::minutes(10);
 
 }  // namespace
 
-grpc::ServerUnaryReactor* CatalogService::FindVolume(Request* call,
-                                                     const v1::FindVolumeRequest* request,
-                                                     v1::FindVolumeResponse* response) {
-  return answer(handlers_, call, "FindVolume", request, response,
-                [=, this] { return find_volume(*call, *request, response); });
-}
-
-grpc::ServerUnaryReactor* CatalogService::GetPublishSecrets(
-    Request* call, const v1::GetPublishSecretsRequest* request,
-    v1::GetPublishSecretsResponse* response) {
-  return answer(handlers_, call, "GetPublishSecrets", request, response, [=, this] {
-    auto secrets = publish_secrets_here(context_, request->volume_id(), request->node_id());
-    if (!secrets) return secrets.status();
-    response->mutable_secrets()->insert(secrets->begin(), secrets->end());
-    return Status::ok();
-  });
-}
-
-grpc::ServerUnaryReactor* CatalogService::SetVolumeMove(Request* call,
-                                                        const v1::SetVolumeMoveRequest* request,
-                                                        v1::SetVolumeMoveResponse* response) {
-  return answer(handlers_, call, "SetVolumeMove", request, response,
-                [=, this] { return set_volume_move(*call, *request, response); });
-}
-
-grpc::ServerUnaryReactor* CatalogService::GetVolumeDetails(
-    Request* call, const v1::GetVolumeDetailsRequest* request,
-    v1::GetVolumeDetailsResponse* response) {
-  return answer(handlers_, call, "GetVolumeDetails", request, response,
-                [=, this] { return volume_details(*request, response); });
-}
-
-grpc::ServerUnaryReactor* CatalogService::FindSnapshot(Request* call,
-                                                       const v1::FindSnapshotRequest* request,
-                                                       v1::FindSnapshotResponse* response) {
-  return answer(handlers_, call, "FindSnapshot", request, response, [=, this] {
-    auto located = locate_snapshot(*call, request->reference());
-    if (!located) return located.status();
-    *response->mutable_snapshot() = std::move(located->details);
-    return Status::ok();
-  });
-}
-
-grpc::ServerUnaryReactor* CatalogService::ListSnapshotDetails(
-    Request* call, const v1::ListSnapshotDetailsRequest* request,
-    v1::ListSnapshotDetailsResponse* response) {
-  return answer(handlers_, call, "ListSnapshotDetails", request, response,
-                [=, this] { return list_snapshots(*call, *request, response); });
-}
-
-grpc::ServerUnaryReactor* CatalogService::DiffSnapshots(Request* call,
-                                                        const v1::DiffSnapshotsRequest* request,
-                                                        v1::DiffSnapshotsResponse* response) {
-  return answer(handlers_, call, "DiffSnapshots", request, response,
-                [=, this] { return diff(*call, *request, response); });
-}
-
-grpc::ServerUnaryReactor* CatalogService::VerifySnapshots(Request* call,
-                                                          const v1::VerifySnapshotsRequest* request,
-                                                          v1::VerifySnapshotsResponse* response) {
-  return answer(handlers_, call, "VerifySnapshots", request, response,
-                [=, this] { return verify(*call, *request, response); });
-}
-
-grpc::ServerUnaryReactor* CatalogService::CollectGarbage(Request* call,
-                                                         const v1::CollectGarbageRequest* request,
-                                                         v1::CollectGarbageResponse* response) {
-  return answer(handlers_, call, "CollectGarbage", request, response,
-                [=, this] { return collect(*request, response); });
-}
-
-Status CatalogService::find_volume_here(const std::string& name_or_id,
-                                        v1::FindVolumeResponse* response) {
+Status HostCatalog::find_volume_here(const std::string& name_or_id,
+                                     v1::FindVolumeResponse* response) {
   auto named = context_.store.find_volume_by_name(name_or_id);
   if (!named) return named.status();
   // A volume moved to another node is that node's by its name now; this old copy answers to
@@ -115,8 +43,8 @@ Status CatalogService::find_volume_here(const std::string& name_or_id,
   return Status::ok();
 }
 
-Status CatalogService::volume_details_here(const v1::GetVolumeDetailsRequest& request,
-                                           v1::GetVolumeDetailsResponse* response) {
+Status HostCatalog::volume_details_here(const v1::GetVolumeDetailsRequest& request,
+                                        v1::GetVolumeDetailsResponse* response) {
   for (const std::string& id : request.volume_ids()) {
     auto record = context_.store.find_volume(id);
     if (!record) return record.status();
@@ -128,8 +56,8 @@ Status CatalogService::volume_details_here(const v1::GetVolumeDetailsRequest& re
   return Status::ok();
 }
 
-Status CatalogService::list_snapshots_here(const v1::ListSnapshotDetailsRequest& request,
-                                           std::vector<v1::SnapshotDetails>* out) {
+Status HostCatalog::list_snapshots_here(const v1::ListSnapshotDetailsRequest& request,
+                                        std::vector<v1::SnapshotDetails>* out) {
   std::vector<SnapshotRecord> records;
   if (request.snapshot_ids().empty()) {
     auto all = context_.store.list_snapshots("", 0, request.source_volume_id());
@@ -147,8 +75,8 @@ Status CatalogService::list_snapshots_here(const v1::ListSnapshotDetailsRequest&
   return Status::ok();
 }
 
-Status CatalogService::diff_here(const std::string& from_reference, const std::string& to_reference,
-                                 v1::DiffSnapshotsResponse* response) {
+Status HostCatalog::diff_here(const std::string& from_reference, const std::string& to_reference,
+                              v1::DiffSnapshotsResponse* response) {
   auto from = find_snapshot_by_reference(context_.store, from_reference);
   if (!from) return from.status();
   auto to = find_snapshot_by_reference(context_.store, to_reference);
@@ -177,8 +105,8 @@ Status CatalogService::diff_here(const std::string& from_reference, const std::s
   return Status::ok();
 }
 
-Status CatalogService::verify_here(const v1::VerifySnapshotsRequest& request,
-                                   v1::VerifySnapshotsResponse* response) {
+Status HostCatalog::verify_here(const v1::VerifySnapshotsRequest& request,
+                                v1::VerifySnapshotsResponse* response) {
   std::vector<SnapshotRecord> records;
   if (request.references().empty()) {
     auto all = context_.store.list_snapshots("", 0);
@@ -223,8 +151,8 @@ Status CatalogService::verify_here(const v1::VerifySnapshotsRequest& request,
   return Status::ok();
 }
 
-Status CatalogService::collect(const v1::CollectGarbageRequest& request,
-                               v1::CollectGarbageResponse* response) {
+Status HostCatalog::collect(const v1::CollectGarbageRequest& request,
+                            v1::CollectGarbageResponse* response) {
   auto patience = std::min<std::chrono::milliseconds>(
       std::chrono::milliseconds(std::max<int64_t>(request.patience_ms(), 0)), kMaxGcPatience);
   for (const std::string& name : context_.providers.names()) {
