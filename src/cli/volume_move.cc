@@ -144,19 +144,19 @@ Expected<std::string> take_move_snapshot(Session& session, const MovePlan& move,
   }
 }
 
-// The move's snapshots an earlier run left on A (placed ids), by their names.
+// The move's snapshots an earlier run left, by their names, wherever they are (A's, and copies
+// on B that an undo could not remove while B was down), as A's placed ids: removing one removes
+// both copies.
 Expected<std::vector<std::string>> move_snapshots_left(Session& session, const MovePlan& move) {
-  v1::ListSnapshotDetailsRequest request;
-  request.set_source_volume_id(move.old_id);
   v1::ListSnapshotDetailsResponse response;
-  ROSETCTL_RETURN_IF_ERROR(
-      session.client().catalog(&v1::Catalog::Stub::ListSnapshotDetails, request, &response));
+  ROSETCTL_RETURN_IF_ERROR(session.client().catalog(&v1::Catalog::Stub::ListSnapshotDetails,
+                                                    v1::ListSnapshotDetailsRequest(), &response));
   std::vector<std::string> left;
   for (const v1::SnapshotDetails& details : response.snapshots()) {
     if (!details.name().starts_with(move_snapshot_prefix(move))) continue;
     auto placed = decode_placed_id(details.id());
     auto id = encode_placed_id(move.from.node, placed ? placed->local_id : details.id());
-    if (id) left.push_back(*id);
+    if (id && std::find(left.begin(), left.end(), *id) == left.end()) left.push_back(*id);
   }
   return left;
 }
