@@ -191,12 +191,7 @@ Status run_drain(const GlobalOptions& globals, const DrainOptions& options) {
   std::sort(volumes->begin(), volumes->end(), [](const VolumeInfo& a, const VolumeInfo& b) {
     return volume_name(a.volume) < volume_name(b.volume);
   });
-  std::vector<DrainTarget> targets;
-  if (options.to.empty()) {
-    auto found = drain_targets(**session, *drained);
-    if (!found) return found.status();
-    targets = std::move(*found);
-  }
+  std::optional<std::vector<DrainTarget>> targets;  // asked once a volume needs a place
 
   nlohmann::json rows = nlohmann::json::array();
   std::map<std::string, int> counts{
@@ -220,13 +215,16 @@ Status run_drain(const GlobalOptions& globals, const DrainOptions& options) {
     // Asked first: a roset or iscsi volume takes no room anywhere, and is in no one's way.
     Status movable = check_movable_kind(info);
     if (movable && each.to_node.empty()) {
-      {
-        DrainTarget* target = place_drained(targets, info.volume.capacity_bytes());
-        if (target == nullptr) {
-          movable = error(Code::kResourceExhausted, "{}", no_room(targets, info, options.node));
-        } else {
-          each.to_node = target->node;
-        }
+      if (!targets) {
+        auto found = drain_targets(**session, *drained);
+        if (!found) return found.status();
+        targets = std::move(*found);
+      }
+      DrainTarget* target = place_drained(*targets, info.volume.capacity_bytes());
+      if (target == nullptr) {
+        movable = error(Code::kResourceExhausted, "{}", no_room(*targets, info, options.node));
+      } else {
+        each.to_node = target->node;
       }
     }
     if (movable && !earlier && !info.published_nodes.empty() && each.wait_unpublished == 0) {
