@@ -16,7 +16,7 @@ import time
 import pytest
 
 from controller_site import build_site
-from rosetctl_cli import EXIT_PRECONDITION
+from rosetctl_cli import EXIT_NOT_FOUND, EXIT_PRECONDITION, EXIT_USAGE
 from snapshot_trees import describe_tree
 from test_placement import local_id
 from test_readme_json import json_specs
@@ -68,6 +68,15 @@ def test_a_node_with_20_volumes_drains_to_the_node_with_room_and_what_cannot_mov
     roset = alice.ok_json("volume", "create", "team", "--provider", "roset")
     alice.ok("volume", "map", "team", "--node", "consumer-a")
     elsewhere_id, _ = placed_volume(nodes, "on-b", "consumer-b")
+
+    # Refused before anything moves: an unknown node either side, the drained node as --to.
+    unknown = alice.run("node", "drain", "nobody")
+    assert unknown.rc == EXIT_NOT_FOUND and '"nobody" is not a registered node' in unknown.stderr, unknown.describe()
+    nowhere = drain(nodes, "--to", "nobody")
+    assert nowhere.rc == EXIT_NOT_FOUND and '--to "nobody"' in nowhere.stderr, nowhere.describe()
+    itself = drain(nodes, "--to", "consumer-a")
+    assert itself.rc == EXIT_USAGE and "is the node drained" in itself.stderr, itself.describe()
+    assert alice.volume("v00")["id"] == made["v00"][0]
 
     result = drain(nodes)
     assert result.rc == EXIT_PRECONDITION, result.describe()
