@@ -19,8 +19,10 @@
 //   - not paused: the move's snapshots an earlier run left are stale (writes went on since), so
 //     they are removed first and the move starts over;
 //   - paused: nothing was written since the pause, so the pre-copy is skipped and the "final"
-//     snapshot (the same name, so the same snapshot if it was taken), the pull and the
+//     snapshot (the one on A, taken up by its name, if it was taken), the pull and the
 //     CreateVolume on B (the same request, so the same volume if it was made) go on to the switch;
+// Each run names its snapshots anew ("move-TAG-RUN-N", "move-TAG-final-RUN"): a copy on B that an
+// earlier run could not remove (B was down) never holds the name a new snapshot needs there.
 //   - moved: only the cleanup is left.
 // A failure after the pause gives the volume back to A (CANCEL) when nothing on B can be the
 // volume: A's "final" snapshot is removed before the pause ends, so no later run takes up a
@@ -40,6 +42,7 @@
 #include "cluster/placed_id.h"
 #include "core/commit_store/sha256.h"
 #include "core/crash_point.h"
+#include "core/random_id.h"
 #include "core/size.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
@@ -83,7 +86,8 @@ struct MovePlan {
   std::string old_id;
   PlacedId from;
   std::string to;
-  std::string tag;  // the same for every run of this move: its snapshots' names repeat
+  std::string tag;  // the same for every run of this move: its snapshots' names start with it
+  std::string run;  // this run's, in the names of the snapshots it takes
   csi::v1::Volume volume;
 };
 
@@ -123,6 +127,7 @@ Status plan_move(Session& session, const VolumeInfo& info, const std::string& to
   }
   ROSETCTL_RETURN_IF_ERROR(known);
   move->tag = sha256_hex(fmt::format("{}\n{}", move->old_id, move->to)).substr(0, 16);
+  move->run = random_hex(4);
   return Status::ok();
 }
 
@@ -144,19 +149,29 @@ Expected<std::string> take_move_snapshot(Session& session, const MovePlan& move,
   }
 }
 
-// The move's snapshots an earlier run left, by their names, wherever they are (A's, and copies
+// The move's snapshots earlier runs left, by their names, wherever they are (A's, and copies
 // on B that an undo could not remove while B was down), as A's placed ids: removing one removes
-// both copies.
-Expected<std::vector<std::string>> move_snapshots_left(Session& session, const MovePlan& move) {
+// both copies. And the name of A's "final" one, if there is one.
+struct MoveLeftovers {
+  std::vector<std::string> ids;
+  std::optional<std::string> final_name;
+};
+
+Expected<MoveLeftovers> move_snapshots_left(Session& session, const MovePlan& move) {
   v1::ListSnapshotDetailsResponse response;
   ROSETCTL_RETURN_IF_ERROR(session.client().catalog(&v1::Catalog::Stub::ListSnapshotDetails,
                                                     v1::ListSnapshotDetailsRequest(), &response));
-  std::vector<std::string> left;
+  MoveLeftovers left;
   for (const v1::SnapshotDetails& details : response.snapshots()) {
     if (!details.name().starts_with(move_snapshot_prefix(move))) continue;
     auto placed = decode_placed_id(details.id());
+    if (placed && placed->node == move.from.node &&
+        details.name().starts_with(move_snapshot_prefix(move) + "final")) {
+      left.final_name = details.name();
+    }
     auto id = encode_placed_id(move.from.node, placed ? placed->local_id : details.id());
-    if (id && std::find(left.begin(), left.end(), *id) == left.end()) left.push_back(*id);
+    if (id && std::find(left.ids.begin(), left.ids.end(), *id) == left.ids.end())
+      left.ids.push_back(*id);
   }
   return left;
 }
@@ -307,12 +322,12 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
   std::vector<std::string> snapshots;
   if (!earlier) {
     // Taken before writes that went on since: a pre-copy must not stop on one of them.
-    if (!left->empty())
+    if (!left->ids.empty())
       say_move_step(
           fmt::format("removing {} snapshot(s) an earlier move of "
                       "volume \"{}\" left",
-                      left->size(), move.name));
-    if (!remove_move_snapshots(session, move, *left)) {
+                      left->ids.size(), move.name));
+    if (!remove_move_snapshots(session, move, left->ids)) {
       return error(Code::kUnavailable,
                    "the snapshots an earlier move of volume \"{}\" left on node \"{}\" could not "
                    "be removed; nothing was moved: try again",
@@ -322,7 +337,7 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
     say_move_step(fmt::format("volume \"{}\" was {} node \"{}\" by an earlier run: going on",
                               move.name, earlier->moved ? "moved to" : "paused for its move to",
                               move.to));
-    snapshots = *left;  // removed at the end, as this run's
+    snapshots = left->ids;  // removed at the end, as this run's
   }
 
   std::vector<PreCopyRound> rounds;
@@ -340,7 +355,7 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
       return failed;
     };
     for (int round = 1; !earlier && round <= settings.max_rounds; ++round) {
-      auto snapshot = take_move_snapshot(session, move, std::to_string(round));
+      auto snapshot = take_move_snapshot(session, move, fmt::format("{}-{}", move.run, round));
       if (!snapshot) return forget(snapshot.status());
       snapshots.push_back(*snapshot);
       auto pulled = pull_to_receiver(session, move, *snapshot);
@@ -374,7 +389,11 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
       return failed.with_context(
           fmt::format("volume \"{}\" stays on node \"{}\", unpaused", move.name, move.from.node));
     };
-    auto last = take_move_snapshot(session, move, "final");
+    // Paused by an earlier run that took it: that one (nothing was written since).
+    std::string final_step = fmt::format("final-{}", move.run);
+    if (earlier && left->final_name)
+      final_step = left->final_name->substr(move_snapshot_prefix(move).size());
+    auto last = take_move_snapshot(session, move, final_step);
     if (!last) return undo(last.status());
     if (std::find(snapshots.begin(), snapshots.end(), *last) == snapshots.end())
       snapshots.push_back(*last);
@@ -404,6 +423,14 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
                    std::chrono::steady_clock::now() - paused_at)
                    .count();
     crash_point("volume-move-switched");
+  }
+  // Listed again: a copy on B that an earlier run could not remove is found once B answers
+  // (the listing at the start leaves out a node that did not answer then).
+  if (auto rest = move_snapshots_left(session, move)) {
+    for (const std::string& id : rest->ids) {
+      if (std::find(snapshots.begin(), snapshots.end(), id) == snapshots.end())
+        snapshots.push_back(id);
+    }
   }
   remove_move_snapshots(session, move, snapshots);
 

@@ -325,7 +325,9 @@ def test_a_paused_move_whose_party_was_killed_finishes_once_it_is_back(nodes, pa
         time.sleep(2)
     assert done.rc == 0, done.describe()
     result = json.loads(done.stdout)
-    assert result["resumed"] in ((None,) if party == "receiver" else (None, "paused")), result
+    # A run that failed on the way left it paused (the create on B may have happened) or gave it
+    # back to A: the last one went on from there.
+    assert result["resumed"] in (None, "paused"), result
     new_id = result["volume_id"]
     assert alice.volume("party")["id"] == new_id
     lines = differences_across_hosts(expected, describe_tree(directory_of(nodes, new_id, "consumer-b")))
