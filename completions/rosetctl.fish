@@ -910,6 +910,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node' -a register -d 'Regis
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -a list -d 'List the nodes registered with the controller'
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -a show -d 'Show one registered node'
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -a remove -d 'Remove a node from the controller\'s registry'
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -a drain -d 'Move every volume off a node, one at a time (from the controller seat)'
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l config
@@ -1044,6 +1045,37 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l tls-ca
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l to
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l delete-source
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l wait-unpublished
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l max-rounds
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l small
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l iscsi-tgt-control-port
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l on-node
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from plugin' -l config

@@ -253,6 +253,8 @@ void setup_node_registry(CLI::App& node, const GlobalOptions& globals, Action& a
   remove->callback([&globals, &action, remove_options] {
     action = [&globals, remove_options] { return run_node_remove(globals, *remove_options); };
   });
+
+  setup_node_drain(node, globals, action);
 }
 
 }  // namespace rosetctl::cli

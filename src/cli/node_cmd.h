@@ -1,4 +1,4 @@
-// `rosetctl node register|list|show|remove`: the controller's node registry
+// `rosetctl node register|list|show|remove|drain`: the controller's node registry
 // (rosetctl.v1.Registry), beside `node info` under the same `node` command.
 #pragma once
 
@@ -10,5 +10,7 @@
 namespace rosetctl::cli {
 
 void setup_node_registry(CLI::App& node, const GlobalOptions& globals, Action& action);
+// drain (node_drain_cmd.cc): every volume moved off a node.
+void setup_node_drain(CLI::App& node, const GlobalOptions& globals, Action& action);
 
 }  // namespace rosetctl::cli

@@ -1,6 +1,7 @@
 // The source node's side of a volume move (volume_moves.h).
 #include "daemon/volume_moves.h"
 
+#include "core/move_condition.h"
 #include "core/validate.h"
 #include "daemon/volume_locks.h"
 #include "providers/provider_registration.h"
@@ -30,11 +31,8 @@ Expected<std::string> move_condition(const ServiceContext& context, std::string_
   auto move = context.store.find_volume_move(volume_id);
   if (!move) return move.status();
   if (!move->has_value()) return std::string();
-  if ((*move)->moved) {
-    return fmt::format("moved to node \"{}\" as {}; this is the old copy, kept until deleted",
-                       (*move)->to_node, (*move)->new_volume_id);
-  }
-  return fmt::format("paused while it moves to node \"{}\"", (*move)->to_node);
+  if ((*move)->moved) return moved_condition((*move)->to_node, (*move)->new_volume_id);
+  return paused_move_condition((*move)->to_node);
 }
 
 Status set_volume_move_here(const ServiceContext& context,

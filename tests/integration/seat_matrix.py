@@ -35,7 +35,7 @@ KINDS = {
 VOLUME_VERBS = ["create", "list", "show", "expand", "modify", "delete", "map", "unmap",
                 "connect", "disconnect", "stats"]
 SNAPSHOT_VERBS = ["commit", "list", "show", "diff", "restore", "delete", "verify", "gc", "push", "pull"]
-NODE_VERBS = ["info", "register", "list", "show", "remove"]
+NODE_VERBS = ["info", "register", "list", "show", "remove", "drain"]
 VERBS = ([f"volume {v}" for v in VOLUME_VERBS] + [f"snapshot {v}" for v in SNAPSHOT_VERBS]
          + [f"node {v}" for v in NODE_VERBS])
 
@@ -188,6 +188,9 @@ def _node_rows() -> None:
     TABLE[("node remove", "-")] = row(OK, NODE_ACTS_FOR_ITSELF, OK, OK,
                                       ok("removes from this host's own registry: not there, says so and "
                                          "names --controller"))
+    # A node registered for the cell, holding no volume: the drain has nothing to move.
+    TABLE[("node drain", "-")] = row(OK, NODE_ACTS_FOR_ITSELF, OK, OK,
+                                     refused(5, "node drain runs from the controller seat"))
 
 
 _volume_rows()

@@ -150,7 +150,7 @@ class Walk:
     def setup(self) -> None:
         verb, kind = self.cell.verb, self.cell.kind
         if kind == "-":
-            if verb == "node remove":
+            if verb in ("node remove", "node drain"):
                 ghost = self.lab.site.ctl.run("--node-id", self.name, "node", "register", "--iscsi-initiator",
                                               f"iqn.2026-11.io.roset.test:{self.name}")
                 assert ghost.rc == 0, ghost.describe()
@@ -202,6 +202,7 @@ class Walk:
             "node list": ["node", "list"],
             "node show": ["node", "show", "consumer-b"],
             "node remove": ["node", "remove", self.name],
+            "node drain": ["node", "drain", self.name],
         }[verb]
 
     def seat_json(self, *args):
@@ -284,6 +285,8 @@ class Walk:
             return None if out["node_id"] == "consumer-b" else f"{out}"
         if verb == "node remove":
             return None if out["removed"] != own_registry else f"{out}"
+        if verb == "node drain":
+            return None if out["node"] == self.name and out["summary"]["volumes"] == 0 else f"{out}"
         if verb == "node register" and not own_registry:
             # No --address: the one registered before (consumer-a's serve's) stays.
             return None if out["address"] == self.address_before else f"address {self.address_before} -> {out}"

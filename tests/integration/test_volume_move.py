@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
 import pytest
 
 from controller_site import build_site
-from rosetctl_cli import EXIT_NOT_FOUND, EXIT_PRECONDITION, EXIT_USAGE, EXIT_UNIMPLEMENTED
+from rosetctl_cli import EXIT_BUSY, EXIT_NOT_FOUND, EXIT_PRECONDITION, EXIT_USAGE, EXIT_UNIMPLEMENTED
 from snapshot_trees import describe_tree
 from test_placement import local_id
 from test_readme_json import json_specs
-from test_snapshot_streaming import Nodes, differences_across_hosts, fill_varied, placed_volume
+from test_snapshot_streaming import Nodes, differences_across_hosts, fill_varied, placed_volume, start_node
 
 MiB = 2**20
 
@@ -235,3 +236,100 @@ def test_an_image_volume_moves_the_same_way_once_disconnected(nodes):
     assert (on_b / "inside.txt").read_text() == "in the image's filesystem\n"
     site.b.ok("volume", "disconnect", "disk")
     assert [v["id"] for v in alice.volumes()] == [moved["volume_id"]]
+
+
+# ---------------------------------------------------------------- every kill point, run again
+#
+# The steps of a move and where a kill leaves it (cli/volume_move.cc): pre-copy (the volume as
+# it was, snapshots left), pause (paused), final snapshot and its pull (paused), create on B
+# (paused, made on B), switch (moved, snapshots left), cleanup. Each kill point of the CLI is
+# named by a crash point; one of the source's serve, the receiver's or the controller's is a
+# serve killed while the volume is paused, the move run again while it is down, then once it
+# is back. Killed after the pause and after the create: the test above.
+
+
+def killed_move(nodes: Nodes, name: str, crash_at: str, *extra) -> None:
+    alice = nodes.site.alice
+    killed = alice.run("volume", "move", name, "--to-node", "consumer-b", *extra,
+                       env={**alice.env, "ROSETCTL_CRASH_AT": crash_at}, timeout=300)
+    assert killed.rc != 0 and "killed" not in killed.stdout, killed.describe()
+
+
+@pytest.mark.parametrize("crash_at, resumed", [("volume-move-pre-copied", None),
+                                               ("volume-move-final-taken", "paused"),
+                                               ("volume-move-switched", "moved")])
+def test_a_move_killed_at_each_step_finishes_when_run_again(nodes, crash_at, resumed):
+    site, alice = nodes.site, nodes.site.alice
+    volume_id, source = placed_volume(nodes, "step", "consumer-a")
+    fill_varied(source)
+    killed_move(nodes, volume_id, crash_at)
+    if resumed is None:
+        # Not paused: still A's, and written after the kill; the rerun must carry this too,
+        # not stop its pre-copy on the killed run's snapshot.
+        assert alice.volume("step")["condition"]["abnormal"] is False
+        (source / "after-the-kill.txt").write_text("written between the two runs\n")
+    expected = describe_tree(source)
+
+    done = alice.run("volume", "move", volume_id, "--to-node", "consumer-b", "-o", "json", timeout=300)
+    assert done.rc == 0, done.describe()
+    result = json.loads(done.stdout)
+    json_specs()["volume move"].check("volume move", result)
+    assert result["resumed"] == resumed, result
+    if resumed is None:
+        assert "removing 1 snapshot(s) an earlier move" in done.stderr, done.describe()
+    if resumed == "paused":
+        assert result["rounds"] == [], "expected no pre-copy once paused"
+    new_id = result["volume_id"]
+    assert alice.volume("step")["id"] == new_id and local_id(new_id, "consumer-b"), result
+    lines = differences_across_hosts(expected, describe_tree(directory_of(nodes, new_id, "consumer-b")))
+    assert not lines, "expected the volume on B to equal A's:\n" + "\n".join(lines)
+    assert move_snapshots(nodes) == []
+    assert sorted(v["id"] for v in alice.volumes()) == sorted([volume_id, new_id])
+    # Once more: nothing left to do, and it says so.
+    again = alice.ok_json("volume", "move", volume_id, "--to-node", "consumer-b", "--delete-source")
+    assert again["resumed"] == "moved" and again["volume_id"] == new_id and again["source_deleted"], again
+    assert not source.exists()
+
+
+@pytest.mark.parametrize("party", ["source", "receiver", "controller"])
+def test_a_paused_move_whose_party_was_killed_finishes_once_it_is_back(nodes, party):
+    site, alice = nodes.site, nodes.site.alice
+    volume_id, source = placed_volume(nodes, "party", "consumer-a")
+    fill_varied(source)
+    expected = describe_tree(source)
+    killed_move(nodes, "party", "volume-move-paused")
+    serve = {"source": nodes.serve_a, "receiver": nodes.serve_b, "controller": site.serve}[party]
+    serve.send_signal(signal.SIGKILL)
+    serve.wait(timeout=10)
+
+    down = alice.run("volume", "move", volume_id, "--to-node", "consumer-b", timeout=300)
+    assert down.rc != 0, down.describe()
+    if party == "receiver":
+        # The last delta could not reach B: the volume is given back to A, unpaused.
+        assert 'stays on node "consumer-a", unpaused' in down.stderr, down.describe()
+        target = nodes.a_host.dir / "party"
+        site.a.ok("volume", "connect", volume_id, "--target", target)
+        site.a.ok("volume", "disconnect", volume_id)
+        nodes.serve_b = start_node(site, nodes.b_host, site.b.env)
+    elif party == "source":
+        nodes.restart_a()
+    else:
+        site.start_serve()
+    # Paused, or not (the receiver's case): a run finishes, from there. The first runs may find
+    # a channel to the restarted serve still in gRPC's reconnect backoff (exit 6, try again).
+    deadline = time.monotonic() + 90
+    while True:
+        done = alice.run("volume", "move", volume_id, "--to-node", "consumer-b", "-o", "json", timeout=300)
+        if done.rc != EXIT_BUSY or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert done.rc == 0, done.describe()
+    result = json.loads(done.stdout)
+    # A run that failed on the way left it paused (the create on B may have happened) or gave it
+    # back to A: the last one went on from there.
+    assert result["resumed"] in (None, "paused"), result
+    new_id = result["volume_id"]
+    assert alice.volume("party")["id"] == new_id
+    lines = differences_across_hosts(expected, describe_tree(directory_of(nodes, new_id, "consumer-b")))
+    assert not lines, "expected the volume on B to equal A's:\n" + "\n".join(lines)
+    assert move_snapshots(nodes) == [], "expected no snapshot left, B's copies included"

@@ -1,8 +1,10 @@
 // Tests for src/core/state_store/volume_moves.cc: a move's pause is refused while anything
-// holds the volume, is idempotent for its node only, and its record goes with the volume.
+// holds the volume, is idempotent for its node only, and its record goes with the volume; and
+// the condition a moving volume reports reads back as the move (core/move_condition.h).
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "core/move_condition.h"
 #include "core/state_store.h"
 #include "unit/scratch_dir.h"
 
@@ -82,6 +84,28 @@ TEST_CASE("volume moves: a cancelled pause leaves the volume as before", "[state
   REQUIRE(move.has_value());
   CHECK_FALSE(move->has_value());
   REQUIRE(store->pause_volume_move("v1", "node-c").is_ok());
+}
+
+TEST_CASE("volume moves: the condition a paused or moved volume reports reads back as its move",
+          "[state_store]") {
+  auto paused = parse_move_condition(paused_move_condition("node-b"));
+  REQUIRE(paused.has_value());
+  CHECK_FALSE(paused->moved);
+  CHECK(paused->to_node == "node-b");
+  CHECK(paused->new_volume_id.empty());
+  auto moved = parse_move_condition(moved_condition("node-b", "n6.node-b.local-0123"));
+  REQUIRE(moved.has_value());
+  CHECK(moved->moved);
+  CHECK(moved->to_node == "node-b");
+  CHECK(moved->new_volume_id == "n6.node-b.local-0123");
+  // Any other condition is no move, a truncated one neither.
+  CHECK_FALSE(parse_move_condition("volume is healthy").has_value());
+  CHECK_FALSE(parse_move_condition("image file is missing").has_value());
+  CHECK_FALSE(parse_move_condition("paused while it moves to node \"node-b").has_value());
+  CHECK_FALSE(
+      parse_move_condition("paused while it moves to node \"node-b\" and more").has_value());
+  CHECK_FALSE(parse_move_condition("moved to node \"node-b\" as ").has_value());
+  CHECK_FALSE(parse_move_condition("moved to node \"\" as x; y").has_value());
 }
 
 }  // namespace
