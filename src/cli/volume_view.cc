@@ -59,6 +59,27 @@ std::string parameters_cell(const nlohmann::json& volume) {
   return out.empty() ? "-" : out;
 }
 
+// `volume show`'s replica (volume replicate): "on node "b" every 10m; last 2026-...: n...
+// (1.0 MiB sent); last error 2026-...: ...", "-" when it has none (or it was not asked).
+std::string replica_cell(const nlohmann::json& volume) {
+  if (!volume.contains("replica") || volume["replica"].is_null()) return "-";
+  const auto& replica = volume["replica"];
+  std::string out = fmt::format("on node \"{}\" every {}", replica["to_node"].get<std::string>(),
+                                replica["every"].get<std::string>());
+  if (replica["last_success"].is_null()) {
+    out += "; no round done yet";
+  } else {
+    out += fmt::format("; last {}: {} ({} bytes sent)", replica["last_success"].get<std::string>(),
+                       replica["snapshot_id"].get<std::string>(),
+                       replica["last_bytes_sent"].get<int64_t>());
+  }
+  if (!replica["last_error_at"].is_null()) {
+    out += fmt::format("; last error {}: {}", replica["last_error_at"].get<std::string>(),
+                       replica["last_error"].get<std::string>());
+  }
+  return out;
+}
+
 // "consumer-b: /mnt/a, /mnt/b; consumer-c (staged)", "-" when connected nowhere asked.
 std::string connected_on_cell(const nlohmann::json& volume) {
   std::string out;
@@ -250,6 +271,7 @@ std::vector<Column> volume_fields() {
       {"Not asked", unreachable_cell},
       {"Condition", condition_cell},
       {"Mutable parameters", parameters_cell},
+      {"Replica", replica_cell},
   };
 }
 

@@ -90,7 +90,7 @@ def verb_table(rows: list[list[str]], bases: dict[str, Spec]) -> dict[str, Spec]
 
 # Verbs whose output needs more than one host: the test named checks it against json.md with
 # json_specs(), so this file only makes sure that test names the verb.
-CHECKED_ELSEWHERE = {"volume move": "test_volume_move.py"}
+CHECKED_ELSEWHERE = {"volume move": "test_volume_move.py", "volume replicate": "test_volume_replicas.py"}
 
 
 def json_specs() -> dict[str, Spec]:
@@ -126,7 +126,7 @@ def test_readme_json_tables_match_every_verbs_output(readme, cli, workdir):
     again = cli.ok_json("volume", "connect", "dir", "--target", workdir / "dir")
     check("volume connect", again)
     assert again["already_connected"] is True
-    check("volume", cli.ok_json("volume", "show", "dir"))
+    check("volume show", cli.ok_json("volume", "show", "dir"))
     check("volume stats", cli.ok_json("volume", "stats", "dir"))
     check("volume connect", cli.ok_json("volume", "connect", "blk"))
     check("volume stats of a block volume", cli.ok_json("volume", "stats", "blk"))
