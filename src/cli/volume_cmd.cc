@@ -9,7 +9,6 @@
 #include "cli/volume_expand.h"
 #include "cli/volume_lookup.h"
 #include "cli/volume_view.h"
-#include "cluster/placed_id.h"
 #include "core/size.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
@@ -103,13 +102,6 @@ Status run_show(const GlobalOptions& globals, const VolumeOptions& options) {
   if (!info) return info.status();
   auto described = describe_volume(**session, *info, NodesAsked::kEveryNode);
   if (!described) return described.status();
-  // The controller's replica of it (volume replicate), for a volume placed on a node.
-  (*described)["replica"] = nullptr;
-  if (!(*session)->sees_only_this_host() && decode_placed_id(info->volume.volume_id())) {
-    auto replica = volume_replica(**session, info->volume.volume_id());
-    if (!replica) return replica.status();
-    if (*replica) (*described)["replica"] = volume_replica_json(**replica);
-  }
   print_object(globals.output, *described, volume_fields());
   note_unreachable(globals.output, *described);
   return Status::ok();

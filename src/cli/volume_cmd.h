@@ -3,8 +3,6 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,9 +36,5 @@ void setup_volume_move(CLI::App& volume, const GlobalOptions& globals, Action& a
 
 // replicate (volume_replicate_cmd.cc): a local volume's latest snapshot kept on another node.
 void setup_volume_replicate(CLI::App& volume, const GlobalOptions& globals, Action& action);
-// The controller's replica of a volume (none when it has none), and its JSON for volume show.
-Expected<std::optional<v1::VolumeReplica>> volume_replica(Session& session,
-                                                          const std::string& volume_id);
-nlohmann::json volume_replica_json(const v1::VolumeReplica& replica);
 
 }  // namespace rosetctl::cli

@@ -15,6 +15,7 @@
 #include "cli/terminal_progress.h"
 #include "cli/volume_cmd.h"
 #include "cli/volume_lookup.h"
+#include "cli/volume_view.h"
 #include "cluster/placed_id.h"
 #include "cluster/replica_schedule.h"
 #include "core/clock.h"
@@ -71,22 +72,6 @@ Status check_replicable(const VolumeInfo& info) {
                  volume_name(volume), kind.empty() ? "?" : kind);
   }
   return Status::ok();
-}
-
-nlohmann::json replica_json(const v1::VolumeReplica& replica) {
-  auto time_or_null = [](int64_t unix) {
-    return unix == 0 ? nlohmann::json(nullptr) : nlohmann::json(utc_time_text(unix));
-  };
-  return {{"to_node", replica.to_node()},
-          {"every", replica::every_text(replica.every_seconds())},
-          {"every_seconds", replica.every_seconds()},
-          {"snapshot_id", replica.snapshot_id()},
-          {"last_success", time_or_null(replica.last_success_unix())},
-          {"last_bytes_sent", replica.last_bytes_sent()},
-          {"rounds", replica.rounds()},
-          {"last_error", replica.last_error()},
-          {"last_error_at", time_or_null(replica.last_error_unix())},
-          {"next_due", time_or_null(replica.next_due_unix())}};
 }
 
 Expected<std::optional<v1::VolumeReplica>> current_replica(Session& session,
@@ -182,21 +167,13 @@ Status run_replicate(const GlobalOptions& globals, const ReplicateOptions& optio
   } else {
     text += " (the first round starts now; `volume show` tells how it went)";
   }
-  print_line_or_json(globals.output, text,
-                     {{"name", name}, {"volume_id", id}, {"replica", replica_json(replica)}});
+  print_line_or_json(
+      globals.output, text,
+      {{"name", name}, {"volume_id", id}, {"replica", volume_replica_json(replica)}});
   return Status::ok();
 }
 
 }  // namespace
-
-nlohmann::json volume_replica_json(const v1::VolumeReplica& replica) {
-  return replica_json(replica);
-}
-
-Expected<std::optional<v1::VolumeReplica>> volume_replica(Session& session,
-                                                          const std::string& volume_id) {
-  return current_replica(session, volume_id);
-}
 
 void setup_volume_replicate(CLI::App& volume, const GlobalOptions& globals, Action& action) {
   auto options = std::make_shared<ReplicateOptions>();

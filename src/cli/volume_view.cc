@@ -2,6 +2,8 @@
 #include "cli/volume_view.h"
 
 #include "cli/node_reports.h"
+#include "cluster/replica_schedule.h"
+#include "core/clock.h"
 #include "core/map_lookup.h"
 #include "core/size.h"
 #include "daemon/convert.h"
@@ -171,6 +173,22 @@ nlohmann::json volume_json(const VolumeInfo& info, const v1::NodeVolume& node,
 
 }  // namespace
 
+nlohmann::json volume_replica_json(const v1::VolumeReplica& replica) {
+  auto time_or_null = [](int64_t unix) {
+    return unix == 0 ? nlohmann::json(nullptr) : nlohmann::json(utc_time_text(unix));
+  };
+  return {{"to_node", replica.to_node()},
+          {"every", replica::every_text(replica.every_seconds())},
+          {"every_seconds", replica.every_seconds()},
+          {"snapshot_id", replica.snapshot_id()},
+          {"last_success", time_or_null(replica.last_success_unix())},
+          {"last_bytes_sent", replica.last_bytes_sent()},
+          {"rounds", replica.rounds()},
+          {"last_error", replica.last_error()},
+          {"last_error_at", time_or_null(replica.last_error_unix())},
+          {"next_due", time_or_null(replica.next_due_unix())}};
+}
+
 Expected<VolumeParameters> fetch_volume_parameters(Session& session,
                                                    const std::vector<VolumeInfo>& infos) {
   // What the controller records beside CSI's Volume, in one call for all of them.
@@ -184,7 +202,7 @@ Expected<VolumeParameters> fetch_volume_parameters(Session& session,
   }
   VolumeParameters parameters;
   for (const v1::VolumeDetails& details : response.volumes())
-    parameters[details.volume_id()] = to_map(details.mutable_parameters());
+    parameters[details.volume_id()] = details;
   return parameters;
 }
 
@@ -217,9 +235,13 @@ Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
   for (size_t i = 0; i < infos.size(); ++i) {
     const VolumeInfo& info = infos[i];
     auto found = parameters.find(info.volume.volume_id());
-    out.push_back(volume_json(
-        info, (*on_node)[i],
-        found == parameters.end() ? std::map<std::string, std::string>() : found->second));
+    bool recorded = found != parameters.end();
+    out.push_back(volume_json(info, (*on_node)[i],
+                              recorded ? to_map(found->second.mutable_parameters())
+                                       : std::map<std::string, std::string>()));
+    out.back()["replica"] = recorded && found->second.has_replica()
+                                ? volume_replica_json(found->second.replica())
+                                : nlohmann::json(nullptr);
     std::map<std::string, const v1::NodeVolume*> reported = {{session.node_id(), &(*on_node)[i]}};
     for (const auto& [node, volumes] : reports.answered)
       reported[node] = &volumes[i];

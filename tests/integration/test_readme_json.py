@@ -126,7 +126,7 @@ def test_readme_json_tables_match_every_verbs_output(readme, cli, workdir):
     again = cli.ok_json("volume", "connect", "dir", "--target", workdir / "dir")
     check("volume connect", again)
     assert again["already_connected"] is True
-    check("volume show", cli.ok_json("volume", "show", "dir"))
+    check("volume", cli.ok_json("volume", "show", "dir"))
     check("volume stats", cli.ok_json("volume", "stats", "dir"))
     check("volume connect", cli.ok_json("volume", "connect", "blk"))
     check("volume stats of a block volume", cli.ok_json("volume", "stats", "blk"))

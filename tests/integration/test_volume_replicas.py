@@ -53,7 +53,7 @@ def wait_until_listed(nodes: Nodes, timeout: float = 30) -> None:
 
 def replica_of(nodes: Nodes, volume: str):
     shown = nodes.site.alice.ok_json("volume", "show", volume)
-    json_specs()["volume show"].check("volume show", shown)
+    json_specs()["volume"].check("volume show", shown)
     return shown["replica"]
 
 
