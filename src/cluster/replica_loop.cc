@@ -182,6 +182,19 @@ void ReplicaLoop::round(const VolumeReplicaRecord& replica) {
     }
   };
   auto snapshot = calls.snapshot(replica, name, [this] { return stopping(); });
+  if (!snapshot && snapshot.status().code() == Code::kNotFound) {
+    // The volume is gone (deleted, or its node's state with it): nothing more to replicate.
+    // Its last replica stays on the target, which is what it was kept for.
+    if (store_.remove_volume_replica(replica.volume_id)) {
+      spdlog::info(
+          "replica: volume {} is gone ({}): its replica setting is removed; its last "
+          "replica {} stays on node {}",
+          display_quoted(replica.volume_id), escape_text(snapshot.status().message()),
+          replica.snapshot_id.empty() ? std::string("(none)") : replica.snapshot_id,
+          display_quoted(replica.to_node));
+      return;
+    }
+  }
   if (!snapshot) return failed(snapshot.status().with_context("taking the snapshot"));
   taken = decode_placed_id(*snapshot);
   if (!taken) {

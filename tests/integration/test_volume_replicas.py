@@ -152,6 +152,16 @@ def test_the_loop_runs_rounds_by_itself_and_off_keeps_the_last_replica(nodes):
     time.sleep(3)
     assert replica_snapshots(nodes) == kept, "expected no round after --off"
 
+    # On again, then the volume deleted: its setting goes at the next round; the last replica
+    # stays on B, which is what it was kept for.
+    again = alice.ok_json("volume", "replicate", "ticking", "--to-node", "consumer-b", "--every", "2s", "--now")
+    alice.ok("volume", "delete", "ticking")
+    deadline = time.monotonic() + 60
+    while "its replica setting is removed" not in nodes.site.serve_log():
+        assert time.monotonic() < deadline, nodes.site.serve_log()
+        time.sleep(0.5)
+    assert again["replica"]["snapshot_id"] in [id for node, id in replica_snapshots(nodes) if node == "consumer-b"]
+
 
 def test_bad_replica_settings_are_refused_and_change_nothing(nodes):
     site, alice = nodes.site, nodes.site.alice
