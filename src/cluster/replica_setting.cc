@@ -2,6 +2,7 @@
 // due in the controller's own store; the replica loop (replica_loop.h) does the rounds. Every
 // check comes before the one write, so a refused request changes nothing.
 #include "cluster/placed_id.h"
+#include "cluster/replica_parameters.h"
 #include "cluster/replica_schedule.h"
 #include "core/clock.h"
 #include "core/validate.h"
@@ -99,6 +100,30 @@ Status CatalogService::add_replicas(v1::GetVolumeDetailsResponse* response) {
     if (*record) fill_replica(**record, details.mutable_replica());
   }
   return Status::ok();
+}
+
+bool asks_for_replica(const csi::v1::CreateVolumeRequest& request) {
+  return request.parameters().contains(kReplicaToNodeParameter) ||
+         request.parameters().contains(kReplicaEveryParameter);
+}
+
+Expected<ReplicaAsked> take_replica_parameters(csi::v1::CreateVolumeRequest* request) {
+  auto& parameters = *request->mutable_parameters();
+  auto to = parameters.find(kReplicaToNodeParameter);
+  auto every = parameters.find(kReplicaEveryParameter);
+  if (to == parameters.end() || every == parameters.end()) {
+    return error(Code::kInvalidArgument, "parameters {} and {} go together",
+                 kReplicaToNodeParameter, kReplicaEveryParameter);
+  }
+  ReplicaAsked asked;
+  asked.to_node = to->second;
+  ROSETCTL_RETURN_IF_ERROR(validate_node_id(asked.to_node, kReplicaToNodeParameter));
+  auto seconds = replica::parse_every(every->second, kReplicaEveryParameter);
+  if (!seconds) return seconds.status();
+  asked.every_seconds = *seconds;
+  parameters.erase(kReplicaToNodeParameter);
+  parameters.erase(kReplicaEveryParameter);
+  return asked;
 }
 
 }  // namespace rosetctl

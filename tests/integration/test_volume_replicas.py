@@ -193,3 +193,33 @@ def test_bad_replica_settings_are_refused_and_change_nothing(nodes):
 
     assert replica_of(nodes, "kept") is None
     assert replica_snapshots(nodes) == []
+
+
+def test_create_parameters_give_a_volume_its_replica_from_the_start(nodes):
+    """replicaToNode and replicaEvery, a StorageClass's parameters, on CreateVolume: the replica is
+    recorded with the volume and its rounds follow; a bad one is refused before anything is made."""
+    alice = nodes.site.alice
+    made = alice.ok_json("volume", "create", "classy", "--node", "consumer-a", "-p", "replicaToNode=consumer-b",
+                         "-p", "replicaEvery=2s")
+    assert made["replica"]["to_node"] == "consumer-b" and made["replica"]["every"] == "2s", made
+    assert "replicaToNode" not in json.dumps(made["context"]), "expected the provider never to see it"
+    deadline = time.monotonic() + 60
+    while not (replica_of(nodes, "classy") or {}).get("rounds"):
+        assert time.monotonic() < deadline, replica_of(nodes, "classy")
+        time.sleep(0.5)
+    assert [node for node, _ in replica_snapshots(nodes)].count("consumer-b") >= 1
+
+    def refused(rc: int, text: str, name: str, *args):
+        result = alice.run("volume", "create", name, *args)
+        assert result.rc == rc and text in result.stderr, result.describe()
+
+    refused(EXIT_USAGE, "go together", "lonely", "--node", "consumer-a", "-p", "replicaToNode=consumer-b")
+    refused(EXIT_USAGE, "must be on another node", "self", "--node", "consumer-a", "-p", "replicaToNode=consumer-a",
+            "-p", "replicaEvery=10m")
+    refused(EXIT_USAGE, "is not a registered node", "nowhere", "--node", "consumer-a", "-p", "replicaToNode=nobody",
+            "-p", "replicaEvery=10m")
+    refused(EXIT_USAGE, "out of range", "hasty", "--node", "consumer-a", "-p", "replicaToNode=consumer-b",
+            "-p", "replicaEvery=1s")
+    refused(EXIT_UNIMPLEMENTED, "only a local volume placed on a node", "central", "-p", "replicaToNode=consumer-b",
+            "-p", "replicaEvery=10m")
+    assert [v["name"] for v in alice.volumes()] == ["classy"], "expected no volume made by a refused create"
