@@ -73,6 +73,7 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a connect -d 'Atta
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a disconnect -d 'Unmount a volume from this host (data is kept)'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a stats -d 'Used and free bytes and inodes of a connected volume'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a move -d 'Move a local volume to another node; it keeps its name (from the controller seat)'
+complete -c rosetctl -n '__fish_seen_subcommand_from volume' -a replicate -d 'Keep a local volume\'s latest snapshot on another node, every N minutes (from the controller seat)'
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l size
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from create' -l param
@@ -408,6 +409,37 @@ complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_sub
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from move' -l tls-ca
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l to-node
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l every
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l off
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l now
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l wait
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l iscsi-tgt-control-port
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l on-node
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from volume; and __fish_seen_subcommand_from replicate' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l version
 complete -c rosetctl -n '__fish_seen_subcommand_from snapshot' -l config

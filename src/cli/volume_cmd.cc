@@ -306,6 +306,7 @@ void setup_volume(CLI::App& app, const GlobalOptions& globals, Action& action) {
 
   setup_volume_attach(*volume, globals, action);
   setup_volume_move(*volume, globals, action);
+  setup_volume_replicate(*volume, globals, action);
 }
 
 }  // namespace rosetctl::cli

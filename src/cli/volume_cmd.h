@@ -34,4 +34,7 @@ void setup_volume_attach(CLI::App& volume, const GlobalOptions& globals, Action&
 // move (volume_move_cmd.cc): a local volume to another node, under its name.
 void setup_volume_move(CLI::App& volume, const GlobalOptions& globals, Action& action);
 
+// replicate (volume_replicate_cmd.cc): a local volume's latest snapshot kept on another node.
+void setup_volume_replicate(CLI::App& volume, const GlobalOptions& globals, Action& action);
+
 }  // namespace rosetctl::cli

@@ -99,8 +99,9 @@ void setup_volume_move(CLI::App& volume, const GlobalOptions& globals, Action& a
       "certificate, or the controller host's CLI); `node drain` moves every volume of a node\n"
       "this way. Not yet (refused with a clear error, or not offered): an image volume kept in\n"
       "use across the pause under fsfreeze (it must be disconnected, as a directory volume);\n"
-      "moving off or onto the controller host; replicas; a Kubernetes PersistentVolume (its\n"
-      "node affinity cannot change: the claim must be bound to a new volume by hand).\n\n"
+      "moving off or onto the controller host; rebinding a Kubernetes claim for you (a\n"
+      "PersistentVolume's node affinity cannot change: the claim is bound to the moved volume\n"
+      "by hand, docs/guides/kubernetes.md \"Moving a volume to another node\").\n\n"
       "Example:\n  rosetctl --controller ctl:9443 volume move data --to-node node-b "
       "--wait-unpublished 60 -o json");
   move->callback([&globals, &action, options] {

@@ -2,6 +2,8 @@
 #include "cli/volume_view.h"
 
 #include "cli/node_reports.h"
+#include "cluster/replica_schedule.h"
+#include "core/clock.h"
 #include "core/map_lookup.h"
 #include "core/size.h"
 #include "daemon/convert.h"
@@ -57,6 +59,27 @@ std::string parameters_cell(const nlohmann::json& volume) {
   for (const auto& [key, value] : volume["mutable_parameters"].items())
     out += fmt::format("{}{}={}", out.empty() ? "" : ", ", key, value.get<std::string>());
   return out.empty() ? "-" : out;
+}
+
+// `volume show`'s replica (volume replicate): "on node "b" every 10m; last 2026-...: n...
+// (1.0 MiB sent); last error 2026-...: ...", "-" when it has none (or it was not asked).
+std::string replica_cell(const nlohmann::json& volume) {
+  if (!volume.contains("replica") || volume["replica"].is_null()) return "-";
+  const auto& replica = volume["replica"];
+  std::string out = fmt::format("on node \"{}\" every {}", replica["to_node"].get<std::string>(),
+                                replica["every"].get<std::string>());
+  if (replica["last_success"].is_null()) {
+    out += "; no round done yet";
+  } else {
+    out += fmt::format("; last {}: {} ({} bytes sent)", replica["last_success"].get<std::string>(),
+                       replica["snapshot_id"].get<std::string>(),
+                       replica["last_bytes_sent"].get<int64_t>());
+  }
+  if (!replica["last_error_at"].is_null()) {
+    out += fmt::format("; last error {}: {}", replica["last_error_at"].get<std::string>(),
+                       replica["last_error"].get<std::string>());
+  }
+  return out;
 }
 
 // "consumer-b: /mnt/a, /mnt/b; consumer-c (staged)", "-" when connected nowhere asked.
@@ -150,6 +173,22 @@ nlohmann::json volume_json(const VolumeInfo& info, const v1::NodeVolume& node,
 
 }  // namespace
 
+nlohmann::json volume_replica_json(const v1::VolumeReplica& replica) {
+  auto time_or_null = [](int64_t unix) {
+    return unix == 0 ? nlohmann::json(nullptr) : nlohmann::json(utc_time_text(unix));
+  };
+  return {{"to_node", replica.to_node()},
+          {"every", replica::every_text(replica.every_seconds())},
+          {"every_seconds", replica.every_seconds()},
+          {"snapshot_id", replica.snapshot_id()},
+          {"last_success", time_or_null(replica.last_success_unix())},
+          {"last_bytes_sent", replica.last_bytes_sent()},
+          {"rounds", replica.rounds()},
+          {"last_error", replica.last_error()},
+          {"last_error_at", time_or_null(replica.last_error_unix())},
+          {"next_due", time_or_null(replica.next_due_unix())}};
+}
+
 Expected<VolumeParameters> fetch_volume_parameters(Session& session,
                                                    const std::vector<VolumeInfo>& infos) {
   // What the controller records beside CSI's Volume, in one call for all of them.
@@ -163,7 +202,7 @@ Expected<VolumeParameters> fetch_volume_parameters(Session& session,
   }
   VolumeParameters parameters;
   for (const v1::VolumeDetails& details : response.volumes())
-    parameters[details.volume_id()] = to_map(details.mutable_parameters());
+    parameters[details.volume_id()] = details;
   return parameters;
 }
 
@@ -196,9 +235,13 @@ Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
   for (size_t i = 0; i < infos.size(); ++i) {
     const VolumeInfo& info = infos[i];
     auto found = parameters.find(info.volume.volume_id());
-    out.push_back(volume_json(
-        info, (*on_node)[i],
-        found == parameters.end() ? std::map<std::string, std::string>() : found->second));
+    bool recorded = found != parameters.end();
+    out.push_back(volume_json(info, (*on_node)[i],
+                              recorded ? to_map(found->second.mutable_parameters())
+                                       : std::map<std::string, std::string>()));
+    out.back()["replica"] = recorded && found->second.has_replica()
+                                ? volume_replica_json(found->second.replica())
+                                : nlohmann::json(nullptr);
     std::map<std::string, const v1::NodeVolume*> reported = {{session.node_id(), &(*on_node)[i]}};
     for (const auto& [node, volumes] : reports.answered)
       reported[node] = &volumes[i];
@@ -250,6 +293,7 @@ std::vector<Column> volume_fields() {
       {"Not asked", unreachable_cell},
       {"Condition", condition_cell},
       {"Mutable parameters", parameters_cell},
+      {"Replica", replica_cell},
   };
 }
 

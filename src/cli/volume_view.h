@@ -25,8 +25,9 @@ namespace rosetctl::cli {
 enum class NodesAsked { kThisNode, kEveryNode };
 Expected<nlohmann::json> describe_volume(Session& session, const VolumeInfo& info,
                                          NodesAsked asked = NodesAsked::kThisNode);
-// What the controller records beside CSI's Volume (the mutable parameters in effect), by id.
-using VolumeParameters = std::map<std::string, std::map<std::string, std::string>>;
+// What the controller records beside CSI's Volume (the mutable parameters in effect, its replica),
+// by id.
+using VolumeParameters = std::map<std::string, v1::VolumeDetails>;
 Expected<VolumeParameters> fetch_volume_parameters(Session& session,
                                                    const std::vector<VolumeInfo>& infos);
 // describe_volume with the controller's part fetched before: asks the controller nothing.
@@ -40,6 +41,9 @@ Expected<std::vector<nlohmann::json>> describe_volumes(Session& session,
                                                        const std::vector<VolumeInfo>& infos,
                                                        const VolumeParameters& parameters,
                                                        NodesAsked asked = NodesAsked::kThisNode);
+
+// A volume's replica (volume replicate) as the JSON `replica` field shows it.
+nlohmann::json volume_replica_json(const v1::VolumeReplica& replica);
 
 std::vector<Column> volume_fields();   // `volume show` (one volume)
 std::vector<Column> volume_columns();  // `volume list`

@@ -88,6 +88,10 @@ const std::vector<MethodAccess> kTable = {
     // which sends it to the node holding the volume; no node moves a volume on its own.
     {"/rosetctl.v1.Catalog/SetVolumeMove", kAdminsAndControllers, kPlacing, kOwnNodes,
      "pauses or retires a volume moving away: an operator's"},
+    // A volume's replica on another node (`volume replicate`): an operator's, answered by the
+    // controller from its own store; its loop does the rounds in process. No node sets one.
+    {"/rosetctl.v1.Catalog/SetVolumeReplica", kAdmins, kNobody, kOwnNodes,
+     "keeps a volume's latest snapshot on another node: an operator's"},
 
     // rosetctl.v1.NodeState: a node's own mounts and the attach lock of its CLI runs.
     {"/rosetctl.v1.NodeState/GetNodeVolumes", kNobody, kEveryRole, kOwnNode,

@@ -17,6 +17,7 @@
 #include "daemon/volume_moves.h"
 
 namespace rosetctl {
+
 namespace {
 
 // One thing a name matched: the host it lives on ("" for this one) and its id as the caller
@@ -219,7 +220,7 @@ Status RoutingCatalog::volume_details(const v1::GetVolumeDetailsRequest& request
     for (auto& details : *part.mutable_volumes())
       *response->add_volumes() = std::move(details);
   }
-  return Status::ok();
+  return add_replicas(response);
 }
 
 Status RoutingCatalog::list_snapshots(const grpc::CallbackServerContext& call,

@@ -46,6 +46,8 @@ class RoutingCatalog final : public v1::Catalog::CallbackService {
                                               v1::GetPublishSecretsResponse*) override;
   grpc::ServerUnaryReactor* SetVolumeMove(Request*, const v1::SetVolumeMoveRequest*,
                                           v1::SetVolumeMoveResponse*) override;
+  grpc::ServerUnaryReactor* SetVolumeReplica(Request*, const v1::SetVolumeReplicaRequest*,
+                                             v1::SetVolumeReplicaResponse*) override;
 
  private:
   // Where a reference the caller gave lives: `node` "" for this host, with the reference as
@@ -70,6 +72,11 @@ class RoutingCatalog final : public v1::Catalog::CallbackService {
   Status set_volume_move(const grpc::CallbackServerContext& call,
                          const v1::SetVolumeMoveRequest& request,
                          v1::SetVolumeMoveResponse* response);
+  // replica_setting.cc: a replica set, removed or made due in this controller's store.
+  Status set_volume_replica(const v1::SetVolumeReplicaRequest& request,
+                            v1::SetVolumeReplicaResponse* response);
+  // The replica this controller keeps of each volume answered (none on a node).
+  Status add_replicas(v1::GetVolumeDetailsResponse* response);
   Expected<Located> locate_snapshot(const grpc::CallbackServerContext& call,
                                     const std::string& reference);
   Status volume_details(const v1::GetVolumeDetailsRequest& request,

@@ -2,23 +2,70 @@
 // (daemon/controller_service.h) or by the node its id names.
 #include "cluster/routing_controller.h"
 
-namespace rosetctl {
+#include "cluster/replica_parameters.h"
+#include "core/clock.h"
 
-Status RoutingController::create_volume(const csi::v1::CreateVolumeRequest& request,
+namespace rosetctl {
+namespace {
+
+// A replica's target for a volume to be made on `node`: a registered node, another one.
+Status check_replica_target(StateStore& store, const ReplicaAsked& replica,
+                            const std::string& node) {
+  if (replica.to_node == node) {
+    return error(Code::kInvalidArgument,
+                 "parameter {}: the volume is placed on node \"{}\"; its replica must be on "
+                 "another node",
+                 kReplicaToNodeParameter, node);
+  }
+  auto registered = store.find_node(replica.to_node);
+  if (!registered) return registered.status();
+  if (!*registered) {
+    return error(Code::kInvalidArgument, "parameter {}: node \"{}\" is not a registered node",
+                 kReplicaToNodeParameter, replica.to_node);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status RoutingController::create_volume(const csi::v1::CreateVolumeRequest& given,
                                         csi::v1::CreateVolumeResponse* response,
                                         const std::string& clone_by) {
+  // A replica asked for at creation (replicaToNode, replicaEvery): taken out first, as no
+  // provider knows them, and recorded once the volume is made on its node.
+  std::optional<ReplicaAsked> replica;
+  csi::v1::CreateVolumeRequest without;
+  if (asks_for_replica(given)) {
+    without = given;
+    auto asked = take_replica_parameters(&without);
+    if (!asked) return asked.status();
+    replica = std::move(*asked);
+  }
+  const csi::v1::CreateVolumeRequest& request = replica ? without : given;
   // The request's own checks come first, wherever the volume is to be made.
   auto checked = here_.create_checks(request);
   if (!checked) return checked.status();
   const std::string& own = context_.options.node_id;
   if (checked->provider->volumes_are_node_local()) {
-    if (auto node = placement_of(request, own)) return create_on_node(*node, request, response);
+    if (auto node = placement_of(request, own)) {
+      if (replica) ROSETCTL_RETURN_IF_ERROR(check_replica_target(context_.store, *replica, *node));
+      ROSETCTL_RETURN_IF_ERROR(create_on_node(*node, request, response));
+      if (!replica) return Status::ok();
+      return context_.store.put_volume_replica(response->volume().volume_id(), replica->to_node,
+                                               replica->every_seconds, unix_now_seconds());
+    }
     // Here, a clone of a node's volume: by way of a snapshot of it there, as on any node.
-    if (auto source = volume_source_node(request); source && clone_by.empty() &&
+    if (auto source = volume_source_node(request); source && !replica && clone_by.empty() &&
                                                    context_.options.role != PluginRole::kNode &&
                                                    source->node != own) {
       return clone_on_node(own, *source, request, &*checked, response);
     }
+  }
+  if (replica) {
+    return error(Code::kUnimplemented,
+                 "parameter {}: only a local volume placed on a node has a replica (not one of "
+                 "the controller host, nor of another provider)",
+                 kReplicaToNodeParameter);
   }
   return here_.create_volume(request, *checked, response, clone_by);
 }

@@ -10,7 +10,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
+#include "cluster/replica_loop.h"
 #include "core/version.h"
 #include "daemon/server.h"
 
@@ -64,6 +66,14 @@ Status serve_until_signalled(Plugin& plugin, const std::string& socket_path,
     spdlog::info("listening on {}:{} (mutual TLS)", where, ports[i]);
   }
 
+  // The controller keeps volumes' replicas on other nodes (`volume replicate`): its rounds call
+  // this serve's own services in process, as the CLI on this host would. Stopped before the
+  // services, so that a round in progress is cancelled rather than failed by the shutdown.
+  std::optional<ReplicaLoop> replicas;
+  if (plugin.options().role != PluginRole::kNode) {
+    replicas.emplace(plugin.store(), plugin.in_process_channel());
+  }
+
   // Idle between signals, hand what a burst of calls left back to the system: database
   // connections opened for it, and freed heap, which keeps its high-water mark otherwise;
   // serve runs for weeks beside the workloads.
@@ -80,6 +90,7 @@ Status serve_until_signalled(Plugin& plugin, const std::string& socket_path,
   }
   spdlog::info("received {}, finishing in-flight calls (up to {} ms)", strsignal(received),
                grace.count());
+  replicas.reset();
   plugin.shutdown(grace);
   ::unlink(socket_path.c_str());
   spdlog::info("stopped");

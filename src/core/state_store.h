@@ -32,6 +32,25 @@ struct VolumeMove {
   bool operator==(const VolumeMove&) const = default;
 };
 
+// A volume's replica (`volume replicate`): the controller keeps its latest snapshot on another
+// node, taken and pulled every `every_seconds` (cluster/replica_loop.h). Kept in the
+// controller's store, keyed by the volume's placed id: the volume itself lives in its node's.
+struct VolumeReplicaRecord {
+  std::string volume_id;  // placed id
+  std::string to_node;
+  int64_t every_seconds = 0;
+  int64_t next_due_unix = 0;       // when the loop takes it up next
+  std::string snapshot_id;         // the last replicated snapshot's placed id on to_node
+  std::string source_snapshot_id;  // the same snapshot's placed id on the volume's node
+  int64_t last_success_unix = 0;   // 0: none yet
+  int64_t last_bytes_sent = 0;     // what the last successful round sent to to_node
+  int64_t rounds = 0;              // successful rounds
+  std::string last_error;          // "" after a success
+  int64_t last_error_unix = 0;
+
+  bool operator==(const VolumeReplicaRecord&) const = default;
+};
+
 struct VolumeRecord {
   std::string id;        // primary key
   std::string name;      // CSI name: unique
@@ -147,7 +166,7 @@ struct NodeRemoval {
 class StateStore {
  public:
   // The schema version this binary creates and understands (the last migration's number).
-  static constexpr int kSchemaVersion = 13;
+  static constexpr int kSchemaVersion = 14;
 
   // Who opens the store. The first connection of a process reads SQLite's whole WAL to
   // rebuild its index (2.3 ms of CPU at 2.9 MB here). `serve` pays that once and keeps
@@ -207,6 +226,19 @@ class StateStore {
   // Ends a pause (a move given up); FAILED_PRECONDITION once moved; no pause is OK.
   Status cancel_volume_move(std::string_view volume_id);
   Expected<std::optional<VolumeMove>> find_volume_move(std::string_view volume_id);
+
+  // Replicas (volume_replicas.cc), in the controller's store. put_volume_replica sets the target
+  // and interval (a new target forgets the last round's snapshots: they stay on the old one).
+  Status put_volume_replica(std::string_view volume_id, std::string_view to_node,
+                            int64_t every_seconds, int64_t next_due_unix);
+  Status remove_volume_replica(std::string_view volume_id);  // a missing one is OK
+  Expected<std::optional<VolumeReplicaRecord>> find_volume_replica(std::string_view volume_id);
+  Expected<std::vector<VolumeReplicaRecord>> list_volume_replicas();
+  // NOT_FOUND when the volume has no replica.
+  Status set_volume_replica_due(std::string_view volume_id, int64_t next_due_unix);
+  // A round's outcome (every field but the setting and next_due_unix), kept only while the
+  // setting still names round.to_node: NOT_FOUND otherwise (it changed during the round).
+  Status record_volume_replica_round(const VolumeReplicaRecord& round);
 
   // Controller publications: the volume must exist (NOT_FOUND otherwise).
   Status upsert_controller_publication(const ControllerPublication& publication);

@@ -85,6 +85,8 @@ CALLS = [
     ("rosetctl", "Catalog", "GetPublishSecrets", {"volume_id": "local-authzprobe", "node_id": A}, True, False),
     # CANCEL of a volume that is not there: nothing to end, nothing changed when allowed.
     ("rosetctl", "Catalog", "SetVolumeMove", {"volume_id": PLACED_VOLUME, "step": "CANCEL"}, True, False),
+    # Off for a volume with no replica: nothing to remove, nothing changed when allowed.
+    ("rosetctl", "Catalog", "SetVolumeReplica", {"volume_id": PLACED_VOLUME, "off": True}, True, False),
     ("rosetctl", "NodeState", "GetNodeVolumes", {"node_id": A}, True, False),
     ("rosetctl", "NodeState", "ResolveTarget", {"node_id": A, "volume_id": "local-authzprobe"}, True, False),
     ("rosetctl", "NodeState", "HoldAttachLock", {"node_id": A, "volume_id": "local-authzprobe"}, True, True),

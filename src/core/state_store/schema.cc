@@ -166,6 +166,24 @@ CREATE TABLE volume_moves (
   new_volume_id TEXT NOT NULL
 ) STRICT;
 )sql"},
+    // A volume's replica on another node (`volume replicate`, cluster/replica_loop.h), in the
+    // controller's store: the volume lives in its node's store, so no foreign key; the row goes
+    // with `--off`, and the loop drops it once the volume is gone.
+    {14, R"sql(
+CREATE TABLE IF NOT EXISTS volume_replicas (
+  volume_id TEXT NOT NULL PRIMARY KEY,
+  to_node TEXT NOT NULL,
+  every_seconds INTEGER NOT NULL,
+  next_due_unix INTEGER NOT NULL,
+  snapshot_id TEXT NOT NULL DEFAULT '',
+  source_snapshot_id TEXT NOT NULL DEFAULT '',
+  last_success_unix INTEGER NOT NULL DEFAULT 0,
+  last_bytes_sent INTEGER NOT NULL DEFAULT 0,
+  rounds INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT NOT NULL DEFAULT '',
+  last_error_unix INTEGER NOT NULL DEFAULT 0
+) STRICT;
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");

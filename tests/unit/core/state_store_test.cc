@@ -429,7 +429,8 @@ TEST_CASE("state store: a version 7 database migrates to 8 and keeps its records
                    "mount_fingerprint; ALTER TABLE node_publications DROP COLUMN mount_ns; "
                    "ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
                    "ALTER TABLE node_publications DROP COLUMN volume_context; "
-                   "DROP TABLE nodes; DROP TABLE volume_moves; ALTER TABLE snapshots DROP COLUMN "
+                   "DROP TABLE nodes; DROP TABLE volume_moves; DROP TABLE volume_replicas; "
+                   "ALTER TABLE snapshots DROP COLUMN "
                    "pulled_from; PRAGMA "
                    "user_version = 7")
             .is_ok());
