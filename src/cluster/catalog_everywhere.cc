@@ -4,6 +4,7 @@
 // node the caller may see, and takes the one answer or names each candidate. Diffs and
 // verifications of a node's snapshots run on that node, as the same Catalog call.
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
@@ -11,6 +12,7 @@
 #include "cluster/peer_authority.h"
 #include "cluster/placed_id.h"
 #include "cluster/routing_catalog.h"
+#include "core/clock.h"
 #include "core/validate.h"
 #include "daemon/catalog_convert.h"
 #include "daemon/snapshot_lookup.h"
@@ -147,8 +149,29 @@ Status RoutingCatalog::set_volume_move(const grpc::CallbackServerContext& call,
   if (!where) return where.status();
   if (where->node.empty()) return set_volume_move_here(context_, request);
   // The same call on the node holding the volume (its id made local on the way there).
-  return nodes_.call(where->node, &v1::Catalog::Stub::SetVolumeMove, request, response,
-                     Code::kNotFound);
+  ROSETCTL_RETURN_IF_ERROR(nodes_.call(where->node, &v1::Catalog::Stub::SetVolumeMove, request,
+                                       response, Code::kNotFound));
+  if (request.step() != v1::SetVolumeMoveRequest::FINISH) return Status::ok();
+  return carry_replica(request.volume_id(), request.new_volume_id(), request.to_node());
+}
+
+Status RoutingCatalog::carry_replica(const std::string& old_id, const std::string& new_id,
+                                     const std::string& new_node) {
+  auto kept = context_.store.find_volume_replica(old_id);
+  if (!kept) return kept.status();
+  if (!*kept) return Status::ok();
+  // The old id names A's retired copy: rounds of it would replicate data that no longer changes.
+  if ((*kept)->to_node != new_node) {
+    // Due at once: its first round sends only what the replica node lacks of the moved data.
+    ROSETCTL_RETURN_IF_ERROR(context_.store.put_volume_replica(
+        new_id, (*kept)->to_node, (*kept)->every_seconds, unix_now_seconds()));
+  } else {
+    spdlog::warn(
+        "volume {} moved to node \"{}\", which held its replica: its replica setting is "
+        "removed (`rosetctl volume replicate` sets one on another node)",
+        new_id, new_node);
+  }
+  return context_.store.remove_volume_replica(old_id);
 }
 
 Expected<RoutingCatalog::Located> RoutingCatalog::locate_snapshot(

@@ -72,6 +72,10 @@ class RoutingCatalog final : public v1::Catalog::CallbackService {
   Status set_volume_move(const grpc::CallbackServerContext& call,
                          const v1::SetVolumeMoveRequest& request,
                          v1::SetVolumeMoveResponse* response);
+  // At a move's FINISH: the replica setting follows the volume to its new id (dropped, with a
+  // warning, when the volume moved onto its replica's node).
+  Status carry_replica(const std::string& old_id, const std::string& new_id,
+                       const std::string& new_node);
   // replica_setting.cc: a replica set, removed or made due in this controller's store.
   Status set_volume_replica(const v1::SetVolumeReplicaRequest& request,
                             v1::SetVolumeReplicaResponse* response);

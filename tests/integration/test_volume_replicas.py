@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from controller_site import build_site
+from controller_site import build_site, copy_identity, tls_ok
 from rosetctl_cli import EXIT_NOT_FOUND, EXIT_PRECONDITION, EXIT_USAGE, EXIT_UNIMPLEMENTED
 from snapshot_trees import describe_tree
 from test_placement import local_id
@@ -223,3 +223,45 @@ def test_create_parameters_give_a_volume_its_replica_from_the_start(nodes):
     refused(EXIT_UNIMPLEMENTED, "only a local volume placed on a node", "central", "-p", "replicaToNode=consumer-b",
             "-p", "replicaEvery=10m")
     assert [v["name"] for v in alice.volumes()] == ["classy"], "expected no volume made by a refused create"
+
+
+def add_node(nodes: Nodes, host_lab, name: str):
+    """A third node host beside consumer-a and consumer-b, as build_site makes them: its own
+    certificate (OU=node, CN=name) and `serve --role node --listen`, registered."""
+    site = nodes.site
+    host = host_lab.add(name)
+    tls_ok(site.controller, site.printed, "issue", name, "--dir", site.tls_dir, "--ip", host.address)
+    site.secret_files.append(site.tls_dir / f"{name}.key")
+    cert, key, ca = copy_identity(site.tls_dir, name, host.config_dir / "tls")
+    env = {"ROSETCTL_CONTROLLER": site.address, "ROSETCTL_NODE_ID": name, "ROSETCTL_TLS_CERT": str(cert),
+           "ROSETCTL_TLS_KEY": str(key), "ROSETCTL_TLS_CA": str(ca)}
+    return start_node(site, host, env)
+
+
+def test_a_replica_setting_follows_its_volume_when_it_moves(nodes, host_lab):
+    """The setting is keyed by the volume's id, which a move changes: at the move's switch the
+    controller gives it to the new id (A's retired copy, which no longer changes, has none), and
+    drops it, saying so, when the volume moved onto its replica's node."""
+    site, alice = nodes.site, nodes.site.alice
+    add_node(nodes, host_lab, "consumer-c")
+    old_id, source = placed_volume(nodes, "carried", "consumer-a")
+    fill_varied(source)
+    (source / "big.bin").write_bytes(os.urandom(4 * MiB))
+    alice.ok_json("volume", "replicate", "carried", "--to-node", "consumer-c", "--every", "1h", "--now",
+                  timeout=300)
+
+    moved = alice.ok_json("volume", "move", "carried", "--to-node", "consumer-b", timeout=300)
+    new_id = moved["volume_id"]
+    assert alice.ok_json("volume", "show", old_id)["replica"] is None, "expected A's retired copy to have none"
+    carried = replica_of(nodes, "carried")
+    assert carried is not None and carried["to_node"] == "consumer-c" and carried["every_seconds"] == 3600, carried
+    # Its first round from B sends only what C lacks: the moved data is what C holds already.
+    again = alice.ok_json("volume", "replicate", new_id, "--now", timeout=300)["replica"]
+    assert again["rounds"] >= 1 and again["last_bytes_sent"] < 1 * MiB, again
+    assert again["last_error"] == "", again
+
+    # Onto its replica's node: the setting goes, and the controller says why.
+    alice.ok("volume", "delete", old_id)
+    onto = alice.ok_json("volume", "move", "carried", "--to-node", "consumer-c", "--delete-source", timeout=300)
+    assert replica_of(nodes, "carried") is None
+    assert f'volume {onto["volume_id"]} moved to node "consumer-c", which held its replica' in site.serve_log()
