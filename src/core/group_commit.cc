@@ -18,24 +18,33 @@ Status GroupCommit::run(const Body& body, Durability durability) {
   Pending me{&body, durability, Status::ok()};
   std::unique_lock lock(mutex_);
   queue_.push_back(&me);
-  while (!me.done && leading_)
-    me.wakeup.wait(lock);
-  if (me.done) return me.result;  // a batch led by another writer took it
+  if (leading_) {
+    lock.unlock();
+    me.wakeup.wait();
+    if (me.done) return me.result;  // a batch led by another writer took it
+    lock.lock();                    // else this writer was handed the next batch to lead
+  }
 
-  // No batch in progress: lead one with everything queued so far, this write included.
+  // Lead a batch with everything queued so far, this write included.
   leading_ = true;
   std::vector<Pending*> batch;
   batch.swap(queue_);
   lock.unlock();
   run_batch(batch);
   lock.lock();
-  leading_ = false;
-  // Notified under the lock: a woken writer returns, ending its Pending, only once it is free.
+  // The first writer queued meanwhile leads the next batch; leading_ stays set for it, so that
+  // no writer arriving before it wakes starts a batch of its own beside it.
+  Pending* next = queue_.empty() ? nullptr : queue_.front();
+  leading_ = next != nullptr;
+  lock.unlock();
+  // Outside mutex_. A woken writer may return at once, ending its Pending: nothing here touches
+  // one after its post (sem_post itself may, as POSIX allows).
   for (Pending* pending : batch) {
+    if (pending == &me) continue;
     pending->done = true;
-    if (pending != &me) pending->wakeup.notify_one();
+    pending->wakeup.post();
   }
-  if (!queue_.empty()) queue_.front()->wakeup.notify_one();  // it leads the next batch
+  if (next != nullptr) next->wakeup.post();
   return me.result;
 }
 
