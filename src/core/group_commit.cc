@@ -18,33 +18,34 @@ Status GroupCommit::run(const Body& body, Durability durability) {
   Pending me{&body, durability, Status::ok()};
   std::unique_lock lock(mutex_);
   queue_.push_back(&me);
-  if (leading_) {
+  while (leading_) {
     lock.unlock();
-    me.wakeup.wait();
+    me.wakeup.wait();  // this write's batch is done, or this writer is first in the queue
+    lock.lock();
     if (me.done) return me.result;  // a batch led by another writer took it
-    lock.lock();                    // else this writer was handed the next batch to lead
   }
 
-  // Lead a batch with everything queued so far, this write included.
+  // No batch in progress: lead one with everything queued so far, this write included.
   leading_ = true;
   std::vector<Pending*> batch;
   batch.swap(queue_);
   lock.unlock();
   run_batch(batch);
   lock.lock();
-  // The first writer queued meanwhile leads the next batch; leading_ stays set for it, so that
-  // no writer arriving before it wakes starts a batch of its own beside it.
-  Pending* next = queue_.empty() ? nullptr : queue_.front();
-  leading_ = next != nullptr;
-  lock.unlock();
-  // Outside mutex_. A woken writer may return at once, ending its Pending: nothing here touches
-  // one after its post (sem_post itself may, as POSIX allows).
-  for (Pending* pending : batch) {
-    if (pending == &me) continue;
+  leading_ = false;
+  for (Pending* pending : batch)
     pending->done = true;
-    pending->wakeup.post();
+  // The first writer queued meanwhile leads the next batch, unless a writer arriving before it
+  // wakes does (no batch waits for one thread to be scheduled). Posted under mutex_: while it is
+  // queued and not done it cannot return, so its Pending is alive.
+  if (!queue_.empty()) queue_.front()->wakeup.post();
+  lock.unlock();
+  // This batch's writers after the unlock, so that none wakes only to block on mutex_. Each is
+  // posted once, for being done: it may then return and end its Pending, which nothing here
+  // touches afterwards (sem_post itself may, as POSIX allows).
+  for (Pending* pending : batch) {
+    if (pending != &me) pending->wakeup.post();
   }
-  if (next != nullptr) next->wakeup.post();
   return me.result;
 }
 

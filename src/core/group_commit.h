@@ -71,11 +71,12 @@ class GroupCommit {
     const Body* body;
     Durability durability;
     Status result;
-    bool done = false;  // set before `wakeup` is posted: the write committed (or failed)
-    // Each writer sleeps on its own and is woken once: when its batch is done, or to lead the
-    // next one. A semaphore, not a condition variable under mutex_: the leader wakes writers
-    // after releasing mutex_, so a woken writer does not at once block on the lock its waker
-    // still holds (bench/README.md: a third of the group commit's context switches were that).
+    bool done = false;  // guarded by mutex_: the write committed (or failed)
+    // Each writer sleeps on its own: woken when its batch is done, or when it is first in the
+    // queue as a batch ends. A semaphore, not a condition variable under mutex_: the leader wakes
+    // writers after releasing mutex_, so a woken writer does not at once block on the lock its
+    // waker still holds (bench/README.md: a third of the group commit's context switches were
+    // that).
     Wakeup wakeup;
   };
 
@@ -91,7 +92,7 @@ class GroupCommit {
 
   std::mutex mutex_;
   std::vector<Pending*> queue_;  // guarded by mutex_: waiting for the next batch
-  // Guarded by mutex_: a batch is being written, or its leader was chosen and is waking up.
+  // Guarded by mutex_: a batch is being written.
   bool leading_ = false;
 
   // Used only by the current leader (leading_ serialises access).
