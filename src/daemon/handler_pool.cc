@@ -16,10 +16,13 @@ HandlerPool::~HandlerPool() {
 }
 
 void HandlerPool::run(std::function<void()> work) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   join_finished();
   queue_.push_back({std::move(work), Clock::now()});
   if (idle_ >= queue_.size()) {
+    // Woken after the unlock: a worker woken under the lock would at once block on it again
+    // (a second context switch per call, bench/README.md).
+    lock.unlock();
     work_ready_.notify_one();
   } else if (threads_.size() < limits_.busy_threads) {
     start_worker();
