@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+"""The write pause of `rosetctl volume move` (issue 38, "Measure") against the by-hand recipe users
+describe (rsync while in use, stop the writer, rsync the rest, switch), in the same lab and run.
+
+The lab of tests/integration/test_volume_move.py: a controller and two nodes A and B
+(host_lab.py: network namespaces on one bridge), each `serve` with its own state directory and
+mTLS certificate. For each case (volume size, writer rate), a directory volume placed on A is
+filled with random files of 16 MiB, connected on A, and a writer appends to a file in it at the
+rate given. Then:
+
+  rosetctl  `volume move VOL --to-node B --wait-unpublished 600` runs; once it waits for the
+            disconnect (its pre-copy done), the writer stops and the volume is disconnected; the
+            write pause is from the writer's last write until the volume is connected on B
+            (the move's own `pause_ms` is from its pause to the switch, given apart)
+  by hand   `rsync -a --delete` of A's directory to an rsync daemon on B while the writer runs
+            (as many rounds as the move's pre-copy made), the writer stopped, one more rsync
+            (the final delta): the write pause is that rsync's time, without any switch
+
+Prints one JSON object. Run as root from the repository, with a release build:
+  sudo /usr/bin/python3 bench/move/bench.py                # 1 GiB at 10 and 1 MB/s
+  BENCH_CASES=4096:10 sudo /usr/bin/python3 bench/move/bench.py
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+os.environ.setdefault("ROSETCTL_BIN", str(REPO / "build/release/src/rosetctl"))
+
+from controller_site import build_site  # noqa: E402
+from host_lab import HostLab, wait_for_port  # noqa: E402
+from test_snapshot_streaming import Nodes, placed_volume  # noqa: E402
+
+MiB = 2**20
+FILE = 16 * MiB
+CASES = [tuple(int(x) for x in case.split(":"))
+         for case in os.environ.get("BENCH_CASES", "1024:10,1024:1").split(",")]
+
+
+class Writer(threading.Thread):
+    """Appends 1 MiB pieces to PATH at RATE MB/s until stopped; `last` is its last write's end."""
+
+    def __init__(self, path: Path, rate_mb: int):
+        super().__init__(daemon=True)
+        self.path = path
+        self.interval = MiB / (rate_mb * 1e6)
+        self.stopping, self.last, self.written = threading.Event(), 0.0, 0
+
+    def run(self) -> None:
+        piece = os.urandom(MiB)
+        with open(self.path, "ab") as out:
+            next_at = time.monotonic()
+            while not self.stopping.is_set():
+                out.write(piece)
+                out.flush()
+                self.last = time.monotonic()
+                self.written += MiB
+                next_at += self.interval
+                time.sleep(max(0.0, next_at - time.monotonic()))
+
+    def stop(self) -> float:
+        self.stopping.set()
+        self.join()
+        return self.last
+
+
+def fill(path: Path, size_mib: int) -> None:
+    for i in range(size_mib * MiB // FILE):
+        (path / f"f{i:04d}.bin").write_bytes(os.urandom(FILE))
+
+
+def move_case(nodes: Nodes, name: str, size_mib: int, rate_mb: int) -> dict:
+    site = nodes.site
+    volume_id, source = placed_volume(nodes, name, "consumer-a")
+    fill(source, size_mib)
+    target = nodes.a_host.dir / name
+    site.a.ok("volume", "connect", volume_id, "--target", target)
+    writer = Writer(target / "writer.log", rate_mb)
+    writer.start()
+    time.sleep(2)
+    out, err = nodes.a_host.dir / f"{name}.out", nodes.a_host.dir / f"{name}.err"
+    argv = site.alice.argv(["volume", "move", name, "--to-node", "consumer-b", "--wait-unpublished", "600",
+                            "-o", "json"])
+    started = time.monotonic()
+    with out.open("w") as stdout, err.open("w") as stderr:
+        move = nodes.a_host.start(argv, env=site.alice.env, stdout=stdout, stderr=stderr)
+    while "to be disconnected" not in err.read_text():
+        assert move.poll() is None, err.read_text()
+        time.sleep(0.02)
+    pre_copy_s = time.monotonic() - started
+    last_write = writer.stop()
+    site.a.ok("volume", "disconnect", volume_id)
+    assert move.wait(timeout=1200) == 0, err.read_text()
+    moved = json.loads(out.read_text())
+    on_b = nodes.b_host.dir / name
+    site.b.ok("volume", "connect", name, "--target", on_b)
+    usable = time.monotonic()
+    assert (on_b / "writer.log").stat().st_size == writer.written, "expected every write on B"
+    site.b.ok("volume", "disconnect", name)
+    return {"size_MiB": size_mib, "writer_MB_per_s": rate_mb, "pre_copy_s": round(pre_copy_s, 2),
+            "rounds_MiB": [round(r["bytes_sent"] / MiB, 1) for r in moved["rounds"]],
+            "final_MiB": round(moved["final_bytes_sent"] / MiB, 2), "move_pause_ms": moved["pause_ms"],
+            "write_pause_s": round(usable - last_write, 3), "rounds": len(moved["rounds"])}
+
+
+def by_hand_case(nodes: Nodes, name: str, size_mib: int, rate_mb: int, rounds: int, rsync_root: Path) -> dict:
+    source = nodes.a_host.dir / f"{name}-by-hand"
+    source.mkdir()
+    fill(source, size_mib)
+    writer = Writer(source / "writer.log", rate_mb)
+    writer.start()
+    time.sleep(2)
+    destination = f"rsync://{nodes.b_host.address}:8730/bench/{name}/"
+    pre = []
+    for _ in range(max(1, rounds)):
+        began = time.monotonic()
+        done = nodes.a_host.run(["rsync", "-a", "--delete", f"{source}/", destination], timeout=1200)
+        assert done.rc == 0, done.describe()
+        pre.append(round(time.monotonic() - began, 2))
+    last_write = writer.stop()
+    done = nodes.a_host.run(["rsync", "-a", "--delete", f"{source}/", destination], timeout=1200)
+    assert done.rc == 0, done.describe()
+    finished = time.monotonic()
+    assert (rsync_root / name / "writer.log").stat().st_size == writer.written
+    return {"size_MiB": size_mib, "writer_MB_per_s": rate_mb, "pre_copy_rsync_s": pre,
+            "write_pause_s": round(finished - last_write, 3)}
+
+
+def main() -> None:
+    if os.geteuid() != 0:
+        sys.exit("bench/move/bench.py: run as root (network namespaces, mounts)")
+    with tempfile.TemporaryDirectory(prefix="rosetctl-bench-move-", dir="/var/tmp") as work:
+        with HostLab(Path(work)) as lab:
+            site = build_site(lab)
+            nodes = Nodes(site)
+            rsync_root = nodes.b_host.dir / "rsync"
+            rsync_root.mkdir()
+            conf = nodes.b_host.dir / "rsyncd.conf"
+            conf.write_text(f"uid = root\ngid = root\nuse chroot = no\n[bench]\npath = {rsync_root}\n"
+                            "read only = no\n")
+            rsyncd = nodes.b_host.start(["rsync", "--daemon", "--no-detach", f"--config={conf}",
+                                         f"--address={nodes.b_host.address}", "--port=8730"])
+            wait_for_port(nodes.a_host, nodes.b_host.address, 8730, timeout=15, process=rsyncd)
+            results = []
+            for i, (size_mib, rate_mb) in enumerate(CASES):
+                ours = move_case(nodes, f"v{i}", size_mib, rate_mb)
+                theirs = by_hand_case(nodes, f"v{i}", size_mib, rate_mb, ours["rounds"], rsync_root)
+                results.append({"rosetctl": ours, "by_hand": theirs,
+                                "pause_ratio": round(ours["write_pause_s"] / theirs["write_pause_s"], 2)})
+                site.alice.ok("volume", "delete", site.alice.volume(f"v{i}")["id"])
+            print(json.dumps({"load_average": os.getloadavg(), "cases": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
