@@ -130,7 +130,7 @@ def test_a_node_with_20_volumes_drains_to_the_node_with_room_and_what_cannot_mov
 
 
 def test_a_drain_killed_midway_and_inside_a_move_finishes_when_run_again(nodes):
-    site, alice = nodes.site, nodes.site.alice
+    alice = nodes.site.alice
     made = small_volumes(nodes, 6, prefix="k")
 
     # Killed (SIGKILL) while it moves the third volume: two are moved, the third may be anywhere.

@@ -259,7 +259,7 @@ def killed_move(nodes: Nodes, name: str, crash_at: str, *extra) -> None:
                                                ("volume-move-final-taken", "paused"),
                                                ("volume-move-switched", "moved")])
 def test_a_move_killed_at_each_step_finishes_when_run_again(nodes, crash_at, resumed):
-    site, alice = nodes.site, nodes.site.alice
+    alice = nodes.site.alice
     volume_id, source = placed_volume(nodes, "step", "consumer-a")
     fill_varied(source)
     killed_move(nodes, volume_id, crash_at)
