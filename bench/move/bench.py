@@ -23,6 +23,7 @@ Prints one JSON object. Run as root from the repository, with a release build:
 from __future__ import annotations
 
 import json
+import subprocess
 import os
 import sys
 import tempfile
@@ -44,8 +45,13 @@ CASES = [tuple(int(x) for x in case.split(":"))
          for case in os.environ.get("BENCH_CASES", "1024:10,1024:1").split(",")]
 
 
+WRITER = os.environ.get("BENCH_WRITER", "files")
+
+
 class Writer(threading.Thread):
-    """Appends 1 MiB pieces to PATH at RATE MB/s until stopped; `last` is its last write's end."""
+    """Writes 1 MiB pieces at RATE MB/s until stopped, each to a new file beside PATH
+    (BENCH_WRITER=files, a log rotated every MiB) or all appended to PATH (append); `last` is its
+    last write's end."""
 
     def __init__(self, path: Path, rate_mb: int):
         super().__init__(daemon=True)
@@ -54,16 +60,19 @@ class Writer(threading.Thread):
         self.stopping, self.last, self.written = threading.Event(), 0.0, 0
 
     def run(self) -> None:
-        piece = os.urandom(MiB)
-        with open(self.path, "ab") as out:
-            next_at = time.monotonic()
-            while not self.stopping.is_set():
+        next_at = time.monotonic()
+        while not self.stopping.is_set():
+            piece = os.urandom(MiB)  # fresh data: identical pieces would be stored once
+            name = self.path if WRITER == "append" else self.path.with_name(f"{self.path.name}.{self.written // MiB}")
+            with open(name, "ab") as out:
                 out.write(piece)
-                out.flush()
-                self.last = time.monotonic()
-                self.written += MiB
-                next_at += self.interval
-                time.sleep(max(0.0, next_at - time.monotonic()))
+            self.last = time.monotonic()
+            self.written += MiB
+            next_at += self.interval
+            time.sleep(max(0.0, next_at - time.monotonic()))
+
+    def bytes_at(self, directory: Path) -> int:
+        return sum(p.stat().st_size for p in directory.glob(f"{self.path.name}*"))
 
     def stop(self) -> float:
         self.stopping.set()
@@ -102,7 +111,7 @@ def move_case(nodes: Nodes, name: str, size_mib: int, rate_mb: int) -> dict:
     on_b = nodes.b_host.dir / name
     site.b.ok("volume", "connect", name, "--target", on_b)
     usable = time.monotonic()
-    assert (on_b / "writer.log").stat().st_size == writer.written, "expected every write on B"
+    assert writer.bytes_at(on_b) == writer.written, "expected every write on B"
     site.b.ok("volume", "disconnect", name)
     return {"size_MiB": size_mib, "writer_MB_per_s": rate_mb, "pre_copy_s": round(pre_copy_s, 2),
             "rounds_MiB": [round(r["bytes_sent"] / MiB, 1) for r in moved["rounds"]],
@@ -128,7 +137,7 @@ def by_hand_case(nodes: Nodes, name: str, size_mib: int, rate_mb: int, rounds: i
     done = nodes.a_host.run(["rsync", "-a", "--delete", f"{source}/", destination], timeout=1200)
     assert done.rc == 0, done.describe()
     finished = time.monotonic()
-    assert (rsync_root / name / "writer.log").stat().st_size == writer.written
+    assert writer.bytes_at(rsync_root / name) == writer.written
     return {"size_MiB": size_mib, "writer_MB_per_s": rate_mb, "pre_copy_rsync_s": pre,
             "write_pause_s": round(finished - last_write, 3)}
 
@@ -137,25 +146,32 @@ def main() -> None:
     if os.geteuid() != 0:
         sys.exit("bench/move/bench.py: run as root (network namespaces, mounts)")
     with tempfile.TemporaryDirectory(prefix="rosetctl-bench-move-", dir="/var/tmp") as work:
-        with HostLab(Path(work)) as lab:
-            site = build_site(lab)
-            nodes = Nodes(site)
-            rsync_root = nodes.b_host.dir / "rsync"
-            rsync_root.mkdir()
-            conf = nodes.b_host.dir / "rsyncd.conf"
-            conf.write_text(f"uid = root\ngid = root\nuse chroot = no\n[bench]\npath = {rsync_root}\n"
-                            "read only = no\n")
-            rsyncd = nodes.b_host.start(["rsync", "--daemon", "--no-detach", f"--config={conf}",
-                                         f"--address={nodes.b_host.address}", "--port=8730"])
-            wait_for_port(nodes.a_host, nodes.b_host.address, 8730, timeout=15, process=rsyncd)
-            results = []
-            for i, (size_mib, rate_mb) in enumerate(CASES):
-                ours = move_case(nodes, f"v{i}", size_mib, rate_mb)
-                theirs = by_hand_case(nodes, f"v{i}", size_mib, rate_mb, ours["rounds"], rsync_root)
-                results.append({"rosetctl": ours, "by_hand": theirs,
-                                "pause_ratio": round(ours["write_pause_s"] / theirs["write_pause_s"], 2)})
-                site.alice.ok("volume", "delete", site.alice.volume(f"v{i}")["id"])
-            print(json.dumps({"load_average": os.getloadavg(), "cases": results}, indent=1))
+        try:
+            with HostLab(Path(work)) as lab:
+                site = build_site(lab)
+                nodes = Nodes(site)
+                rsync_root = nodes.b_host.dir / "rsync"
+                rsync_root.mkdir()
+                conf = nodes.b_host.dir / "rsyncd.conf"
+                conf.write_text(f"uid = root\ngid = root\nuse chroot = no\n[bench]\npath = {rsync_root}\n"
+                                "read only = no\n")
+                rsyncd = nodes.b_host.start(["rsync", "--daemon", "--no-detach", f"--config={conf}",
+                                             f"--address={nodes.b_host.address}", "--port=8730"])
+                wait_for_port(nodes.a_host, nodes.b_host.address, 8730, timeout=15, process=rsyncd)
+                results = []
+                for i, (size_mib, rate_mb) in enumerate(CASES):
+                    ours = move_case(nodes, f"v{i}", size_mib, rate_mb)
+                    theirs = by_hand_case(nodes, f"v{i}", size_mib, rate_mb, ours["rounds"], rsync_root)
+                    results.append({"rosetctl": ours, "by_hand": theirs,
+                                    "pause_ratio": round(ours["write_pause_s"] / theirs["write_pause_s"], 2)})
+                    site.alice.ok("volume", "delete", site.alice.volume(f"v{i}")["id"])
+                print(json.dumps({"load_average": os.getloadavg(), "writer": WRITER, "cases": results}, indent=1))
+        finally:
+            # A failed case leaves its volume connected: the lab's mounts go before its directory.
+            mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                      if line.split()[4].startswith(work)]
+            for mount in sorted(mounts, key=len, reverse=True):
+                subprocess.run(["umount", "-l", mount], check=False)
 
 
 if __name__ == "__main__":
