@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <utility>
 
 namespace rosetctl::replica {
 
@@ -23,27 +24,15 @@ Expected<int64_t> parse_every(std::string_view text, std::string_view what) {
                  what, text.substr(0, 32));
   };
   if (text.empty() || text.size() > 16) return refuse();
+  // A bare number is seconds; otherwise its last letter says the unit.
+  constexpr std::pair<char, int64_t> kUnits[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
   int64_t unit = 1;
   std::string_view digits = text;
-  switch (text.back()) {
-    case 's':
-      unit = 1;
+  for (auto [suffix, seconds] : kUnits) {
+    if (text.back() == suffix) {
+      unit = seconds;
       digits.remove_suffix(1);
-      break;
-    case 'm':
-      unit = 60;
-      digits.remove_suffix(1);
-      break;
-    case 'h':
-      unit = 3600;
-      digits.remove_suffix(1);
-      break;
-    case 'd':
-      unit = 86400;
-      digits.remove_suffix(1);
-      break;
-    default:
-      break;
+    }
   }
   if (digits.empty() ||
       !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
