@@ -46,6 +46,7 @@
 #include "core/size.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
+#include "daemon/snapshot_parameters.h"
 #include "providers/provider_registration.h"
 #include "providers/volume_context.h"
 
@@ -131,14 +132,18 @@ Status plan_move(Session& session, const VolumeInfo& info, const std::string& to
   return Status::ok();
 }
 
-// A snapshot of the volume on A, ready; its placed id.
+// A snapshot of the volume on A, ready; its placed id. A pre-copy round's keeps a file written to
+// while it is read as read (the volume is in use): only the final delta must be consistent.
+enum class MoveSnapshot { kPreCopy, kFinal };
 Expected<std::string> take_move_snapshot(Session& session, const MovePlan& move,
-                                         const std::string& step) {
+                                         const std::string& step, MoveSnapshot kind) {
   csi::v1::CreateSnapshotRequest request;
   request.set_source_volume_id(move.old_id);
   request.set_name(move_snapshot_prefix(move) + step);
-  (*request.mutable_parameters())["message"] = fmt::format(
+  auto& parameters = *request.mutable_parameters();
+  parameters[std::string(kSnapshotMessageParameter)] = fmt::format(
       "taken to move volume \"{}\" to node \"{}\"; removed once that is done", move.name, move.to);
+  if (kind == MoveSnapshot::kPreCopy) parameters[std::string(kSnapshotPreCopyParameter)] = "true";
   csi::v1::CreateSnapshotResponse response;
   for (;;) {
     ROSETCTL_RETURN_IF_ERROR(session.client().controller(&csi::v1::Controller::Stub::CreateSnapshot,
@@ -355,7 +360,8 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
       return failed;
     };
     for (int round = 1; !earlier && round <= settings.max_rounds; ++round) {
-      auto snapshot = take_move_snapshot(session, move, fmt::format("{}-{}", move.run, round));
+      auto snapshot = take_move_snapshot(session, move, fmt::format("{}-{}", move.run, round),
+                                         MoveSnapshot::kPreCopy);
       if (!snapshot) return forget(snapshot.status());
       snapshots.push_back(*snapshot);
       auto pulled = pull_to_receiver(session, move, *snapshot);
@@ -393,7 +399,7 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
     std::string final_step = fmt::format("final-{}", move.run);
     if (earlier && left->final_name)
       final_step = left->final_name->substr(move_snapshot_prefix(move).size());
-    auto last = take_move_snapshot(session, move, final_step);
+    auto last = take_move_snapshot(session, move, final_step, MoveSnapshot::kFinal);
     if (!last) return undo(last.status());
     if (std::find(snapshots.begin(), snapshots.end(), *last) == snapshots.end())
       snapshots.push_back(*last);

@@ -20,6 +20,7 @@
 #include "daemon/csi_secrets.h"
 #include "daemon/snapshot_ids.h"
 #include "daemon/snapshot_locks.h"
+#include "daemon/snapshot_parameters.h"
 #include "daemon/volume_locks.h"
 #include "daemon/volume_lookup.h"
 #include "daemon/volume_moves.h"
@@ -27,13 +28,16 @@
 namespace rosetctl {
 namespace {
 
-constexpr std::string_view kMessageParameter = "message";
-
 Status validate_snapshot_parameters(const StringMap& parameters) {
   for (const auto& [key, value] : parameters) {
-    if (key == kMessageParameter || key.starts_with(kKubernetesParameterPrefix)) continue;
-    return error(Code::kInvalidArgument, "unknown snapshot parameter {} (known: message)",
-                 display_quoted(key));
+    if (key == kSnapshotMessageParameter || key.starts_with(kKubernetesParameterPrefix)) continue;
+    if (key == kSnapshotPreCopyParameter) {
+      if (value == "true" || value == "false") continue;
+      return error(Code::kInvalidArgument, "snapshot parameter {} is {}: give true or false",
+                   kSnapshotPreCopyParameter, display_quoted(value));
+    }
+    return error(Code::kInvalidArgument, "unknown snapshot parameter {} (known: {}, {})",
+                 display_quoted(key), kSnapshotMessageParameter, kSnapshotPreCopyParameter);
   }
   return Status::ok();
 }
@@ -84,6 +88,8 @@ void ControllerService::take_snapshot(SnapshotRecord record, SnapshotSide* snaps
   SnapshotSpec spec{record.name,      record.source_volume_id, record.source_volume_name,
                     record.parent_id, record.message,          context_.options.progress,
                     secrets,          staging_locker()};
+  spec.pre_copy =
+      value_or_empty(record.parameters, std::string(kSnapshotPreCopyParameter)) == "true";
   auto created = snapshots->create_snapshot(spec, [&](const ProvisionedSnapshot& made) {
     SnapshotRecord done = record;
     done.commit_id = made.id;
@@ -185,7 +191,7 @@ Status ControllerService::create_snapshot(const csi::v1::CreateSnapshotRequest& 
   record.source_volume_name = volume->record.name;
   record.source_capacity_bytes = volume->record.capacity_bytes;
   record.parent_id = parent->has_value() ? (*parent)->commit_id : "";
-  record.message = value_or_empty(parameters, std::string(kMessageParameter));
+  record.message = value_or_empty(parameters, std::string(kSnapshotMessageParameter));
   record.parameters = parameters;
   auto work = context_.locks.try_lock(snapshot_work_lock_key(record.id), LockMode::kExclusive,
                                       busy_message(fmt::format("snapshot {}", record.id)));

@@ -89,6 +89,9 @@ struct SnapshotSpec {
   ProgressSink* progress = nullptr;
   StringMap secrets;            // CreateSnapshot's secrets (a remote provider's credentials)
   StagingLocker hold_stagings;  // unset: nothing is locked
+  // A move's pre-copy round: files written to while read are kept as read (a directory volume's
+  // commit; an image is held still for its copy anyway). Providers that move nothing ignore it.
+  bool pre_copy = false;
 };
 
 struct ProvisionedSnapshot {

@@ -148,10 +148,22 @@ while not os.path.exists({str(stop)!r}):
     details = expect_code(lambda: create_until_settled(server, request),
                           grpc.StatusCode.FAILED_PRECONDITION, "CreateSnapshot while a file is rewritten non-stop")
     assert "hot.bin" in details and "changed while being read" in details, f"expected the file named: {details}"
+    # A move's pre-copy round keeps what it read instead: it needs most of the bytes early, not a
+    # consistent file (the paused final delta is that).
+    bad = pb2.CreateSnapshotRequest(name="hot-pre", source_volume_id=volume.volume_id, parameters={"preCopy": "yes"})
+    details = expect_code(lambda: server.controller.CreateSnapshot(bad, timeout=CALL_TIMEOUT),
+                          grpc.StatusCode.INVALID_ARGUMENT, "CreateSnapshot with preCopy=yes")
+    assert "preCopy" in details and "true or false" in details, details
+    pre = pb2.CreateSnapshotRequest(name="hot-pre", source_volume_id=volume.volume_id, parameters={"preCopy": "true"})
+    assert create_until_settled(server, pre).ready_to_use, "expected a pre-copy snapshot while the writer runs"
     stop.touch()
     time.sleep(0.3)
     snapshot = create_until_settled(server, request)
     assert snapshot.ready_to_use, "expected the same request to succeed once the writer stopped"
+    # The consistent snapshot after it holds the file as it is now, not as the pre-copy read it.
+    cli.ok("snapshot", "restore", snapshot.snapshot_id, "--name", "hot-copy")
+    copy = Path(cli.connect("hot-copy", workdir / "hot-copy")["path"])
+    assert (copy / "hot.bin").read_bytes() == (mount / "hot.bin").read_bytes()
 
 
 def test_concurrent_create_snapshot_of_one_name_makes_one_snapshot(csi, cli, workdir, server):

@@ -141,6 +141,49 @@ def test_a_volume_written_during_its_pre_copy_moves_to_b_byte_equal_under_its_na
     assert [v["name"] for v in alice.volumes()] == ["moving"]
 
 
+def test_a_file_appended_to_all_along_is_pre_copied_as_read_and_moves_whole(nodes, processes):
+    """A pre-copy round keeps a file written to while it is read as read (snapshot parameter
+    preCopy): a log that is never quiet once failed every round ("changed while being read, 3
+    times in a row"). The final delta, taken paused, is consistent: B holds the file as A's at
+    the pause, to its last byte."""
+    site, alice = nodes.site, nodes.site.alice
+    volume_id, source = placed_volume(nodes, "logging", "consumer-a")
+    target = nodes.a_host.dir / "logging"
+    site.a.ok("volume", "connect", volume_id, "--target", target)
+    # Long enough to read that each read spans many appends, even on a loaded machine.
+    (target / "app.log").write_bytes(os.urandom(32 * MiB))
+    stop = nodes.a_host.dir / "stop-appending"
+    writer = processes.start(["/usr/bin/python3", "-c", f"""
+import os, time
+with open({str(target / 'app.log')!r}, "ab", buffering=0) as log:
+    n = 0
+    while not os.path.exists({str(stop)!r}):
+        n += 1
+        log.write(b"%08d " % n + os.urandom(4083).hex().encode()[:4087] + b"\\n")
+        time.sleep(0.001)
+"""])
+    time.sleep(0.3)
+    assert writer.poll() is None, "the writer ended early"
+    move, out, err = start_move(nodes, "logging", "--to-node", "consumer-b", "--wait-unpublished", "120",
+                                "--max-rounds", "3")
+    wait_for_text(err, "to be disconnected", move)
+    assert writer.poll() is None, "expected the writer to append all through the pre-copy"
+    stop.touch()
+    assert writer.wait(timeout=30) == 0
+    site.a.ok("volume", "disconnect", volume_id)
+    assert move.wait(timeout=300) == 0, err.read_text()
+    expected = describe_tree(source)  # A's copy at the pause, untouched since
+
+    result = json.loads(out.read_text())
+    assert len(result["rounds"]) >= 1 and result["rounds"][0]["bytes_sent"] > 32 * MiB, result
+    new_id = result["volume_id"]
+    moved = directory_of(nodes, new_id, "consumer-b")
+    lines = differences_across_hosts(expected, describe_tree(moved))
+    assert not lines, "expected the volume on B to equal A's at the pause:\n" + "\n".join(lines)
+    assert (moved / "app.log").stat().st_size > 32 * MiB
+    assert move_snapshots(nodes) == []
+
+
 def test_a_volume_in_use_and_invalid_moves_are_refused_and_change_nothing(nodes):
     site, alice = nodes.site, nodes.site.alice
     volume_id, source = placed_volume(nodes, "busy", "consumer-a")

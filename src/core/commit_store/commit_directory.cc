@@ -31,7 +31,8 @@ constexpr int64_t kRacyWindowNs = 100'000'000;
 struct FileResult {
   bool vanished = false;  // deleted or replaced by a non-file during the commit
   bool reused = false;
-  bool added = false;  // its blob is new to the store
+  bool added = false;     // its blob is new to the store
+  bool changing = false;  // pre-copy: kept as read while it was written to
   std::optional<CachedFile> cache;
 };
 
@@ -46,13 +47,15 @@ class Capturer {
   // `walk_started`: when the walk that produced the entries began. `blobs_assured`: every
   // blob the cache names is known to be stored (its anchor commit exists).
   Capturer(const CommitStore& store, int root_fd, const std::string& shown_root,
-           const StatCache& cache, int64_t walk_started, bool blobs_assured)
+           const StatCache& cache, int64_t walk_started, bool blobs_assured,
+           bool keep_changing_files)
       : store_(store),
         root_fd_(root_fd),
         shown_root_(shown_root),
         cache_(cache),
         walk_started_(walk_started),
-        blobs_assured_(blobs_assured) {}
+        blobs_assured_(blobs_assured),
+        keep_changing_files_(keep_changing_files) {}
 
   // The content recorded by the previous commit, when the file is as it was then.
   bool reuse_cached(WalkedEntry& walked, FileResult& result) const;
@@ -68,6 +71,7 @@ class Capturer {
   const StatCache& cache_;
   int64_t walk_started_;
   bool blobs_assured_;
+  bool keep_changing_files_;
   std::atomic<bool> reflink_works_{true};  // until the first FICLONE says otherwise
 };
 
@@ -131,7 +135,9 @@ Status Capturer::capture(WalkedEntry& walked, FileResult& result, ContentBuffer&
       return errno_status(errno, fmt::format("cannot inspect \"{}\"", shown));
     }
     FileVersion version = FileVersion::of(before);
-    if (stored->short_read || !(FileVersion::of(after) == version)) continue;  // written to
+    bool written_to = stored->short_read || !(FileVersion::of(after) == version);
+    // A pre-copy keeps what it read; a shrunk file's read has no whole blob to keep.
+    if (written_to && (!keep_changing_files_ || stored->short_read)) continue;
     if (!(version == walked.version)) {
       // Changed between the walk and the read: take metadata from what was read.
       auto xattrs = read_xattrs(fd.get(), "", shown);
@@ -145,8 +151,13 @@ Status Capturer::capture(WalkedEntry& walked, FileResult& result, ContentBuffer&
     entry.uid = before.st_uid;
     entry.gid = before.st_gid;
     result.added = stored->added;
-    if (version.ctime_ns + kRacyWindowNs < walk_started_)
+    result.changing = written_to;
+    if (!written_to && version.ctime_ns + kRacyWindowNs < walk_started_)
       result.cache = CachedFile{version, entry.content, entry.xattrs};
+    return Status::ok();
+  }
+  if (keep_changing_files_) {
+    result.vanished = true;  // it kept shrinking: the consistent commit that follows takes it
     return Status::ok();
   }
   // FAILED_PRECONDITION, not ABORTED: the writer is no call in flight that ends by itself, so
@@ -203,7 +214,8 @@ Expected<CommitOutcome> commit_directory(const CommitStore& store, const CommitR
   Progress progress(request.progress);
   progress.start(fmt::format("committing {}", request.volume_name), files.size(), bytes_total);
   bool blobs_assured = !previous.anchor().empty() && store.has_commit(previous.anchor());
-  Capturer capturer(store, root.get(), request.directory, previous, walk_started, blobs_assured);
+  Capturer capturer(store, root.get(), request.directory, previous, walk_started, blobs_assured,
+                    request.keep_changing_files);
   std::vector<FileResult> results(walked->size());
   // Unchanged files first, on this thread: a re-commit of an unchanged volume then starts no
   // workers at all.
@@ -236,6 +248,7 @@ Expected<CommitOutcome> commit_directory(const CommitStore& store, const CommitR
   for (std::size_t i : files) {
     const FileResult& result = results[i];
     if (result.reused) ++outcome.reused_files;
+    if (result.changing) ++outcome.changing_files;
     if (result.added) outcome.new_bytes += (*walked)[i].entry.size;
     if (!result.reused && !result.vanished) read_blobs.push_back((*walked)[i].entry.content);
     if (result.cache && !result.vanished) next.add((*walked)[i].entry.path, *result.cache);

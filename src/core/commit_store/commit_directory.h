@@ -4,8 +4,13 @@
 //
 // Consistency: each file is captured as one version of itself. Its version (inode, size, mtime,
 // ctime) is taken before and after the read; if it moved, the read is retried, and after
-// kMaxCaptureAttempts the commit fails with ABORTED. There is no point in time across files: a
-// directory that is written to during the commit is captured file by file.
+// kMaxCaptureAttempts the commit fails with FAILED_PRECONDITION. There is no point in time across
+// files: a directory that is written to during the commit is captured file by file.
+//
+// A pre-copy commit (CommitRequest::keep_changing_files) gives that guarantee up: a file written to
+// while it is read keeps the bytes read (its blob still matches its name) and stays out of the stat
+// cache, so the next commit reads it again. Only for a commit that a consistent one follows (a
+// move's rounds before its paused final delta): most of a changing file's bytes travel early.
 #pragma once
 
 #include <cstdint>
@@ -30,13 +35,15 @@ struct CommitRequest {
   int64_t time_ns = 0;  // commit time
   int workers = 1;      // CPUs to use; capture runs kCaptureThreadsPerWorker threads per worker
   ProgressSink* progress = nullptr;
+  bool keep_changing_files = false;  // a pre-copy: see the top of this file
 };
 
 struct CommitOutcome {
   std::string id;
   CommitObject commit;
-  int64_t new_bytes = 0;     // size of the blobs this commit added to the store
-  int64_t reused_files = 0;  // files whose content came from the stat cache without reading
+  int64_t new_bytes = 0;       // size of the blobs this commit added to the store
+  int64_t reused_files = 0;    // files whose content came from the stat cache without reading
+  int64_t changing_files = 0;  // pre-copy only: files kept as read while they were written to
 };
 
 // The caller holds `lock` (shared) until the commit is recorded wherever it is referenced, so

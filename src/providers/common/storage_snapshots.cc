@@ -145,7 +145,7 @@ Expected<ProvisionedSnapshot> LocalStorage::create_snapshot(const SnapshotSpec& 
   if (!lock) return lock.status();
   CommitRequest request{data_dir(spec.volume_id), spec.volume_id, spec.volume_name,
                         spec.parent_id,           spec.message,   unix_now_ns(),
-                        default_worker_count(),   spec.progress};
+                        default_worker_count(),   spec.progress,  spec.pre_copy};
   auto outcome = commit_directory(**store, request, *lock);
   if (!outcome)
     return outcome.status().with_context(fmt::format("volume \"{}\"", spec.volume_name));
