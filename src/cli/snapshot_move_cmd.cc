@@ -81,6 +81,7 @@ Status report(const GlobalOptions& globals, const v1::PullSnapshotProgress& done
                       {"objects_skipped", done.objects_skipped()},
                       {"bytes_skipped", done.bytes_skipped()},
                       {"bytes_resumed", done.bytes_resumed()},
+                      {"bytes_seeded", done.bytes_seeded()},
                       {"route", done.route()}});
   return Status::ok();
 }

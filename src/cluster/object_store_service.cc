@@ -11,6 +11,7 @@
 #include "cluster/node_forward.h"
 #include "cluster/snapshot_pull.h"
 #include "core/commit_store/commit_store.h"
+#include "core/commit_store/file_content.h"
 #include "core/commit_store/sha256.h"
 #include "daemon/call_log.h"
 #include "daemon/catalog_convert.h"
@@ -30,10 +31,23 @@ constexpr const char* kLookupSnapshot = "/rosetctl.v1.ObjectStore/LookupSnapshot
 constexpr const char* kFetchObjects = "/rosetctl.v1.ObjectStore/FetchObjects";
 constexpr const char* kPullSnapshot = "/rosetctl.v1.ObjectStore/PullSnapshot";
 
-Status check_object_id(const v1::ObjectRef& ref) {
-  if (is_digest_hex(ref.id())) return Status::ok();
-  return error(Code::kInvalidArgument, "\"{}\" is not an object id (64 lowercase hex digits)",
-               ref.id().substr(0, 80));
+Status check_object_ref(const v1::ObjectRef& ref) {
+  if (!is_digest_hex(ref.id())) {
+    return error(Code::kInvalidArgument, "\"{}\" is not an object id (64 lowercase hex digits)",
+                 ref.id().substr(0, 80));
+  }
+  if (ref.prefix_sha256().empty()) return Status::ok();
+  if (!is_digest_hex(ref.prefix_sha256())) {
+    return error(Code::kInvalidArgument,
+                 "prefix_sha256 of blob {} is \"{}\", not a SHA-256 (64 lowercase hex digits)",
+                 ref.id(), ref.prefix_sha256().substr(0, 80));
+  }
+  if (ref.kind() != v1::OBJECT_BLOB || ref.offset() <= 0) {
+    return error(Code::kInvalidArgument,
+                 "prefix_sha256 of object {} needs a blob and an offset past its first byte",
+                 ref.id());
+  }
+  return Status::ok();
 }
 
 using ChunkWrite = StreamReply<v1::ObjectChunk>::Write;
@@ -55,14 +69,28 @@ Status send_text(v1::ObjectKind kind, const std::string& id, const std::string& 
   return Status::ok();
 }
 
-// A blob from `from`, as it is on disk: the receiver checks what arrives against its name.
-Status send_blob(const CommitStore& store, const std::string& id, int64_t from,
-                 const ChunkWrite& write) {
+// Where to send blob `ref` from: its offset, unless the receiver's first bytes (named by their
+// hash) differ from this blob's; then from byte 0. Reading the prefix here is cheaper than
+// sending it, and the receiver checks the whole blob against its name either way.
+Expected<int64_t> first_byte_to_send(int fd, const v1::ObjectRef& ref, int64_t size) {
+  if (ref.prefix_sha256().empty() || ref.offset() > size) return ref.offset();
+  ContentBuffer buffer;
+  auto prefix = hash_content(fd, ref.offset(), -1, buffer, fmt::format("blob {}", ref.id()));
+  if (!prefix) return prefix.status();
+  return !prefix->short_read && prefix->sha256 == ref.prefix_sha256() ? ref.offset() : 0;
+}
+
+// A blob from `ref`'s offset, as it is on disk: the receiver checks what arrives against its name.
+Status send_blob(const CommitStore& store, const v1::ObjectRef& ref, const ChunkWrite& write) {
+  const std::string& id = ref.id();
   auto fd = store.open_blob(id);
   if (!fd) return fd.status();
   struct stat st;
   if (::fstat(fd->get(), &st) != 0)
     return errno_status(errno, fmt::format("cannot stat blob {}", id));
+  auto first = first_byte_to_send(fd->get(), ref, st.st_size);
+  if (!first) return first.status();
+  int64_t from = *first;
   if (from < 0 || from > st.st_size) {
     return error(Code::kOutOfRange, "blob {} has {} bytes: cannot send from byte {}", id,
                  st.st_size, from);
@@ -97,7 +125,7 @@ Status send_blob(const CommitStore& store, const std::string& id, int64_t from,
 Status fetch_objects(const ServiceContext& context, const v1::FetchObjectsRequest& request,
                      const ChunkWrite& write) {
   for (const v1::ObjectRef& ref : request.objects())
-    ROSETCTL_RETURN_IF_ERROR(check_object_id(ref));
+    ROSETCTL_RETURN_IF_ERROR(check_object_ref(ref));
   auto store = CommitStore::open(context.layout.commit_store_dir());
   if (!store) return store.status();
   // Nothing being sent is collected meanwhile.
@@ -118,7 +146,7 @@ Status fetch_objects(const ServiceContext& context, const v1::FetchObjectsReques
         break;
       }
       default:
-        ROSETCTL_RETURN_IF_ERROR(send_blob(**store, ref.id(), ref.offset(), write));
+        ROSETCTL_RETURN_IF_ERROR(send_blob(**store, ref, write));
     }
   }
   return Status::ok();
@@ -143,6 +171,7 @@ Status lookup_snapshot(const ServiceContext& context, const v1::LookupSnapshotRe
   if (!commit) return commit.status();
   fill_snapshot_details(*record, response->mutable_snapshot());
   response->set_tree_id(commit->tree);
+  response->set_checks_prefix(true);
   return Status::ok();
 }
 

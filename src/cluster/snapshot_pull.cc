@@ -28,6 +28,9 @@ constexpr std::size_t kFetchBatch = 1000;
 // bench/README.md two lanes beat one, and four were no better than one (more threads fighting
 // over the same two CPUs and disk).
 constexpr int kLanes = 2;
+// A file whose earlier version here is smaller than this travels whole: beginning its blob with
+// that version costs a copy and a hash of it on each side, for little.
+constexpr int64_t kMinSeedBytes = 1 << 20;
 
 v1::ObjectRef object_ref(v1::ObjectKind kind, const std::string& id, int64_t offset = 0) {
   v1::ObjectRef ref;
@@ -121,7 +124,10 @@ class Pull {
 
     auto commit = commit_and_tree(record.commit_id, tree_id);
     if (!commit) return commit.status();
-    ROSETCTL_RETURN_IF_ERROR(blobs());
+    // A source that would send from the offset asked without checking the prefix gets no
+    // begun blobs: each would fail its hash, again at every retry.
+    ROSETCTL_RETURN_IF_ERROR(blobs(found.checks_prefix() ? earlier_versions(commit->parent)
+                                                         : std::map<std::string, StoredFile>()));
     if (!store_->has_commit(record.commit_id)) {
       ROSETCTL_RETURN_IF_ERROR(receiver_->store_commit(record.commit_id, *commit));
     }
@@ -208,13 +214,49 @@ class Pull {
     result_.set_bytes_skipped(result_.bytes_skipped() + bytes);
   }
 
-  // Every blob the tree names that this store lacks, resumed where a part is staged, on the
-  // source's lanes side by side.
-  Status blobs() {
+  struct StoredFile {
+    std::string blob;
+    int64_t size = 0;
+  };
+  // The files of the snapshot's parent commit, when this store holds it (a move's earlier round,
+  // a replica's previous push), by path. Only a hint: what a blob begun with one of them holds is
+  // checked against its name like any other.
+  std::map<std::string, StoredFile> earlier_versions(const std::string& parent) const {
+    std::map<std::string, StoredFile> files;
+    if (!is_digest_hex(parent) || !store_->has_commit(parent)) return files;
+    auto commit = store_->read_commit(parent);
+    if (!commit) return files;
+    auto tree = store_->read_tree(commit->tree);
+    if (!tree) return files;
+    for (const TreeEntry& entry : tree->entries) {
+      if (entry.type == EntryType::kRegular && entry.size >= kMinSeedBytes)
+        files.emplace(entry.path, StoredFile{entry.content, entry.size});
+    }
+    return files;
+  }
+
+  // Blob `id` of the file at `path` begun with the earlier version of that file held here, when
+  // it may have been appended to since: the bytes begun with (0: none).
+  Expected<int64_t> seed(const std::map<std::string, StoredFile>& earlier, const std::string& id,
+                         const std::string& path, int64_t size) {
+    auto found = earlier.find(path);
+    if (found == earlier.end() || found->second.size >= size ||
+        !store_->has_blob(found->second.blob)) {
+      return 0;
+    }
+    return receiver_->seed_part(id, found->second.blob);
+  }
+
+  // Every blob the tree names that this store lacks, resumed where a part is staged (or begun
+  // with the file's earlier version), on the source's lanes side by side.
+  Status blobs(const std::map<std::string, StoredFile>& earlier) {
     std::map<std::string, int64_t>& sizes = blob_sizes_;
+    std::map<std::string, std::string> paths;  // a path of each blob
     for (const TreeEntry& entry : tree_.entries) {
-      if (entry.type == EntryType::kRegular && !entry.content.empty())
+      if (entry.type == EntryType::kRegular && !entry.content.empty()) {
         sizes.emplace(entry.content, entry.size);
+        paths.emplace(entry.content, entry.path);
+      }
     }
     std::vector<Want> wants;
     for (const auto& [id, size] : sizes) {
@@ -226,8 +268,20 @@ class Pull {
       // the blob starts over, which overwrites it.
       int64_t kept = receiver_->partial_size(id);
       if (kept > size) kept = 0;
-      wants.push_back({object_ref(v1::OBJECT_BLOB, id, kept), size - kept});
-      result_.set_bytes_resumed(result_.bytes_resumed() + kept);
+      v1::ObjectRef ref = object_ref(v1::OBJECT_BLOB, id, kept);
+      if (kept == 0) {
+        auto seeded = seed(earlier, id, paths.at(id), size);
+        if (!seeded) return seeded.status();
+        if (*seeded > 0) {
+          ref.set_offset(*seeded);
+          ref.set_prefix_sha256(earlier.at(paths.at(id)).blob);
+          result_.set_bytes_seeded(result_.bytes_seeded() + *seeded);
+          seeded_.emplace(id, *seeded);
+          kept = *seeded;
+        }
+      }
+      wants.push_back({ref, size - kept});
+      if (ref.prefix_sha256().empty()) result_.set_bytes_resumed(result_.bytes_resumed() + kept);
       result_.set_files_total(result_.files_total() + 1);
       result_.set_bytes_total(result_.bytes_total() + size - kept);
     }
@@ -303,6 +357,11 @@ class Pull {
         if (!complete) return complete.status();
         int64_t bytes = static_cast<int64_t>(chunk.data().size());
         std::lock_guard<std::mutex> lock(mutex_);
+        if (auto begun = seeded_.find(chunk.id()); begun != seeded_.end() && chunk.offset() == 0) {
+          // The file was not appended to: the source started it over, and it travels whole.
+          result_.set_bytes_seeded(result_.bytes_seeded() - begun->second);
+          seeded_.erase(begun);
+        }
         result_.set_bytes_sent(result_.bytes_sent() + bytes);
         result_.set_bytes_done(result_.bytes_done() + bytes);
         if (*complete) {
@@ -333,6 +392,7 @@ class Pull {
   std::optional<ObjectReceiver> receiver_;
   Tree tree_;
   std::map<std::string, int64_t> blob_sizes_;  // every blob the tree names, with its size
+  std::map<std::string, int64_t> seeded_;      // blobs begun with an earlier version; guarded
   std::atomic<bool> stopped_{false};           // a lane failed: the others stop
   std::mutex mutex_;
   Status failure_;                    // the first lane's failure; guarded by mutex_

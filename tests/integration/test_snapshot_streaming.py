@@ -224,6 +224,41 @@ def test_a_snapshot_pulled_to_another_node_restores_there_exactly_and_a_change_s
     assert not lines, "expected the second restore on B to equal A's volume:\n" + "\n".join(lines)
 
 
+def test_a_file_appended_to_travels_as_its_new_bytes_and_one_rewritten_travels_whole(nodes):
+    """B begins the blob of a file appended to since the version it holds (in the snapshot's
+    parent) with that version; A sends the rest only when its own first bytes hash as B's do
+    (FetchObjects' prefix_sha256), and the whole blob when the file was rewritten instead."""
+    a, b = nodes.a, nodes.b
+    MiB = 2**20
+    a.create("log")
+    source = nodes.volume_dir(a, "log")
+    (source / "app.log").write_bytes(os.urandom(4 * MiB))
+    a.ok("snapshot", "commit", "log", "--name", "l1")
+    assert nodes.push("l1").rc == 0
+    with open(source / "app.log", "ab") as log:
+        log.write(os.urandom(MiB // 2))
+    a.ok("snapshot", "commit", "log", "--name", "l2")
+    appended = nodes.push("l2")
+    assert appended.rc == 0, appended.describe()
+    assert appended.json()["bytes_seeded"] == 4 * MiB, appended.stdout
+    assert MiB // 2 <= appended.json()["bytes_sent"] < MiB, f"expected only the appended bytes: {appended.stdout}"
+    expected_l2 = describe_tree(source)
+    # Rewritten at its first byte, and longer: the first bytes differ, so the blob travels whole.
+    data = bytearray((source / "app.log").read_bytes())
+    data[0] ^= 0xFF
+    (source / "app.log").write_bytes(bytes(data) + os.urandom(4096))
+    a.ok("snapshot", "commit", "log", "--name", "l3")
+    rewritten = nodes.push("l3")
+    assert rewritten.rc == 0, rewritten.describe()
+    assert rewritten.json()["bytes_seeded"] == 0, rewritten.stdout
+    assert rewritten.json()["bytes_sent"] > 4 * MiB, rewritten.stdout
+    for name, expected in (("l2", expected_l2), ("l3", describe_tree(source))):
+        b.ok("snapshot", "restore", name, "--name", f"copy-{name}")
+        lines = differences_across_hosts(expected, describe_tree(nodes.volume_dir(b, f"copy-{name}")))
+        assert not lines, f"expected the restore of {name} on B to equal A's:\n" + "\n".join(lines)
+    assert b.ok_json("snapshot", "verify")["problems"] == []
+
+
 def fetch_lines(serve: HostProcess) -> list[str]:
     """The FetchObjects calls a node's serve has answered so far (its log lines)."""
     return [line for line in serve.output().splitlines() if "/rosetctl.v1.ObjectStore/FetchObjects" in line]

@@ -176,6 +176,10 @@ with open({str(target / 'app.log')!r}, "ab", buffering=0) as log:
 
     result = json.loads(out.read_text())
     assert len(result["rounds"]) >= 1 and result["rounds"][0]["bytes_sent"] > 32 * MiB, result
+    # The log travels whole once: after that only what was appended since the round before (B
+    # begins the blob with the version it holds), where the whole file used to go again.
+    later = [r["bytes_sent"] for r in result["rounds"][1:]] + [result["final_bytes_sent"]]
+    assert max(later) < 16 * MiB, f"expected only the appended bytes after the first round: {result}"
     new_id = result["volume_id"]
     moved = directory_of(nodes, new_id, "consumer-b")
     lines = differences_across_hosts(expected, describe_tree(moved))

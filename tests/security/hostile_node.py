@@ -55,7 +55,7 @@ class Snapshot:
     """A snapshot as rosetctl would store it: files (name -> bytes) in a tree under a commit."""
 
     def __init__(self, files: dict[str, bytes], volume_id: str = "local-evil", volume_name: str = "evil",
-                 message: str = "", time_ns: int = 1_700_000_000_000_000_000):
+                 message: str = "", time_ns: int = 1_700_000_000_000_000_000, parent: str = ""):
         self.blobs = {sha256(data): data for data in files.values()}
         lines = [b"d . 755 0 0 0\n"]
         for name in sorted(files, key=lambda n: n.encode()):
@@ -65,7 +65,8 @@ class Snapshot:
         self.tree_id = sha256(self.tree)
         self.files = len(files)
         self.bytes = sum(len(d) for d in files.values())
-        self.commit = (f"{COMMIT_HEADER}\ntree {self.tree_id}\nvolume {escape_field(volume_id.encode())}\n"
+        parent_line = f"parent {parent}\n" if parent else ""
+        self.commit = (f"{COMMIT_HEADER}\ntree {self.tree_id}\n{parent_line}volume {escape_field(volume_id.encode())}\n"
                        f"volume-name {escape_field(volume_name.encode())}\ntime {time_ns}\nfiles {self.files}\n"
                        f"bytes {self.bytes}\nmessage {escape_field(message.encode())}\n").encode()
         self.commit_id = sha256(self.commit)
@@ -90,7 +91,9 @@ class Servicer:
         """The plan's own files, when it names some; else the snapshot it started with."""
         if "files" not in plan:
             return self.snapshot
-        return Snapshot({name: data.encode() for name, data in plan["files"].items()})
+        files = {name: data.encode() for name, data in plan["files"].items()}
+        files.update({name: bytes.fromhex(data) for name, data in plan.get("binary_files", {}).items()})
+        return Snapshot(files, parent=plan.get("parent", ""))
 
     def LookupSnapshot(self, request, context):
         plan = self.plan()
@@ -101,12 +104,15 @@ class Servicer:
                        context={"type": "dir"})
         details.update(plan.get("lookup", {}))
         self.log(call="LookupSnapshot", reference=request.reference, answered=details)
-        return self.pb2.LookupSnapshotResponse(snapshot=self.pb2.SnapshotDetails(**details), tree_id=s.tree_id)
+        # "checks_prefix": evil says it honours prefix_sha256, and (like a source older than it)
+        # sends every blob from the offset asked all the same.
+        return self.pb2.LookupSnapshotResponse(snapshot=self.pb2.SnapshotDetails(**details), tree_id=s.tree_id,
+                                               checks_prefix=bool(plan.get("checks_prefix")))
 
     def FetchObjects(self, request, context):
         plan, pb2 = self.plan(), self.pb2
         s = self.snapshot_of(plan)
-        self.log(call="FetchObjects", objects=[[r.kind, r.id, r.offset] for r in request.objects])
+        self.log(call="FetchObjects", objects=[[r.kind, r.id, r.offset, r.prefix_sha256] for r in request.objects])
         limit = int(plan.get("endless_bytes", 4 << 30))
         # With the blobs asked for (a receiver asks for its commit and tree first, on their own).
         blobs_asked = any(r.kind == pb2.OBJECT_BLOB for r in request.objects)

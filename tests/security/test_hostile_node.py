@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import threading
 import time
@@ -250,3 +251,36 @@ def test_a_snapshot_name_holding_control_characters_is_refused_and_nothing_store
     shown = nodes.b.run("snapshot", "show", "evil-snapshot")
     assert shown.rc == 0 and "\x1b" not in shown.stdout and "line one  [2Jline two" in shown.stdout, shown.describe()
     assert nodes.b.run("snapshot", "delete", "evil-snapshot").rc == 0
+
+
+# ---------------------------------------------------------------- a file said to be appended to
+
+def test_a_node_that_says_it_checks_a_blobs_first_bytes_and_does_not_gets_nothing_stored(hostile, csi):
+    """B begins the blob of a file with the version it holds (from the snapshot's parent) only
+    for a source that says it checks the prefix B names (LookupSnapshot's checks_prefix). evil
+    says so and sends from the offset asked all the same, where its file does not begin with
+    B's version: the blob fails its hash, DATA_LOSS, and B keeps nothing of it. A source that
+    does not say so gets every blob asked for from byte 0, as before."""
+    nodes = hostile
+    earlier, later = os.urandom(2 * MiB), os.urandom(3 * MiB)
+    a_placed, a_local = a_snapshot(nodes, csi, {"log": earlier})
+    assert restore_on_b(nodes, csi, "copy", a_placed)["code"] == "OK"
+    parent = nodes.b.ok_json("snapshot", "show", a_local)["commit"]
+    evil = Snapshot({"log": later}, parent=parent)
+    nodes.evil.plan(files={}, binary_files={"log": later.hex()}, parent=parent, checks_prefix=True)
+    before = victim_state(nodes)
+    refused = restore_on_b(nodes, csi, "copy2", EVIL_PLACED)
+    assert refused["code"] == "DATA_LOSS", refused
+    assert f'blob {sha256(later)} from node "evil" is corrupt' in refused["details"], refused
+    asked = [o for c in nodes.evil.calls() if c["call"] == "FetchObjects" for o in c["objects"]
+             if o[1] == sha256(later)]
+    assert asked and asked[-1][2:] == [2 * MiB, sha256(earlier)], f"expected B to begin the blob with its version: {asked}"
+    assert victim_state(nodes, evil.tree_id) == before, "expected no part, blob or record left on B"
+
+    nodes.evil.plan(files={}, binary_files={"log": later.hex()}, parent=parent)
+    made = restore_on_b(nodes, csi, "copy2", EVIL_PLACED)
+    assert made["code"] == "OK", made
+    assert volume_files(nodes, made) == {"log": later}
+    asked = [o for c in nodes.evil.calls() if c["call"] == "FetchObjects" for o in c["objects"]
+             if o[1] == sha256(later)]
+    assert asked[-1][2:] == [0, ""], f"expected the whole blob asked of a source that checks no prefix: {asked}"

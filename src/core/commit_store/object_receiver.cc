@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/commit_store/file_content.h"
 #include "core/directory_listing.h"
 #include "core/parallel_for.h"
 #include "core/validate.h"
@@ -107,6 +108,30 @@ int64_t ObjectReceiver::partial_size(std::string_view id) const {
     return 0;
   }
   return st.st_size;
+}
+
+Expected<int64_t> ObjectReceiver::seed_part(std::string_view id, std::string_view earlier) {
+  if (!is_digest_hex(id)) return 0;
+  std::string shown = fmt::format("the staged part of blob {}", id);
+  UniqueFd fd(::openat(incoming_.get(), partial_name(id).c_str(),
+                       O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) {
+    if (errno == EEXIST) return 0;  // a part of an earlier transfer, which resumes
+    return errno_status(errno, fmt::format("cannot create {}", shown));
+  }
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return 0;  // another transfer's, just made
+  auto from = store_->open_blob(earlier);
+  if (!from) return from.status();
+  struct stat st;
+  if (::fstat(from->get(), &st) != 0) {
+    return errno_status(errno, fmt::format("cannot stat blob {}", earlier));
+  }
+  auto copied = clone_or_copy(from->get(), fd.get(), st.st_size, shown);
+  if (!copied) {
+    (void)::unlinkat(incoming_.get(), partial_name(id).c_str(), 0);
+    return copied.status();
+  }
+  return static_cast<int64_t>(st.st_size);
 }
 
 Status ObjectReceiver::start_blob(std::string_view id, int64_t offset) {

@@ -74,6 +74,11 @@ class ObjectReceiver {
 
   // Bytes of blob `id` kept from an interrupted transfer (0: none): fetch it from there.
   int64_t partial_size(std::string_view id) const;
+  // Begins blob `id`'s part with stored blob `earlier` (a version of the same file that `id` may
+  // have been appended to since), when no part of `id` is staged: its size, then fetch from
+  // there naming `earlier` as the prefix's hash (the source starts over when it differs). 0 when
+  // a part was staged already or another transfer is at it.
+  Expected<int64_t> seed_part(std::string_view id, std::string_view earlier);
 
   // The next chunk of blob `id` (`size` bytes in all, as the source says): chunks of one blob
   // come in order, from the offset partial_size() gave or 0 (which starts it over), and one blob
