@@ -146,7 +146,7 @@ def test_a_file_appended_to_all_along_is_pre_copied_as_read_and_moves_whole(node
     preCopy): a log that is never quiet once failed every round ("changed while being read, 3
     times in a row"). The final delta, taken paused, is consistent: B holds the file as A's at
     the pause, to its last byte."""
-    site, alice = nodes.site, nodes.site.alice
+    site = nodes.site
     volume_id, source = placed_volume(nodes, "logging", "consumer-a")
     target = nodes.a_host.dir / "logging"
     site.a.ok("volume", "connect", volume_id, "--target", target)
