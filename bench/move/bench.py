@@ -16,7 +16,15 @@ rate given. Then:
             (as many rounds as the move's pre-copy made), the writer stopped, one more rsync
             (the final delta): the write pause is that rsync's time, without any switch
 
-Prints one JSON object. Run as root from the repository, with a release build:
+The write pause is also given in parts (`write_pause_parts`, seconds): until the disconnect on A
+has returned (from the last write), the move's run after that (its notice of the disconnect, the
+last delta and switch, and the cleanup after the switch, timed by the steps it says on stderr as
+they arrive, where the build says them), and `volume connect` on B. `move_lines` are the move's
+stderr lines from the last write on, with their times; `cli_s` every `volume connect` and
+`disconnect` run on its own (BENCH_BARE_RUNS more of each after the case, 5 by default).
+
+Prints one JSON object. The binary is ROSETCTL_BIN's (every serve of the lab and every CLI run),
+else the repository's build/release/src/rosetctl. Run as root from the repository:
   sudo /usr/bin/python3 bench/move/bench.py                # 1 GiB at 10 and 1 MB/s
   BENCH_CASES=4096:10 sudo /usr/bin/python3 bench/move/bench.py
 """

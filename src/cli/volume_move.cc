@@ -3,6 +3,7 @@
 //
 //   pre-copy  CreateSnapshot of the volume on A, PullSnapshot of it into B (only what B lacks),
 //             again until a round sends little (the volume stays in use on A meanwhile);
+//             then the snapshots of all rounds but the last are removed;
 //   pause     Catalog/SetVolumeMove PAUSE on A: no new publication, refused while anything
 //             holds the volume (--wait-unpublished waits for the last writer to let go);
 //   delta     one more snapshot on A ("final"), pulled into B, and CreateVolume of the name on B
