@@ -16,7 +16,15 @@ rate given. Then:
             (as many rounds as the move's pre-copy made), the writer stopped, one more rsync
             (the final delta): the write pause is that rsync's time, without any switch
 
-Prints one JSON object. Run as root from the repository, with a release build:
+The write pause is also given in parts (`write_pause_parts`, seconds): until the disconnect on A
+has returned (from the last write), the move's run after that (its notice of the disconnect, the
+last delta and switch, and the cleanup after the switch, timed by the steps it says on stderr as
+they arrive, where the build says them), and `volume connect` on B. `move_lines` are the move's
+stderr lines from the last write on, with their times; `cli_s` every `volume connect` and
+`disconnect` run on its own (BENCH_BARE_RUNS more of each after the case, 5 by default).
+
+Prints one JSON object. The binary is ROSETCTL_BIN's (every serve of the lab and every CLI run),
+else the repository's build/release/src/rosetctl. Run as root from the repository:
   sudo /usr/bin/python3 bench/move/bench.py                # 1 GiB at 10 and 1 MB/s
   BENCH_CASES=4096:10 sudo /usr/bin/python3 bench/move/bench.py
 """
@@ -94,29 +102,85 @@ def move_case(nodes: Nodes, name: str, size_mib: int, rate_mb: int) -> dict:
     writer = Writer(target / "writer.log", rate_mb)
     writer.start()
     time.sleep(2)
-    out, err = nodes.a_host.dir / f"{name}.out", nodes.a_host.dir / f"{name}.err"
     argv = site.alice.argv(["volume", "move", name, "--to-node", "consumer-b", "--wait-unpublished", "600",
                             "-o", "json"])
     started = time.monotonic()
-    with out.open("w") as stdout, err.open("w") as stderr:
-        move = nodes.a_host.start(argv, env=site.alice.env, stdout=stdout, stderr=stderr)
-    while "to be disconnected" not in err.read_text():
-        assert move.poll() is None, err.read_text()
-        time.sleep(0.02)
+    move = nodes.a_host.start(argv, env=site.alice.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    steps = StepLines(move.stderr)
+    steps.wait_for("to be disconnected", move)
     pre_copy_s = time.monotonic() - started
     last_write = writer.stop()
-    site.a.ok("volume", "disconnect", volume_id)
-    assert move.wait(timeout=1200) == 0, err.read_text()
-    moved = json.loads(out.read_text())
+    timed_run(site.a, "disconnect", volume_id)
+    disconnected = time.monotonic()
+    stdout = move.stdout.read()
+    assert move.wait(timeout=1200) == 0, steps.text()
+    steps.join()
+    move_done = time.monotonic()
+    moved = json.loads(stdout)
     on_b = nodes.b_host.dir / name
-    site.b.ok("volume", "connect", name, "--target", on_b)
+    began = time.monotonic()
+    timed_run(site.b, "connect", name, "--target", on_b)
     usable = time.monotonic()
     assert writer.bytes_at(on_b) == writer.written, "expected every write on B"
-    site.b.ok("volume", "disconnect", name)
+    timed_run(site.b, "disconnect", name)
+    for _ in range(BARE_RUNS):  # the CLI runs alone, with nothing else going on
+        timed_run(site.b, "connect", name, "--target", on_b)
+        timed_run(site.b, "disconnect", name)
+    # Where the write pause goes, in seconds from the writer's last write: the steps the move
+    # printed (since it waits for the disconnect) are timed as they arrive.
+    paused, switched = steps.at(" is paused on node"), steps.at(" is switched to node")
+    breakdown = {"until_disconnected_s": round(disconnected - last_write, 3),
+                 "move_after_disconnect_s": round(move_done - disconnected, 3),
+                 "connect_cli_s": round(usable - began, 3)}
+    if paused and switched:  # since the move says so (older builds do not)
+        breakdown.update({"noticed_s": round(paused - disconnected, 3),
+                          "delta_and_switch_s": round(switched - paused, 3),
+                          "after_switch_s": round(move_done - switched, 3)})
     return {"size_MiB": size_mib, "writer_MB_per_s": rate_mb, "pre_copy_s": round(pre_copy_s, 2),
             "rounds_MiB": [round(r["bytes_sent"] / MiB, 1) for r in moved["rounds"]],
             "final_MiB": round(moved["final_bytes_sent"] / MiB, 2), "move_pause_ms": moved["pause_ms"],
-            "write_pause_s": round(usable - last_write, 3), "rounds": len(moved["rounds"])}
+            "write_pause_s": round(usable - last_write, 3), "write_pause_parts": breakdown,
+            "move_lines": [[round(when - last_write, 3), line.strip()[:90]] for when, line in steps.lines
+                           if when >= last_write],
+            "rounds": len(moved["rounds"])}
+
+
+class StepLines(threading.Thread):
+    """The move's stderr lines, each with the time it arrived."""
+
+    def __init__(self, stream):
+        super().__init__(daemon=True)
+        self.stream, self.lines, self.arrived = stream, [], threading.Condition()
+        self.start()
+
+    def run(self) -> None:
+        for line in self.stream:
+            with self.arrived:
+                self.lines.append((time.monotonic(), line))
+                self.arrived.notify_all()
+
+    def text(self) -> str:
+        return "".join(line for _, line in self.lines)
+
+    def at(self, words: str) -> float | None:
+        return next((when for when, line in self.lines if words in line), None)
+
+    def wait_for(self, words: str, process) -> None:
+        with self.arrived:
+            while not any(words in line for _, line in self.lines):
+                assert process.poll() is None, self.text()
+                self.arrived.wait(0.02)
+
+
+def timed_run(cli, verb: str, *args) -> None:
+    began = time.monotonic()
+    cli.ok("volume", verb, *args)
+    TIMES.setdefault(verb, []).append(round(time.monotonic() - began, 3))
+
+
+TIMES: dict[str, list[float]] = {}  # every `volume connect` and `disconnect`, in seconds
+BARE_RUNS = int(os.environ.get("BENCH_BARE_RUNS", "5"))
 
 
 def by_hand_case(nodes: Nodes, name: str, size_mib: int, rate_mb: int, rounds: int, rsync_root: Path) -> dict:
@@ -165,7 +229,8 @@ def main() -> None:
                     results.append({"rosetctl": ours, "by_hand": theirs,
                                     "pause_ratio": round(ours["write_pause_s"] / theirs["write_pause_s"], 2)})
                     site.alice.ok("volume", "delete", site.alice.volume(f"v{i}")["id"])
-                print(json.dumps({"load_average": os.getloadavg(), "writer": WRITER, "cases": results}, indent=1))
+                print(json.dumps({"load_average": os.getloadavg(), "writer": WRITER, "binary": os.environ["ROSETCTL_BIN"],
+                                  "cases": results, "cli_s": TIMES}, indent=1))
         finally:
             # A failed case leaves its volume connected: the lab's mounts go before its directory.
             mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()

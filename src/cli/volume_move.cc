@@ -3,6 +3,7 @@
 //
 //   pre-copy  CreateSnapshot of the volume on A, PullSnapshot of it into B (only what B lacks),
 //             again until a round sends little (the volume stays in use on A meanwhile);
+//             then the snapshots of all rounds but the last are removed;
 //   pause     Catalog/SetVolumeMove PAUSE on A: no new publication, refused while anything
 //             holds the volume (--wait-unpublished waits for the last writer to let go);
 //   delta     one more snapshot on A ("final"), pulled into B, and CreateVolume of the name on B
@@ -37,6 +38,7 @@
 #include <chrono>
 #include <thread>
 
+#include "cli/move_snapshots.h"
 #include "cli/render.h"
 #include "cli/snapshot_move.h"
 #include "cluster/placed_id.h"
@@ -73,6 +75,12 @@ Status check_movable_kind(const VolumeInfo& info) {
 namespace {
 
 constexpr std::chrono::milliseconds kMoveSnapshotPoll{100};
+// The wait for the last writer of a paused volume: the writer is stopped while the move
+// waits, so each moment of the wait is a moment without writes. The disconnect usually comes
+// soon after the move asks for it (an operator, a script): asked for often at first, then
+// once a second.
+constexpr std::chrono::milliseconds kMoveInUsePollSoon{100};
+constexpr std::chrono::seconds kMoveInUseSoon{60};
 constexpr std::chrono::seconds kMoveInUsePoll{1};
 
 struct PreCopyRound {
@@ -208,7 +216,8 @@ Status set_move(Session& session, const MovePlan& move, v1::SetVolumeMoveRequest
 
 // PAUSE, retried while the volume is in use for up to --wait-unpublished seconds.
 Status pause_on_source(Session& session, const MovePlan& move, const MoveSettings& settings) {
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(settings.wait_unpublished);
+  auto began = std::chrono::steady_clock::now();
+  auto give_up = began + std::chrono::seconds(settings.wait_unpublished);
   bool told = false;
   for (;;) {
     Status paused = set_move(session, move, v1::SetVolumeMoveRequest::PAUSE);
@@ -226,7 +235,9 @@ Status pause_on_source(Session& session, const MovePlan& move, const MoveSetting
                                 settings.wait_unpublished, move.name, paused.message()));
       told = true;
     }
-    std::this_thread::sleep_for(kMoveInUsePoll);
+    bool soon = std::chrono::steady_clock::now() - began < kMoveInUseSoon;
+    std::this_thread::sleep_for(soon ? std::chrono::milliseconds(kMoveInUsePollSoon)
+                                     : std::chrono::milliseconds(kMoveInUsePoll));
   }
 }
 
@@ -250,30 +261,10 @@ Expected<std::string> create_on_receiver(Session& session, const MovePlan& move,
   return response.volume().volume_id();
 }
 
-// The move's snapshots, from B (its pulled copies) and A; a failure is a note, not the move's.
-// False when one of A's stays: A's are what a later run would find by name.
+// The move's snapshots, from B (its pulled copies) and A (cli/move_snapshots.h).
 bool remove_move_snapshots(Session& session, const MovePlan& move,
                            const std::vector<std::string>& snapshots) {
-  bool all_of_a = true;
-  for (const std::string& snapshot : snapshots) {
-    auto placed = decode_placed_id(snapshot);
-    if (!placed) continue;
-    for (const std::string& holder : {move.to, move.from.node}) {
-      auto id = encode_placed_id(holder, placed->local_id);
-      if (!id) continue;
-      csi::v1::DeleteSnapshotRequest request;
-      request.set_snapshot_id(*id);
-      csi::v1::DeleteSnapshotResponse response;
-      Status removed = session.client().controller(&csi::v1::Controller::Stub::DeleteSnapshot,
-                                                   request, &response);
-      if (!removed) {
-        if (holder == move.from.node) all_of_a = false;
-        std::fprintf(stderr, "rosetctl: note: the move's snapshot %s stays: %s\n", id->c_str(),
-                     removed.message().c_str());
-      }
-    }
-  }
-  return all_of_a;
+  return remove_snapshot_copies(session, move.from.node, move.to, snapshots);
 }
 
 // Whether a CreateVolume that failed so may have been made all the same: its answer was lost.
@@ -372,9 +363,22 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
       crash_point("volume-move-pre-copied");
       if (pulled->bytes_sent <= settings.small) break;
     }
+    // B holds the last round whole (and A the files' objects in it): the earlier rounds only
+    // hold objects it has, or ones that changed since. Removed now, before the pause, so the
+    // cleanup after the switch (which the user waits for) has only the last round and the final
+    // snapshot to remove.
+    if (snapshots.size() > 1) {
+      std::vector<std::string> earlier_rounds(snapshots.begin(), snapshots.end() - 1);
+      if (remove_move_snapshots(session, move, earlier_rounds))
+        snapshots.erase(snapshots.begin(), snapshots.end() - 1);
+    }
 
     if (Status paused = pause_on_source(session, move, settings); !paused) return forget(paused);
     auto paused_at = std::chrono::steady_clock::now();
+    say_move_step(
+        fmt::format("volume \"{}\" is paused on node \"{}\": taking the last delta to "
+                    "node \"{}\"",
+                    move.name, move.from.node, move.to));
     crash_point("volume-move-paused");
     // Until the switch, a failure gives the volume back to A once A's "final" snapshot is gone
     // (a later run must not take up one that writes after this pause have made stale).
@@ -429,6 +433,10 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
                    std::chrono::steady_clock::now() - paused_at)
                    .count();
     crash_point("volume-move-switched");
+    say_move_step(
+        fmt::format("volume \"{}\" is switched to node \"{}\" as {}: removing the "
+                    "move's snapshots",
+                    move.name, move.to, new_id));
   }
   // Listed again: a copy on B that an earlier run could not remove is found once B answers
   // (the listing at the start leaves out a node that did not answer then).

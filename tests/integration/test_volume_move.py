@@ -76,6 +76,9 @@ def test_a_volume_written_during_its_pre_copy_moves_to_b_byte_equal_under_its_na
     (target / "during.txt").write_text("written during the pre-copy\n")
     wait_for_text(err, "to be disconnected", move)
     assert "is in use" in err.read_text() and "published at" in err.read_text(), err.read_text()
+    # While it waits, only the last pre-copy round's snapshot is left (on A, and its copy on B):
+    # the earlier ones went before the pause, so the cleanup after the switch is short.
+    waiting_with = set(move_snapshots(nodes))
     # More writes after the pre-copy, before the last user lets go: they travel in the last delta.
     (target / "during.txt").write_text("written after the pre-copy, before the pause\n")
     (target / "dir" / "f0.bin").write_bytes(b"changed")
@@ -94,6 +97,12 @@ def test_a_volume_written_during_its_pre_copy_moves_to_b_byte_equal_under_its_na
     assert rounds[0]["bytes_sent"] > 24 * MiB, result
     assert 2 <= len(rounds) and rounds[-1]["bytes_sent"] < 16 * MiB, result
     assert result["final_bytes_sent"] < 1 * MiB, f"expected only what changed to travel last: {result}"
+    assert len(waiting_with) == 1 and waiting_with.pop().endswith(f"-{len(rounds)}"), \
+        f"expected only round {len(rounds)}'s snapshot while the move waited, not {waiting_with}"
+    # Each step the user waits through is said as it comes (the switch before the cleanup).
+    said = err.read_text()
+    assert 0 < said.index('"moving" is paused on node "consumer-a"') < said.index(
+        f'"moving" is switched to node "consumer-b" as {new_id}'), said
 
     lines = differences_across_hosts(expected, describe_tree(directory_of(nodes, new_id, "consumer-b")))
     assert not lines, "expected the volume on B to equal A's at the pause:\n" + "\n".join(lines)
