@@ -470,3 +470,64 @@ TEST_CASE("a tree of a million files under long paths fits the tree bound with r
   auto million = static_cast<int64_t>(serialize_tree(tree).size()) * 1000;
   CHECK(million < ObjectReceiver::kMaxTreeBytes / 4);
 }
+
+TEST_CASE("a blob begun with an earlier version of its file takes only the bytes after it",
+          "[commit_store]") {
+  ScratchDir scratch;
+  auto store = CommitStore::open(scratch / "store");
+  REQUIRE(store.has_value());
+  auto receiver = ObjectReceiver::open(**store, "node \"a\"");
+  REQUIRE(receiver.has_value());
+  std::string earlier = pattern(300000);
+  std::string earlier_id = sha256_hex(earlier);
+  auto earlier_size = static_cast<int64_t>(earlier.size());
+  receiver->expect_blob(earlier_id, earlier_size);
+  REQUIRE(receiver->blob_chunk(earlier_id, 0, earlier, earlier_size).has_value());
+  REQUIRE(receiver->flush().is_ok());
+
+  SECTION("appended to: the rest completes it") {
+    std::string appended = earlier + "and then some more lines\n";
+    std::string id = sha256_hex(appended);
+    auto size = static_cast<int64_t>(appended.size());
+    auto seeded = receiver->seed_part(id, earlier_id);
+    REQUIRE(seeded.has_value());
+    CHECK(*seeded == earlier_size);
+    CHECK(receiver->partial_size(id) == earlier_size);
+    // A part staged already (this one) is never begun again over itself.
+    auto again = receiver->seed_part(id, earlier_id);
+    REQUIRE(again.has_value());
+    CHECK(*again == 0);
+    receiver->expect_blob(id, size);
+    auto rest = receiver->blob_chunk(id, earlier_size,
+                                     std::string_view(appended).substr(earlier.size()), size);
+    REQUIRE(rest.has_value());
+    CHECK(*rest);
+    REQUIRE(receiver->flush().is_ok());
+    CHECK(stored_blob(**store, id) == appended);
+  }
+  SECTION("rewritten: the source starts over from byte 0 and the begun part is dropped") {
+    std::string rewritten = "X" + earlier.substr(1) + "tail";
+    std::string id = sha256_hex(rewritten);
+    auto size = static_cast<int64_t>(rewritten.size());
+    REQUIRE(receiver->seed_part(id, earlier_id).has_value());
+    receiver->expect_blob(id, size);
+    auto whole = receiver->blob_chunk(id, 0, rewritten, size);
+    REQUIRE(whole.has_value());
+    CHECK(*whole);
+    REQUIRE(receiver->flush().is_ok());
+    CHECK(stored_blob(**store, id) == rewritten);
+  }
+  SECTION("rewritten, yet sent from the offset as if appended to: refused, nothing kept") {
+    std::string rewritten = "X" + earlier.substr(1) + "tail";
+    std::string id = sha256_hex(rewritten);
+    auto size = static_cast<int64_t>(rewritten.size());
+    REQUIRE(receiver->seed_part(id, earlier_id).has_value());
+    receiver->expect_blob(id, size);
+    auto spliced = receiver->blob_chunk(id, earlier_size,
+                                        std::string_view(rewritten).substr(earlier.size()), size);
+    REQUIRE_FALSE(spliced.has_value());
+    CHECK(spliced.status().code() == Code::kDataLoss);
+    CHECK_FALSE((*store)->has_blob(id));
+    CHECK(receiver->partial_size(id) == 0);
+  }
+}
