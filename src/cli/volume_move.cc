@@ -189,15 +189,17 @@ Expected<MoveLeftovers> move_snapshots_left(Session& session, const MovePlan& mo
   return left;
 }
 
-// B pulls the snapshot from A: only the objects it lacks travel.
+// B pulls the snapshot from A: only the objects it lacks travel. `prepare`: B then restores it
+// ahead, so the restore of the final delta in the pause moves the files that did not change.
 Expected<PreCopyRound> pull_to_receiver(Session& session, const MovePlan& move,
-                                        const std::string& snapshot) {
+                                        const std::string& snapshot, bool prepare = false) {
   auto placed = decode_placed_id(snapshot);
   if (!placed) return error(Code::kInternal, "snapshot id {} names no node", snapshot);
   v1::PullSnapshotRequest request;
   request.set_node_id(move.to);
   request.set_from_node_id(move.from.node);
   request.set_reference(placed->local_id);
+  request.set_prepare_restore(prepare);
   auto done = pull_into(session, move.to, request);
   if (!done) return done.status();
   return PreCopyRound{snapshot, done->bytes_sent(), done->objects_sent()};
@@ -371,6 +373,12 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
       std::vector<std::string> earlier_rounds(snapshots.begin(), snapshots.end() - 1);
       if (remove_move_snapshots(session, move, earlier_rounds))
         snapshots.erase(snapshots.begin(), snapshots.end() - 1);
+    }
+    if (!rounds.empty()) {
+      auto prepared = pull_to_receiver(session, move, rounds.back().snapshot, true);
+      if (!prepared) return forget(prepared.status());
+      say_move_step(fmt::format("volume \"{}\": node \"{}\" restored the last round ahead",
+                                move.name, move.to));
     }
 
     if (Status paused = pause_on_source(session, move, settings); !paused) return forget(paused);

@@ -218,9 +218,11 @@ grpc::ServerWriteReactor<v1::PullSnapshotProgress>* ObjectStoreService::PullSnap
           last = at;
           return write(now);
         };
-        return pull_snapshot(context_, request->from_node_id(), request->reference(),
-                             PullReference::kAny, report)
-            .status();
+        auto pulled = pull_snapshot(context_, request->from_node_id(), request->reference(),
+                                    PullReference::kAny, report);
+        if (!pulled) return pulled.status();
+        if (request->prepare_restore()) prepare_restore_here(context_, pulled->commit_id());
+        return Status::ok();
       });
 }
 

@@ -1,6 +1,8 @@
 // The receiving node's half of moving a snapshot between nodes.
 #include "cluster/snapshot_pull.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -427,6 +429,21 @@ Expected<v1::PullSnapshotProgress> pull_snapshot(const ServiceContext& context,
   if (!source) return source.status();
   Pull pull(context, *source, report);
   return pull.run(reference, how, found);
+}
+
+void prepare_restore_here(const ServiceContext& context, const std::string& commit_id) {
+  auto prepared = [&]() -> Status {
+    auto provider = context.providers.by_name("local");
+    if (!provider) return provider.status();
+    auto snapshots = snapshot_side(**provider);
+    if (!snapshots) return snapshots.status();
+    return (*snapshots)->prepare_restore(commit_id, true);
+  }();
+  if (!prepared) {
+    spdlog::warn(
+        "commit {} was not restored ahead (a volume made from it will be copied whole): {}",
+        commit_id, escape_text(prepared.message()));
+  }
 }
 
 Expected<v1::PullSnapshotProgress> fetch_snapshot_from_node(const ServiceContext& context,

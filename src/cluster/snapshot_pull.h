@@ -37,6 +37,10 @@ Expected<v1::PullSnapshotProgress> pull_snapshot(const ServiceContext& context,
                                                  const std::string& reference, PullReference how,
                                                  const PullReport& report);
 
+// Restores commit `commit_id` (pulled from another node) ahead on this node's local provider
+// (PullSnapshotRequest.prepare_restore); a failure is logged: it only makes a later restore copy.
+void prepare_restore_here(const ServiceContext& context, const std::string& commit_id);
+
 // For a restore or clone whose source snapshot `snapshot_id` is held by node `node_id`: makes
 // it present in this node's store (reporting to options.progress), so the local restore can
 // proceed; the final counts (`already_present` when it was here already). Errors as

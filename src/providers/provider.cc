@@ -84,6 +84,10 @@ Expected<SnapshotVerification> SnapshotSide::verify_snapshots(const std::vector<
   return no_snapshots(name());
 }
 
+Status SnapshotSide::prepare_restore(std::string_view, bool) {
+  return error(Code::kUnimplemented, "provider \"{}\" restores nothing ahead", name());
+}
+
 Expected<StorageCollection> SnapshotSide::collect_garbage(std::chrono::milliseconds) {
   return no_snapshots(name());
 }

@@ -284,6 +284,11 @@ class SnapshotSide {
       const std::vector<SnapshotRecord>& snapshots, ProgressSink* progress);
   // Waits up to `patience` for the storage to be free, then collects.
   virtual Expected<StorageCollection> collect_garbage(std::chrono::milliseconds patience);
+  // Restores commit `commit_id` ahead, so that a volume made later from it or from a commit whose
+  // parent it is moves the files that did not change instead of copying them (a move's last
+  // round, restored before its pause). `from_another_host`: as the later restore will be.
+  // UNIMPLEMENTED where there is no commit store.
+  virtual Status prepare_restore(std::string_view commit_id, bool from_another_host);
 };
 
 // --- node side: making a volume appear on this host ---

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -107,6 +108,13 @@ def test_a_volume_written_during_its_pre_copy_moves_to_b_byte_equal_under_its_na
     lines = differences_across_hosts(expected, describe_tree(directory_of(nodes, new_id, "consumer-b")))
     assert not lines, "expected the volume on B to equal A's at the pause:\n" + "\n".join(lines)
     assert (directory_of(nodes, new_id, "consumer-b") / "during.txt").read_text().startswith("written after")
+    # B restored the last round before the pause; the restore in the pause moved the files that
+    # did not change since (all but during.txt, f0.bin and the hard-linked file) instead of copying.
+    ahead = re.findall(r"(\d+) of (\d+) files moved from the restore made ahead", nodes.serve_b.output())
+    assert len(ahead) == 1, f"expected the volume on B made from its last round restored ahead: {ahead}"
+    assert int(ahead[0][1]) - 3 <= int(ahead[0][0]) < int(ahead[0][1]), ahead
+    assert not [p for p in directory_of(nodes, new_id, "consumer-b").parent.iterdir()
+                if p.name.startswith((".prepared-", ".restore-"))], "expected nothing left of the restore ahead"
 
     # The name is B's now, from every seat; the move's snapshots are gone from both nodes.
     assert alice.volume("moving")["id"] == new_id

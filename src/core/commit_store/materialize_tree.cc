@@ -9,6 +9,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <unordered_map>
 #include <vector>
 
 #include "core/commit_store/open_beneath.h"
@@ -26,7 +27,13 @@ struct Location {
 class Materializer {
  public:
   Materializer(int dest_fd, const MaterializeOptions& options)
-      : dest_fd_(dest_fd), options_(options) {}
+      : dest_fd_(dest_fd), options_(options) {
+    if (options.reuse_fd >= 0 && options.reuse_tree != nullptr) {
+      for (const TreeEntry& entry : options.reuse_tree->entries) {
+        if (entry.type == EntryType::kRegular) reusable_.emplace(entry.path, &entry);
+      }
+    }
+  }
 
   Status create_node(const TreeEntry& entry);
   Status create_file(TreeEntry& entry, const ContentWriter& write_content, ContentBuffer& buffer);
@@ -37,12 +44,14 @@ class Materializer {
   std::string shown(const std::string& path) const {
     return path.empty() ? options_.shown_destination : options_.shown_destination + "/" + path;
   }
-  Expected<Location> locate(const std::string& path) const;
+  Expected<Location> locate(const std::string& path, int root_fd = -1) const;
+  bool take_reused(const TreeEntry& entry);
   Status set_metadata_at(const Location& where, const TreeEntry& entry);
   Status set_metadata_of_fd(int fd, const TreeEntry& entry);
 
   int dest_fd_;
   const MaterializeOptions& options_;
+  std::unordered_map<std::string, const TreeEntry*> reusable_;  // reuse_tree's files by path
 };
 
 struct timespec to_timespec(int64_t ns) {
@@ -55,10 +64,10 @@ struct timespec to_timespec(int64_t ns) {
   return {static_cast<time_t>(seconds), static_cast<long>(rest)};
 }
 
-Expected<Location> Materializer::locate(const std::string& path) const {
+Expected<Location> Materializer::locate(const std::string& path, int root_fd) const {
   std::size_t slash = path.rfind('/');
   std::string parent = slash == std::string::npos ? "." : path.substr(0, slash);
-  int fd = open_beneath(dest_fd_, parent, O_RDONLY | O_DIRECTORY);
+  int fd = open_beneath(root_fd >= 0 ? root_fd : dest_fd_, parent, O_RDONLY | O_DIRECTORY);
   if (fd < 0) return errno_status(errno, fmt::format("cannot open \"{}\"", shown(parent)));
   return Location{UniqueFd(fd), slash == std::string::npos ? path : path.substr(slash + 1)};
 }
@@ -143,8 +152,36 @@ Status Materializer::create_node(const TreeEntry& entry) {
   return set_metadata_at(*where, entry);
 }
 
+// The file at `entry`'s path in the reuse directory, moved into place, when it holds the entry's
+// content as it was written there (its size and mtime as its own tree gives them).
+bool Materializer::take_reused(const TreeEntry& entry) {
+  auto found = reusable_.find(entry.path);
+  if (found == reusable_.end()) return false;
+  const TreeEntry& earlier = *found->second;
+  if (earlier.content != entry.content || earlier.size != entry.size) return false;
+  UniqueFd held(open_beneath(options_.reuse_fd, entry.path, O_RDONLY));
+  struct stat st;
+  if (!held.valid() || ::fstat(held.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_size != entry.size || mtime_ns_of(st) != earlier.mtime_ns || st.st_nlink != 1) {
+    return false;
+  }
+  auto from = locate(entry.path, options_.reuse_fd);
+  auto to = locate(entry.path);
+  if (!from || !to) return false;
+  if (::renameat(from->parent.get(), from->leaf.c_str(), to->parent.get(), to->leaf.c_str()) != 0)
+    return false;
+  if (options_.reused_files != nullptr) ++*options_.reused_files;
+  return true;
+}
+
 Status Materializer::create_file(TreeEntry& entry, const ContentWriter& write_content,
                                  ContentBuffer& buffer) {
+  if (take_reused(entry)) {
+    UniqueFd fd(open_beneath(dest_fd_, entry.path, O_RDWR));
+    if (!fd.valid())
+      return errno_status(errno, fmt::format("cannot open \"{}\"", shown(entry.path)));
+    return set_metadata_of_fd(fd.get(), entry);
+  }
   UniqueFd fd(open_beneath(dest_fd_, entry.path, O_RDWR | O_CREAT | O_EXCL, 0600));
   if (!fd.valid())
     return errno_status(errno, fmt::format("cannot create \"{}\"", shown(entry.path)));

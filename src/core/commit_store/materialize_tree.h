@@ -3,6 +3,7 @@
 // content comes from is the caller's choice (blobs for a restore, a live volume for a clone).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -22,6 +23,14 @@ struct MaterializeOptions {
   std::string title;              // progress phase title
   int workers = 1;
   ProgressSink* progress = nullptr;
+  // Files to take instead of writing them: `reuse_fd` is a directory that holds `reuse_tree` as
+  // materialised earlier (a restore made ahead, before a move's pause), private to the caller. A
+  // regular file there at an entry's path, with the entry's content and still the size and
+  // mtime it was given, not hard-linked, is renamed into place (then given the entry's metadata);
+  // anything else is written. `reused_files` counts the files taken.
+  int reuse_fd = -1;
+  const Tree* reuse_tree = nullptr;
+  std::atomic<int64_t>* reused_files = nullptr;
 };
 
 // `dest_fd` is an empty directory that becomes the tree's root (its owner, mode, xattrs and

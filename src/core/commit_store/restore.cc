@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <optional>
 
 #include "core/commit_store/blob_copy.h"
 #include "core/commit_store/commit_directory.h"
@@ -67,10 +68,30 @@ Expected<RestoreOutcome> restore_commit(const CommitStore& store, std::string_vi
                        fmt::format("file \"{}\"", entry.path));
   };
   MaterializeOptions materialize{destination, options.title, options.workers, options.progress};
+  // Reuse is an optimisation: without the earlier tree or its directory, everything is copied.
+  std::optional<Tree> earlier;
+  UniqueFd reuse;
+  std::atomic<int64_t> reused{0};
+  if (!options.reuse_directory.empty()) {
+    auto reused_commit = store.read_commit(options.reuse_commit);
+    auto reused_tree = reused_commit ? store.read_tree(reused_commit->tree)
+                                     : Expected<Tree>(reused_commit.status());
+    auto reused_dir = open_directory(options.reuse_directory);
+    if (reused_tree && reused_dir) {
+      earlier = std::move(*reused_tree);
+      if (options.from_another_host) strip_privileged_metadata(*earlier);
+      reuse = std::move(*reused_dir);
+      materialize.reuse_fd = reuse.get();
+      materialize.reuse_tree = &*earlier;
+      materialize.reused_files = &reused;
+    }
+  }
   Status restored = materialize_tree(*tree, dest->get(), write_blob, materialize);
   if (restored.code() == Code::kDataLoss) store.distrust_stat_caches();
   ROSETCTL_RETURN_IF_ERROR(restored);
-  return outcome_of(*tree);
+  RestoreOutcome outcome = outcome_of(*tree);
+  outcome.reused_files = reused.load();
+  return outcome;
 }
 
 Expected<RestoreOutcome> clone_directory(const std::string& source, const std::string& destination,

@@ -16,6 +16,7 @@ namespace rosetctl {
 struct RestoreOutcome {
   int64_t files = 0;
   int64_t bytes = 0;
+  int64_t reused_files = 0;  // taken from RestoreOptions::reuse_directory instead of copied
 };
 
 struct RestoreOptions {
@@ -24,6 +25,12 @@ struct RestoreOptions {
   ProgressSink* progress = nullptr;
   // The commit came from another host: strip_privileged_metadata (tree.h) before restoring.
   bool from_another_host = false;
+  // A directory that holds commit `reuse_commit` as restore_commit made it (with the same
+  // from_another_host), private to the caller: its files that the restored commit holds
+  // unchanged at the same path are moved into the destination instead of copied
+  // (materialize_tree.h says which). What is left there is the caller's to remove.
+  std::string reuse_directory;
+  std::string reuse_commit;
 };
 
 // Fills the empty directory `destination` with commit `id`. The caller holds `lock` (shared).

@@ -79,6 +79,7 @@ class LocalStorage final : public Provider,
   Expected<SnapshotVerification> verify_snapshots(const std::vector<SnapshotRecord>& snapshots,
                                                   ProgressSink* progress) override;
   Expected<StorageCollection> collect_garbage(std::chrono::milliseconds patience) override;
+  Status prepare_restore(std::string_view commit_id, bool from_another_host) override;
 
   Status check_volume_on_node(std::string_view volume_id) const override;
   Status check_volume_on_node_given(std::string_view volume_id,

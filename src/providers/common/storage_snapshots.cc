@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/commit_store/commit_directory.h"
 #include "core/commit_store/restore.h"
+#include "core/commit_store/sha256.h"
 #include "core/commit_store/store_gc.h"
 #include "core/commit_store/store_verify.h"
 #include "core/directory_listing.h"
@@ -26,6 +27,7 @@
 #include "core/remove_tree.h"
 #include "core/validate.h"
 #include "providers/common/local_storage.h"
+#include "providers/common/prepared_restores.h"
 
 namespace rosetctl {
 namespace {
@@ -251,6 +253,7 @@ Status LocalStorage::remove_unrecorded_commits(const CommitStore& store,
 
 void LocalStorage::remove_leftovers(const CommitStore& store) {
   remove_abandoned_partials(layout_.volumes_dir());
+  remove_stale_prepared_restores(layout_.volumes_dir(), store);
   // Stat caches of volumes that are gone, and temporary files of interrupted cache writes.
   std::string index = layout_.commit_store_dir() + "/index";
   for (const std::string& name : directory_entries(index)) {
@@ -299,14 +302,51 @@ Status LocalStorage::populate_volume(std::string_view volume_id, const CreateVol
     auto lock = (*store)->lock_shared(kStorePatience);
     if (!lock) return lock.status();
     options.title = fmt::format("restoring {}", source.id.substr(0, 12));
+    // Made ahead from this commit or its parent (a move's last round): its unchanged files move.
+    auto commit = (*store)->read_commit(source.id);
+    std::vector<std::string> ahead{source.id};
+    if (commit) ahead.push_back(commit->parent);
+    auto claimed = ClaimedRestore::claim(layout_.volumes_dir(), volume_id, ahead);
+    if (claimed) {
+      options.reuse_directory = claimed->path();
+      options.reuse_commit = claimed->commit();
+    }
     auto restored = restore_commit(**store, source.id, partial->path(), options, *lock);
     if (!restored) return restored.status();
+    if (claimed) {
+      spdlog::info(
+          "volume {} restored from commit {}: {} of {} files moved from the restore made "
+          "ahead of commit {}",
+          volume_id, source.id, restored->reused_files, restored->files, claimed->commit());
+    }
   } else {
     options.title = fmt::format("cloning {}", source.id);
     auto cloned = clone_directory(source_dir, partial->path(), options);
     if (!cloned) return cloned.status();
   }
   return partial->finish(data_dir(volume_id));
+}
+
+Status LocalStorage::prepare_restore(std::string_view commit_id, bool from_another_host) {
+  if (!is_digest_hex(commit_id)) {
+    return error(Code::kInvalidArgument, "\"{}\" is not a commit id", commit_id.substr(0, 80));
+  }
+  std::string ready = prepared_restore_dir(layout_.volumes_dir(), commit_id);
+  if (path_exists(ready)) return Status::ok();
+  auto store = commit_store();
+  if (!store) return store.status();
+  auto lock = (*store)->lock_shared(kStorePatience);
+  if (!lock) return lock.status();
+  remove_abandoned_partials(layout_.volumes_dir());
+  auto partial = PartialVolume::create(
+      fmt::format("{}/{}prepared-{}", layout_.volumes_dir(), kPartialPrefix, commit_id));
+  if (!partial) return partial.status();
+  RestoreOptions options{fmt::format("preparing {}", commit_id.substr(0, 12)),
+                         default_worker_count(), nullptr, from_another_host};
+  auto restored = restore_commit(**store, commit_id, partial->path(), options, *lock);
+  if (!restored) return restored.status();
+  Status finished = partial->finish(ready);
+  return finished || path_exists(ready) ? Status::ok() : finished;  // or another made it
 }
 
 Status LocalStorage::forget_volume(std::string_view volume_id) {

@@ -152,3 +152,49 @@ TEST_CASE("restoring a commit whose blob is damaged fails with DATA_LOSS naming 
     CHECK(outcome.status().message().find("corrupt") != std::string::npos);
   }
 }
+
+TEST_CASE("a restore over one made ahead moves its unchanged files and equals the commit",
+          "[commit_store]") {
+  Fixture f;
+  std::string source = f.scratch / "source";
+  make_dir(source, 0777);
+  fill_sample_volume(source);
+  write_file(source + "/kept.bin", std::string(100000, 'k'));
+  write_file(source + "/tampered.bin", std::string(5000, 't'));
+  write_file(source + "/removed.bin", "gone later");
+  CommitOutcome earlier = f.commit(source, "local-src");
+  std::string ahead = f.scratch / "ahead";
+  make_dir(ahead, 0700);
+  auto lock = f.store->lock_shared(std::chrono::seconds(1));
+  REQUIRE(lock.has_value());
+  REQUIRE(restore_commit(*f.store, earlier.id, ahead, {"ahead", 2}, *lock).has_value());
+  struct stat kept_ahead;
+  REQUIRE(::stat((ahead + "/kept.bin").c_str(), &kept_ahead) == 0);
+
+  // The volume moves on: one file changed, one new, one removed, the rest as it was.
+  write_file(source + "/empty", "no longer empty");
+  write_file(source + "/added.bin", "new");
+  REQUIRE(::unlink((source + "/removed.bin").c_str()) == 0);
+  CommitOutcome later = f.commit(source, "local-src");
+  // Changed where it was made ahead (its mtime moved): copied from the store, not taken.
+  write_file(ahead + "/tampered.bin", std::string(5000, 'X'));
+
+  std::string restored = f.scratch / "restored";
+  make_dir(restored, 0700);
+  RestoreOptions options{"restore", 2};
+  options.reuse_directory = ahead;
+  options.reuse_commit = earlier.id;
+  auto outcome = restore_commit(*f.store, later.id, restored, options, *lock);
+  REQUIRE(outcome.has_value());
+  auto changes = f.differences(restored, later.id);
+  INFO(describe(changes));
+  CHECK(changes.empty());
+  CHECK(read_file(restored + "/tampered.bin") == std::string(5000, 't'));
+  // Taken, not copied: the same inode, gone from where it was made ahead. Not taken: the changed
+  // file, the new one, the tampered one, the hard-linked pair (plain.txt, zz-hardlink).
+  struct stat kept;
+  REQUIRE(::stat((restored + "/kept.bin").c_str(), &kept) == 0);
+  CHECK(kept.st_ino == kept_ahead.st_ino);
+  CHECK(::access((ahead + "/kept.bin").c_str(), F_OK) != 0);
+  CHECK(outcome->reused_files == 4);  // kept.bin, sparse.bin, nested/setuid and the odd name
+}
