@@ -505,29 +505,28 @@ TEST_CASE("a blob begun with an earlier version of its file takes only the bytes
     REQUIRE(receiver->flush().is_ok());
     CHECK(stored_blob(**store, id) == appended);
   }
+  // Rewritten at its first byte and longer: the earlier version is no prefix of it.
+  std::string rewritten = "X" + earlier.substr(1) + "tail";
+  std::string rewritten_id = sha256_hex(rewritten);
+  auto rewritten_size = static_cast<int64_t>(rewritten.size());
   SECTION("rewritten: the source starts over from byte 0 and the begun part is dropped") {
-    std::string rewritten = "X" + earlier.substr(1) + "tail";
-    std::string id = sha256_hex(rewritten);
-    auto size = static_cast<int64_t>(rewritten.size());
-    REQUIRE(receiver->seed_part(id, earlier_id).has_value());
-    receiver->expect_blob(id, size);
-    auto whole = receiver->blob_chunk(id, 0, rewritten, size);
+    REQUIRE(receiver->seed_part(rewritten_id, earlier_id).has_value());
+    receiver->expect_blob(rewritten_id, rewritten_size);
+    auto whole = receiver->blob_chunk(rewritten_id, 0, rewritten, rewritten_size);
     REQUIRE(whole.has_value());
     CHECK(*whole);
     REQUIRE(receiver->flush().is_ok());
-    CHECK(stored_blob(**store, id) == rewritten);
+    CHECK(stored_blob(**store, rewritten_id) == rewritten);
   }
   SECTION("rewritten, yet sent from the offset as if appended to: refused, nothing kept") {
-    std::string rewritten = "X" + earlier.substr(1) + "tail";
-    std::string id = sha256_hex(rewritten);
-    auto size = static_cast<int64_t>(rewritten.size());
-    REQUIRE(receiver->seed_part(id, earlier_id).has_value());
-    receiver->expect_blob(id, size);
-    auto spliced = receiver->blob_chunk(id, earlier_size,
-                                        std::string_view(rewritten).substr(earlier.size()), size);
+    REQUIRE(receiver->seed_part(rewritten_id, earlier_id).has_value());
+    receiver->expect_blob(rewritten_id, rewritten_size);
+    auto spliced =
+        receiver->blob_chunk(rewritten_id, earlier_size,
+                             std::string_view(rewritten).substr(earlier.size()), rewritten_size);
     REQUIRE_FALSE(spliced.has_value());
     CHECK(spliced.status().code() == Code::kDataLoss);
-    CHECK_FALSE((*store)->has_blob(id));
-    CHECK(receiver->partial_size(id) == 0);
+    CHECK_FALSE((*store)->has_blob(rewritten_id));
+    CHECK(receiver->partial_size(rewritten_id) == 0);
   }
 }
