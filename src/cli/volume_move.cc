@@ -379,6 +379,19 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
       if (!prepared) return forget(prepared.status());
       say_move_step(fmt::format("volume \"{}\": node \"{}\" restored the last round ahead",
                                 move.name, move.to));
+      // The writes during that restore (a big volume's takes seconds) travel now, not in the
+      // pause: one more round, kept with the one restored ahead (the final delta's restore
+      // finds that one among its snapshot's ancestors).
+      auto snapshot = take_move_snapshot(
+          session, move, fmt::format("{}-{}", move.run, rounds.size() + 1), MoveSnapshot::kPreCopy);
+      if (!snapshot) return forget(snapshot.status());
+      snapshots.push_back(*snapshot);
+      auto pulled = pull_to_receiver(session, move, *snapshot);
+      if (!pulled) return forget(pulled.status());
+      rounds.push_back(*pulled);
+      say_move_step(fmt::format("volume \"{}\": pre-copy round {}: {} sent to node \"{}\"",
+                                move.name, rounds.size(), approximate_size(pulled->bytes_sent),
+                                move.to));
     }
 
     if (Status paused = pause_on_source(session, move, settings); !paused) return forget(paused);

@@ -34,6 +34,9 @@ namespace {
 
 // Data directories being filled by a restore or clone: "<volumes>/.restore-<id>".
 constexpr std::string_view kPartialPrefix = ".restore-";
+// How far back a restore looks for a restore made ahead among its commit's ancestors: a move
+// takes one round after the one it restores ahead.
+constexpr int kPreparedAncestors = 4;
 
 // A data directory being filled. It is flocked while its filler lives, so a sweep can tell an
 // abandoned one (its process died) from one in progress; it is removed unless finished.
@@ -302,10 +305,14 @@ Status LocalStorage::populate_volume(std::string_view volume_id, const CreateVol
     auto lock = (*store)->lock_shared(kStorePatience);
     if (!lock) return lock.status();
     options.title = fmt::format("restoring {}", source.id.substr(0, 12));
-    // Made ahead from this commit or its parent (a move's last round): its unchanged files move.
-    auto commit = (*store)->read_commit(source.id);
+    // Made ahead from this commit or one before it (a move's last rounds): its unchanged files
+    // move.
     std::vector<std::string> ahead{source.id};
-    if (commit) ahead.push_back(commit->parent);
+    for (int up = 0; up < kPreparedAncestors; ++up) {
+      auto commit = (*store)->read_commit(ahead.back());
+      if (!commit || commit->parent.empty() || !(*store)->has_commit(commit->parent)) break;
+      ahead.push_back(commit->parent);
+    }
     auto claimed = ClaimedRestore::claim(layout_.volumes_dir(), volume_id, ahead);
     if (claimed) {
       options.reuse_directory = claimed->path();
