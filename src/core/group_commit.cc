@@ -18,11 +18,22 @@ Status GroupCommit::run(const Body& body, Durability durability) {
   Pending me{&body, durability, Status::ok()};
   std::unique_lock lock(mutex_);
   queue_.push_back(&me);
+  int taken = 0;  // posts taken off me.wakeup
   while (leading_) {
     lock.unlock();
     me.wakeup.wait();  // this write's batch is done, or this writer is first in the queue
+    ++taken;
     lock.lock();
-    if (me.done) return me.result;  // a batch led by another writer took it
+    if (me.done) {
+      // A batch led by another writer took it. Woken to lead first, it may see `done` before
+      // that leader has posted it for being done: that post is still to come, and must land
+      // while this Pending lives.
+      const int due = me.lead_posts + 1;
+      lock.unlock();
+      for (; taken < due; ++taken)
+        me.wakeup.wait();
+      return me.result;
+    }
   }
 
   // No batch in progress: lead one with everything queued so far, this write included.
@@ -38,11 +49,14 @@ Status GroupCommit::run(const Body& body, Durability durability) {
   // The first writer queued meanwhile leads the next batch, unless a writer arriving before it
   // wakes does (no batch waits for one thread to be scheduled). Posted under mutex_: while it is
   // queued and not done it cannot return, so its Pending is alive.
-  if (!queue_.empty()) queue_.front()->wakeup.post();
+  if (!queue_.empty()) {
+    ++queue_.front()->lead_posts;
+    queue_.front()->wakeup.post();
+  }
   lock.unlock();
   // This batch's writers after the unlock, so that none wakes only to block on mutex_. Each is
-  // posted once, for being done: it may then return and end its Pending, which nothing here
-  // touches afterwards (sem_post itself may, as POSIX allows).
+  // posted once, for being done: it returns only once it has taken that post (and any to lead),
+  // and nothing here touches its Pending afterwards (sem_post itself may, as POSIX allows).
   for (Pending* pending : batch) {
     if (pending != &me) pending->wakeup.post();
   }

@@ -72,6 +72,10 @@ class GroupCommit {
     Durability durability;
     Status result;
     bool done = false;  // guarded by mutex_: the write committed (or failed)
+    // Guarded by mutex_: times it was woken to lead the next batch. With the post for being done
+    // (from another leader, after that leader released mutex_), every post it must take before it
+    // may return and end this Pending: a post after that would touch a gone semaphore.
+    int lead_posts = 0;
     // Each writer sleeps on its own: woken when its batch is done, or when it is first in the
     // queue as a batch ends. A semaphore, not a condition variable under mutex_: the leader wakes
     // writers after releasing mutex_, so a woken writer does not at once block on the lock its
