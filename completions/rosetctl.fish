@@ -942,6 +942,8 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node' -a register -d 'Regis
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -a list -d 'List the nodes registered with the controller'
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -a show -d 'Show one registered node'
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -a remove -d 'Remove a node from the controller\'s registry'
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -a cordon -d 'Stop placing new volumes on a node (its volumes stay and work); admin only'
+complete -c rosetctl -n '__fish_seen_subcommand_from node' -a uncordon -d 'Place new volumes on a cordoned node again; admin only'
 complete -c rosetctl -n '__fish_seen_subcommand_from node' -a drain -d 'Move every volume off a node, one at a time (from the controller seat)'
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from info' -l version
@@ -1077,6 +1079,58 @@ complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subco
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l tls-cert
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l tls-key
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from remove' -l tls-ca
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l iscsi-tgt-control-port
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l on-node
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from cordon' -l tls-ca
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l help
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l version
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l config
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l output
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l state-dir
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l provider
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l node-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l driver-name
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l capacity-overcommit
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l verbose
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l secrets-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l roset-api-url
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l roset-api-key-file
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l roset-mount-id
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l roset-ca-bundle
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l roset-fuse
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l fuse-credentials
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l roset-fuse-timeout
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l iscsi-portal
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l iscsi-iqn-prefix
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l iscsi-tgt-control-port
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l controller
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l on-node
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l tls-cert
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l tls-key
+complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from uncordon' -l tls-ca
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l help
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l to
 complete -c rosetctl -n '__fish_seen_subcommand_from node; and __fish_seen_subcommand_from drain' -l delete-source

@@ -20,30 +20,8 @@
 namespace rosetctl::cli {
 namespace {
 
-struct NodeOptions {
-  std::string node_id;
-  std::string address;
-  std::optional<std::string> iscsi_initiator;  // given (even empty) beats the initiator file
-  bool force = false;
-  bool revoke = false;
-};
-
 nlohmann::json null_if_empty(const std::string& text) {
   return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
-}
-
-// The JSON model of a registered node (docs/reference/json.md): add fields, never rename them.
-nlohmann::json node_json(const v1::Node& node) {
-  return {{"node_id", node.node_id()},
-          {"address", null_if_empty(node.address())},
-          {"iscsi_initiator", null_if_empty(node.iscsi_initiator())},
-          {"topology",
-           std::map<std::string, std::string>(node.topology().begin(), node.topology().end())},
-          {"version", node.version()},
-          {"registered_at", format_time_ns(node.registered_at())},
-          {"registered_at_ns", node.registered_at()},
-          {"last_seen", format_time_ns(node.last_seen())},
-          {"last_seen_ns", node.last_seen()}};
 }
 
 std::string topology_text(const nlohmann::json& node) {
@@ -51,6 +29,35 @@ std::string topology_text(const nlohmann::json& node) {
   for (const auto& [key, value] : node["topology"].items())
     text += fmt::format("{}{}={}", text.empty() ? "" : " ", key, value.get<std::string>());
   return text.empty() ? "-" : text;
+}
+
+// kubectl's "SchedulingDisabled": whether new volumes are placed on the node, and since when.
+std::string cordon_text(const nlohmann::json& node) {
+  if (!node["cordoned"].get<bool>()) return "no";
+  return fmt::format("yes, since {} (no new volume is placed on it)",
+                     node["cordoned_at"].get<std::string>());
+}
+
+}  // namespace
+
+// The JSON model of a registered node (docs/reference/json.md): add fields, never rename them.
+nlohmann::json node_json(const v1::Node& node) {
+  return {
+      {"node_id", node.node_id()},
+      {"address", null_if_empty(node.address())},
+      {"iscsi_initiator", null_if_empty(node.iscsi_initiator())},
+      {"topology",
+       std::map<std::string, std::string>(node.topology().begin(), node.topology().end())},
+      {"version", node.version()},
+      {"registered_at", format_time_ns(node.registered_at())},
+      {"registered_at_ns", node.registered_at()},
+      {"last_seen", format_time_ns(node.last_seen())},
+      {"last_seen_ns", node.last_seen()},
+      {"cordoned", node.cordoned_at() != 0},
+      {"cordoned_at", node.cordoned_at() != 0 ? nlohmann::json(format_time_ns(node.cordoned_at()))
+                                              : nlohmann::json(nullptr)},
+      {"cordoned_at_ns",
+       node.cordoned_at() != 0 ? nlohmann::json(node.cordoned_at()) : nlohmann::json(nullptr)}};
 }
 
 std::vector<Column> node_fields() {
@@ -61,7 +68,8 @@ std::vector<Column> node_fields() {
       {"Topology", topology_text},
       {"Version", [](const nlohmann::json& n) { return text_of(n["version"]); }},
       {"Registered", [](const nlohmann::json& n) { return text_of(n["registered_at"]); }},
-      {"Last seen", [](const nlohmann::json& n) { return text_of(n["last_seen"]); }}};
+      {"Last seen", [](const nlohmann::json& n) { return text_of(n["last_seen"]); }},
+      {"Cordoned", cordon_text}};
 }
 
 std::vector<Column> node_columns() {
@@ -70,8 +78,21 @@ std::vector<Column> node_columns() {
       {"ADDRESS", [](const nlohmann::json& n) { return text_of(n["address"]); }},
       {"ISCSI INITIATOR", [](const nlohmann::json& n) { return text_of(n["iscsi_initiator"]); }},
       {"VERSION", [](const nlohmann::json& n) { return text_of(n["version"]); }},
-      {"LAST SEEN", [](const nlohmann::json& n) { return text_of(n["last_seen"]); }}};
+      {"LAST SEEN", [](const nlohmann::json& n) { return text_of(n["last_seen"]); }},
+      {"CORDONED", [](const nlohmann::json& n) {
+         return std::string(n["cordoned"].get<bool>() ? "yes" : "no");
+       }}};
 }
+
+namespace {
+
+struct NodeOptions {
+  std::string node_id;
+  std::string address;
+  std::optional<std::string> iscsi_initiator;  // given (even empty) beats the initiator file
+  bool force = false;
+  bool revoke = false;
+};
 
 Status run_node_register(const GlobalOptions& globals, const NodeOptions& options) {
   // What a registration says (the initiator name, the address) is this host's: through another
@@ -254,6 +275,7 @@ void setup_node_registry(CLI::App& node, const GlobalOptions& globals, Action& a
     action = [&globals, remove_options] { return run_node_remove(globals, *remove_options); };
   });
 
+  setup_node_cordon(node, globals, action);
   setup_node_drain(node, globals, action);
 }
 

@@ -11,8 +11,10 @@
 // volume (it lives on the controller host) mapped to A, one in use without --wait-unpublished,
 // one no node has room for.
 //
-// A drain does not cordon A: the registry records no such state, so a CreateVolume naming A
-// still lands there. The exit code is non-zero while any volume is left on A.
+// A drain cordons A first (Registry/CordonNode: the controller places no new volume there, so
+// none lands on A behind the drain) and leaves it cordoned: the operator uncordons it after the
+// maintenance. A cordoned node is no place for a volume (nor is it for --to). The exit code is
+// non-zero while any volume is left on A.
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include "cli/session.h"
 #include "cli/volume_move.h"
 #include "cluster/placed_id.h"
+#include "cluster/routing.h"
 #include "core/size.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
@@ -82,7 +85,8 @@ Expected<std::vector<DrainTarget>> drain_targets(Session& session, const v1::Nod
       session.client().registry(&v1::Registry::Stub::ListNodes, v1::ListNodesRequest(), &nodes));
   std::vector<DrainTarget> targets;
   for (const v1::Node& node : nodes.nodes()) {
-    if (node.node_id() == drained.node_id()) continue;
+    // Cordoned: the controller would refuse to place the volume there.
+    if (node.node_id() == drained.node_id() || node.cordoned_at() != 0) continue;
     bool shares = std::all_of(
         drained.topology().begin(), drained.topology().end(), [&node](const auto& segment) {
           if (segment.first == kTopologyNodeKey) return true;
@@ -176,7 +180,22 @@ Status run_drain(const GlobalOptions& globals, const DrainOptions& options) {
   if (!options.to.empty()) {
     auto to = registered_node(**session, options.to, "--to");
     if (!to) return to.status();
+    if (to->cordoned_at() != 0) return cordoned_error(options.to);
   }
+  // First, so that no volume is placed on the node while it is drained (nor after).
+  auto cordon = set_cordon(**session, options.node, true);
+  if (!cordon)
+    return cordon.status().with_context(fmt::format("cordoning node \"{}\"", options.node));
+  nlohmann::json cordoned_at = node_json(cordon->node())["cordoned_at"];
+  std::fprintf(
+      stderr,
+      "rosetctl: node \"%s\" %s: no new volume is placed on it; it stays cordoned "
+      "after the drain (rosetctl node uncordon %s once its maintenance is over)\n",
+      options.node.c_str(),
+      cordon->changed()
+          ? "cordoned"
+          : fmt::format("cordoned already, since {}", cordoned_at.get<std::string>()).c_str(),
+      options.node.c_str());
   std::vector<std::string> unreachable;
   auto volumes = list_all_volumes((*session)->client(), &unreachable);
   if (!volumes) return volumes.status();
@@ -269,11 +288,15 @@ Status run_drain(const GlobalOptions& globals, const DrainOptions& options) {
         globals.output, said,
         {{"node", options.node},
          {"to", options.to.empty() ? nlohmann::json(nullptr) : nlohmann::json(options.to)},
+         {"cordoned", true},
+         {"cordoned_at", cordoned_at},
+         {"cordoned_by_this_drain", cordon->changed()},
          {"volumes", rows},
          {"summary", summary}});
   } else {
     if (!rows.empty()) print_list(globals.output, rows, drain_columns());
-    std::printf("%s\n", said.c_str());
+    std::printf("%s; node \"%s\" stays cordoned (rosetctl node uncordon %s)\n", said.c_str(),
+                options.node.c_str(), options.node.c_str());
   }
   if (left == 0) return Status::ok();
   Code code = first_left->code();
@@ -314,9 +337,11 @@ void setup_node_drain(CLI::App& node, const GlobalOptions& globals, Action& acti
       "Resumable: run it again after a kill or a failure. A volume moved already is skipped\n"
       "(its old copy says where it went: outcome already_moved), a move left half done goes on\n"
       "to the node it began with (the move's own resume), the rest are moved.\n\n"
-      "Not done: the drained node is not cordoned (the registry records no such state), so a\n"
-      "volume created on it during or after the drain stays there: stop creating volumes on it\n"
-      "first (in Kubernetes: kubectl cordon), and run the drain again to catch any.\n\n"
+      "The node is cordoned first (see `rosetctl node cordon --help`): the controller places\n"
+      "no new volume on it during the drain or after, and a node cordoned is no place for\n"
+      "the drain's volumes either (--to naming one is refused, exit code 8). The drain leaves\n"
+      "it cordoned, also when the drain is run again: `rosetctl node uncordon NODE` once its\n"
+      "maintenance is over. In Kubernetes, kubectl cordon the node too, for its pods.\n\n"
       "Examples:\n  rosetctl --controller ctl:9443 node drain node-a --to node-b -o json\n"
       "  rosetctl --controller ctl:9443 node drain node-a --wait-unpublished 120");
   drain->callback([&globals, &action, options] {

@@ -215,7 +215,8 @@ void setup_volume_create(CLI::App& volume, const GlobalOptions& globals, Action&
       ->excludes(from_snapshot);
   create->add_option("--node", create_options->node,
                      "Make the volume on this registered node (a local volume lives there; "
-                     "with --controller, the controller has that node create it)");
+                     "with --controller, the controller has that node create it; refused, "
+                     "exit code 8, while the node is cordoned: `rosetctl node cordon`)");
   create->footer(
       "Creating a name that exists returns the existing volume when it was made with the same\n"
       "parameters and is at least --size (CSI's rule: the size is the least it must have; it\n"

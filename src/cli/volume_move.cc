@@ -42,6 +42,7 @@
 #include "cli/render.h"
 #include "cli/snapshot_move.h"
 #include "cluster/placed_id.h"
+#include "cluster/routing.h"
 #include "core/commit_store/sha256.h"
 #include "core/crash_point.h"
 #include "core/random_id.h"
@@ -98,6 +99,7 @@ struct MovePlan {
   std::string tag;  // the same for every run of this move: its snapshots' names start with it
   std::string run;  // this run's, in the names of the snapshots it takes
   csi::v1::Volume volume;
+  bool to_cordoned = false;  // the controller places no new volume on `to` (node cordon)
 };
 
 // Each step on stderr, in JSON output too: a move takes a while, and its wait for the last
@@ -135,6 +137,7 @@ Status plan_move(Session& session, const VolumeInfo& info, const std::string& to
                  to_node);
   }
   ROSETCTL_RETURN_IF_ERROR(known);
+  move->to_cordoned = node.node().cordoned_at() != 0;
   move->tag = sha256_hex(fmt::format("{}\n{}", move->old_id, move->to)).substr(0, 16);
   move->run = random_hex(4);
   return Status::ok();
@@ -315,6 +318,9 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
   }
   std::optional<std::string> resumed;
   if (earlier) resumed = earlier->moved ? "moved" : "paused";
+  // Refused before any copy: its CreateVolume there would be. A move begun earlier goes on
+  // (that CreateVolume answers it if it was made).
+  if (!earlier && move.to_cordoned) return cordoned_error(move.to);
   auto left = move_snapshots_left(session, move);
   if (!left) return left.status();
   std::vector<std::string> snapshots;

@@ -62,6 +62,10 @@ const std::vector<MethodAccess> kTable = {
     {"/rosetctl.v1.Registry/ListNodes", kEveryRole, kNobody, kAnyNode,
      "addresses, for direct pulls"},
     {"/rosetctl.v1.Registry/RemoveNode", kEveryRole, kNobody, kOwnNodes, "the node removed"},
+    // Whether new volumes may be placed on a node: an operator's (a node certificate would
+    // cordon others' nodes, or uncordon its own against the operator's drain).
+    {"/rosetctl.v1.Registry/CordonNode", kAdmins, kNobody, kOwnNodes,
+     "takes a node out of placement or back: an operator's"},
     // Asked by the source of a transfer about a grant a reader showed it: of its own store only.
     {"/rosetctl.v1.Registry/CheckTransferGrant", kNodes, kNobody, kOwnNodes,
      "a transfer grant of the node's own store"},

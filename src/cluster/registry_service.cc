@@ -53,6 +53,7 @@ void fill_node(const NodeRecord& record, v1::Node* node) {
   node->set_version(record.version);
   node->set_registered_at(record.registered_at_ns);
   node->set_last_seen(record.last_seen_ns);
+  node->set_cordoned_at(record.cordoned_at_ns);
 }
 
 }  // namespace
@@ -89,6 +90,13 @@ grpc::ServerUnaryReactor* RegistryService::RemoveNode(Request* call,
                                                       v1::RemoveNodeResponse* response) {
   return answer(handlers_, call, "RemoveNode", request, response,
                 [=, this] { return remove_node(*request, response); });
+}
+
+grpc::ServerUnaryReactor* RegistryService::CordonNode(Request* call,
+                                                      const v1::CordonNodeRequest* request,
+                                                      v1::CordonNodeResponse* response) {
+  return answer(handlers_, call, "CordonNode", request, response,
+                [=, this] { return cordon_node(*request, response); });
 }
 
 grpc::ServerUnaryReactor* RegistryService::CheckTransferGrant(
@@ -318,6 +326,32 @@ Status RegistryService::remove_node(const v1::RemoveNodeRequest& request,
     int64_t now = unix_now_seconds();
     ROSETCTL_RETURN_IF_ERROR(context_.store.revoke_node_certificates(id, now));
     response->set_revoked_at_unix(now);
+  }
+  return Status::ok();
+}
+
+// The cordon is read by placement (RoutingController::create_volume) at each CreateVolume: no
+// cache to refresh, so a cordon holds from the next placement on.
+Status RegistryService::cordon_node(const v1::CordonNodeRequest& request,
+                                    v1::CordonNodeResponse* response) {
+  const std::string& id = request.node_id();
+  ROSETCTL_RETURN_IF_ERROR(validate_node_id(id, "node_id"));
+  auto before = context_.store.find_node(id);
+  if (!before) return before.status();
+  auto stored = context_.store.set_node_cordoned(id, request.cordoned() ? unix_now_ns() : 0);
+  if (!stored) return stored.status();
+  if (!stored->has_value()) {
+    return error(Code::kNotFound,
+                 "node \"{}\" is not registered with this controller (rosetctl node list shows "
+                 "the registered nodes; the controller's own node is never cordoned)",
+                 id);
+  }
+  bool was = before->has_value() && (*before)->cordoned_at_ns != 0;
+  response->set_changed(was != request.cordoned());
+  fill_node(**stored, response->mutable_node());
+  if (response->changed()) {
+    spdlog::info("node \"{}\" {}", id,
+                 request.cordoned() ? "cordoned: no new volume is placed on it" : "uncordoned");
   }
   return Status::ok();
 }

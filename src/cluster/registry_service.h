@@ -28,6 +28,8 @@ class RegistryService final : public v1::Registry::CallbackService {
                                        v1::RemoveNodeResponse*) override;
   grpc::ServerUnaryReactor* CheckTransferGrant(Request*, const v1::CheckTransferGrantRequest*,
                                                v1::CheckTransferGrantResponse*) override;
+  grpc::ServerUnaryReactor* CordonNode(Request*, const v1::CordonNodeRequest*,
+                                       v1::CordonNodeResponse*) override;
 
  private:
   Status check_address_free(const std::string& node_id, const std::string& address) const;
@@ -39,6 +41,7 @@ class RegistryService final : public v1::Registry::CallbackService {
   Status check_transfer_grant(const grpc::ServerContextBase& call,
                               const v1::CheckTransferGrantRequest& request,
                               v1::CheckTransferGrantResponse* response);
+  Status cordon_node(const v1::CordonNodeRequest& request, v1::CordonNodeResponse* response);
   Expected<NodeRecord> registered_as(const std::string& id);
 
   ClusterContext& context_;

@@ -1,6 +1,7 @@
 // The routing decisions of the Controller calls (routing.h).
 #include "cluster/routing.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "daemon/convert.h"
@@ -21,6 +22,51 @@ std::optional<std::string> requested_node(const csi::v1::TopologyRequirement& re
     }
   }
   return std::nullopt;
+}
+
+std::vector<std::string> requested_nodes(const csi::v1::TopologyRequirement& requirement) {
+  std::vector<std::string> nodes;
+  for (const auto* topologies : {&requirement.preferred(), &requirement.requisite()}) {
+    for (const auto& topology : *topologies) {
+      auto it = topology.segments().find(kTopologyNodeKey);
+      if (it != topology.segments().end() &&
+          std::find(nodes.begin(), nodes.end(), it->second) == nodes.end()) {
+        nodes.push_back(it->second);
+      }
+    }
+  }
+  return nodes;
+}
+
+csi::v1::CreateVolumeRequest narrowed_to_node(const csi::v1::CreateVolumeRequest& request,
+                                              const std::string& node) {
+  csi::v1::Topology topology;
+  (*topology.mutable_segments())[kTopologyNodeKey] = node;
+  const auto& requirement = request.accessibility_requirements();
+  for (const auto* topologies : {&requirement.preferred(), &requirement.requisite()}) {
+    auto found = std::find_if(topologies->begin(), topologies->end(), [&node](const auto& given) {
+      auto it = given.segments().find(kTopologyNodeKey);
+      return it != given.segments().end() && it->second == node;
+    });
+    if (found != topologies->end()) {
+      topology = *found;
+      break;
+    }
+  }
+  csi::v1::CreateVolumeRequest narrowed = request;
+  auto* narrowed_requirement = narrowed.mutable_accessibility_requirements();
+  narrowed_requirement->Clear();
+  *narrowed_requirement->add_requisite() = topology;
+  *narrowed_requirement->add_preferred() = topology;
+  return narrowed;
+}
+
+Status cordoned_error(std::string_view node) {
+  return error(Code::kResourceExhausted,
+               "node \"{}\" is cordoned: it takes no new volume (its volumes stay and work); "
+               "choose another node, or uncordon it once its maintenance is over (rosetctl node "
+               "uncordon {})",
+               node, node);
 }
 
 std::optional<std::string> content_source_node(const csi::v1::CreateVolumeRequest& request) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cluster/placed_id.h"
 #include "core/status.h"
@@ -22,6 +23,19 @@ std::optional<std::string> node_of_id(std::string_view id, std::string_view own)
 // same node, whose own name idempotency answers a repeated CreateVolume, across controller
 // restarts and with no record on the controller to go stale.
 std::optional<std::string> requested_node(const csi::v1::TopologyRequirement& requirement);
+
+// Every `topology.rosetctl.io/node` segment of the preferred topologies, then of the requisite
+// ones, each once: the nodes a placement may choose among, in the order it tries them.
+std::vector<std::string> requested_nodes(const csi::v1::TopologyRequirement& requirement);
+
+// `request` with only `node`'s topology (as the request gave it, else the node's own segment),
+// both preferred and requisite: a create placed on `node` past cordoned ones.
+csi::v1::CreateVolumeRequest narrowed_to_node(const csi::v1::CreateVolumeRequest& request,
+                                              const std::string& node);
+
+// RESOURCE_EXHAUSTED (CSI: the volume cannot be provisioned in the topology asked for): `node`
+// is cordoned, and how to uncordon it.
+Status cordoned_error(std::string_view node);
 
 // The node a content source lives on, when it was placed on one.
 std::optional<std::string> content_source_node(const csi::v1::CreateVolumeRequest& request);

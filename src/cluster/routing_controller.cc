@@ -47,7 +47,17 @@ Status RoutingController::create_volume(const csi::v1::CreateVolumeRequest& give
   if (!checked) return checked.status();
   const std::string& own = context_.options.node_id;
   if (checked->provider->volumes_are_node_local()) {
-    if (auto node = placement_of(request, own)) {
+    auto node = placement_of(request, own);
+    if (node) {
+      auto placed = uncordoned_placement(*node, request);
+      if (!placed) return placed.status();
+      // Past a cordoned node: the request made again with only the node chosen in its topology,
+      // which the node (or this host) then takes for its own.
+      if (*placed != node) {
+        return create_volume(narrowed_to_node(given, placed->value_or(own)), response, clone_by);
+      }
+    }
+    if (node) {
       if (replica) ROSETCTL_RETURN_IF_ERROR(check_replica_target(context_.store, *replica, *node));
       ROSETCTL_RETURN_IF_ERROR(create_on_node(*node, request, response));
       if (!replica) return Status::ok();

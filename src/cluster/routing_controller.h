@@ -85,6 +85,13 @@ class RoutingController final : public csi::v1::Controller::CallbackService {
   Status get_capacity(const csi::v1::GetCapacityRequest& request,
                       csi::v1::GetCapacityResponse* response);
 
+  // cordon_placement.cc: the node a CreateVolume placed on `first` goes to, past cordoned ones
+  // (nullopt: here); RESOURCE_EXHAUSTED when every node it may go to is cordoned.
+  Expected<std::optional<std::string>> uncordoned_placement(
+      const std::string& first, const csi::v1::CreateVolumeRequest& request);
+  Expected<bool> is_cordoned(const std::string& node);
+  bool holds_volume_named(const std::string& node, const std::string& name);
+
   // placement.cc: volumes on other nodes (cluster/placed_id.h).
   Status create_on_node(const std::string& node, const csi::v1::CreateVolumeRequest& request,
                         csi::v1::CreateVolumeResponse* response);

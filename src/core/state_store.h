@@ -149,6 +149,7 @@ struct NodeRecord {
   std::string version;                          // the rosetctl version it runs
   int64_t registered_at_ns = 0;                 // unix nanoseconds: first registration
   int64_t last_seen_ns = 0;                     // unix nanoseconds: latest registration
+  int64_t cordoned_at_ns = 0;  // unix nanoseconds it was cordoned at; 0: not cordoned
 
   bool operator==(const NodeRecord&) const = default;
 };
@@ -166,7 +167,7 @@ struct NodeRemoval {
 class StateStore {
  public:
   // The schema version this binary creates and understands (the last migration's number).
-  static constexpr int kSchemaVersion = 14;
+  static constexpr int kSchemaVersion = 15;
 
   // Who opens the store. The first connection of a process reads SQLite's whole WAL to
   // rebuild its index (2.3 ms of CPU at 2.9 MB here). `serve` pays that once and keeps
@@ -304,6 +305,10 @@ class StateStore {
   // it is FAILED_PRECONDITION naming them, unless `force`: then the node goes and its
   // publications stay. The result lists the publications left either way.
   Expected<NodeRemoval> delete_node(std::string_view node_id, bool force);
+  // Cordons a registered node (no new volume is placed on it) at `now_ns`, or uncordons it
+  // (`now_ns` 0). Cordoning a cordoned node keeps the time it was first cordoned. nullopt: the
+  // node is not registered. A registration never changes it.
+  Expected<std::optional<NodeRecord>> set_node_cordoned(std::string_view node_id, int64_t now_ns);
 
   // Revoked node certificates: every certificate of `node_id` issued at or before `revoked_at`
   // (unix seconds) is refused from then on (cluster/node_revocations.h). Revoking again moves the

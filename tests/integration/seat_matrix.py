@@ -35,7 +35,7 @@ KINDS = {
 VOLUME_VERBS = ["create", "list", "show", "expand", "modify", "delete", "map", "unmap",
                 "connect", "disconnect", "stats"]
 SNAPSHOT_VERBS = ["commit", "list", "show", "diff", "restore", "delete", "verify", "gc", "push", "pull"]
-NODE_VERBS = ["info", "register", "list", "show", "remove", "drain"]
+NODE_VERBS = ["info", "register", "list", "show", "remove", "drain", "cordon", "uncordon"]
 VERBS = ([f"volume {v}" for v in VOLUME_VERBS] + [f"snapshot {v}" for v in SNAPSHOT_VERBS]
          + [f"node {v}" for v in NODE_VERBS])
 
@@ -191,6 +191,10 @@ def _node_rows() -> None:
     # A node registered for the cell, holding no volume: the drain has nothing to move.
     TABLE[("node drain", "-")] = row(OK, NODE_ACTS_FOR_ITSELF, OK, OK,
                                      refused(5, "node drain runs from the controller seat"))
+    # A node registered for the cell: whether volumes are placed on it is an operator's call.
+    for verb in ("node cordon", "node uncordon"):
+        TABLE[(verb, "-")] = row(OK, refused(7, "an admin's certificate may"), OK, OK,
+                                 refused(3, ONLY_THIS_REGISTRY))
 
 
 _volume_rows()

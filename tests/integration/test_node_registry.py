@@ -12,7 +12,7 @@ from rosetctl_cli import EXIT_NOT_FOUND, EXIT_OK, EXIT_PRECONDITION, EXIT_USAGE
 
 INITIATOR = "iqn.1993-08.org.debian:01:5e1f2a3b4c"
 NODE_FIELDS = {"node_id", "address", "iscsi_initiator", "topology", "version", "registered_at",
-               "registered_at_ns", "last_seen", "last_seen_ns"}
+               "registered_at_ns", "last_seen", "last_seen_ns", "cordoned", "cordoned_at", "cordoned_at_ns"}
 
 
 def binary_version(cli) -> str:
@@ -28,6 +28,7 @@ def test_register_list_show_and_register_again(cli):
     assert first["address"] == "127.0.0.1:9443" and first["iscsi_initiator"] == INITIATOR, first
     assert first["version"] == binary_version(cli), f"expected the binary's version: {first}"
     assert first["registered_at_ns"] == first["last_seen_ns"] > 0, first
+    assert not first["cordoned"] and first["cordoned_at"] is None and first["cordoned_at_ns"] is None, first
     assert cli.ok_json("node", "list") == [first]
     assert cli.ok_json("node", "show", info["node_id"]) == first
 
@@ -48,6 +49,14 @@ def test_register_list_show_and_register_again(cli):
     assert table.splitlines()[0].split()[:2] == ["NODE", "ID"] and "worker-2" in table, table
     shown = cli.ok("node", "show", "worker-2").stdout
     assert "Node id:" in shown and "worker-2" in shown, shown
+
+    # A cordon is kept across the node's registrations (its heartbeat) and shown.
+    cordon = cli.ok_json("node", "cordon", "worker-2")
+    assert cordon["changed"] and cordon["node"]["cordoned"], cordon
+    registered = cli.ok_json("--node-id", "worker-2", "node", "register")
+    assert registered["cordoned"] and registered["cordoned_at_ns"] == cordon["node"]["cordoned_at_ns"], registered
+    assert "yes, since" in cli.ok("node", "show", "worker-2").stdout
+    assert cli.ok_json("node", "uncordon", "worker-2")["changed"]
 
 
 def test_unknown_nodes_and_bad_registrations(cli, state_dir):

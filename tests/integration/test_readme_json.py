@@ -91,6 +91,7 @@ def verb_table(rows: list[list[str]], bases: dict[str, Spec]) -> dict[str, Spec]
 # Verbs whose output needs more than one host: the test named checks it against json.md with
 # json_specs(), so this file only makes sure that test names the verb.
 CHECKED_ELSEWHERE = {"volume move": "test_volume_move.py", "node drain": "test_node_drain.py",
+                     "node cordon": "test_node_drain.py", "node uncordon": "test_node_drain.py",
                      "volume replicate": "test_volume_replicas.py"}
 
 

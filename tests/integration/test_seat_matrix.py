@@ -150,10 +150,12 @@ class Walk:
     def setup(self) -> None:
         verb, kind = self.cell.verb, self.cell.kind
         if kind == "-":
-            if verb in ("node remove", "node drain"):
+            if verb in ("node remove", "node drain", "node cordon", "node uncordon"):
                 ghost = self.lab.site.ctl.run("--node-id", self.name, "node", "register", "--iscsi-initiator",
                                               f"iqn.2026-11.io.roset.test:{self.name}")
                 assert ghost.rc == 0, ghost.describe()
+            if verb == "node uncordon":
+                self.admin_ok("node", "cordon", self.name)
             if verb == "node register":
                 shown = self.admin.run("node", "show", SEAT_NODE[self.cell.seat], "-o", "json")
                 self.address_before = shown.json()["address"] if shown.rc == 0 else None
@@ -203,6 +205,8 @@ class Walk:
             "node show": ["node", "show", "consumer-b"],
             "node remove": ["node", "remove", self.name],
             "node drain": ["node", "drain", self.name],
+            "node cordon": ["node", "cordon", self.name],
+            "node uncordon": ["node", "uncordon", self.name],
         }[verb]
 
     def seat_json(self, *args):
@@ -287,6 +291,11 @@ class Walk:
             return None if out["removed"] != own_registry else f"{out}"
         if verb == "node drain":
             return None if out["node"] == self.name and out["summary"]["volumes"] == 0 else f"{out}"
+        if verb in ("node cordon", "node uncordon"):
+            # Changed, and the controller's registry says so.
+            cordon = verb == "node cordon"
+            shown = self.admin_ok("node", "show", self.name)
+            return None if out["changed"] and shown["cordoned"] == cordon else f"{out}; {shown}"
         if verb == "node register" and not own_registry:
             # No --address: the one registered before (consumer-a's serve's) stays.
             return None if out["address"] == self.address_before else f"address {self.address_before} -> {out}"

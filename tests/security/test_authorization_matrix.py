@@ -75,6 +75,8 @@ CALLS = [
     ("rosetctl", "Registry", "TouchNode", {"node_id": A}, True, False),
     ("rosetctl", "Registry", "ListNodes", {}, False, False),
     ("rosetctl", "Registry", "CheckTransferGrant", {"node_id": A}, True, False),
+    # Uncordon of a node that is not cordoned: nothing changed when allowed.
+    ("rosetctl", "Registry", "CordonNode", {"node_id": A, "cordoned": False}, True, False),
     ("rosetctl", "Catalog", "FindVolume", {"name_or_id": "authz-none"}, False, False),
     ("rosetctl", "Catalog", "GetVolumeDetails", {"volume_ids": [PLACED_VOLUME]}, True, False),
     ("rosetctl", "Catalog", "FindSnapshot", {"reference": "authz-none"}, False, False),

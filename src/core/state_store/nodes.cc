@@ -11,7 +11,8 @@ namespace rosetctl {
 namespace {
 
 constexpr const char* kNodeColumns =
-    "node_id, address, iscsi_initiator, topology, version, registered_at_ns, last_seen_ns";
+    "node_id, address, iscsi_initiator, topology, version, registered_at_ns, last_seen_ns, "
+    "cordoned_at_ns";
 
 Expected<NodeRecord> read_node(const sqlite::Statement& row) {
   NodeRecord node;
@@ -24,6 +25,7 @@ Expected<NodeRecord> read_node(const sqlite::Statement& row) {
   node.version = row.column_text(4);
   node.registered_at_ns = row.column_int64(5);
   node.last_seen_ns = row.column_int64(6);
+  node.cordoned_at_ns = row.column_int64(7);
   return node;
 }
 
@@ -56,17 +58,22 @@ Expected<NodeRecord> StateStore::upsert_node(const NodeRecord& node) {
     }
     ROSETCTL_RETURN_IF_ERROR(
         run(prepare(connection,
-                    fmt::format("INSERT INTO nodes ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON "
+                    fmt::format("INSERT INTO nodes ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0) ON "
                                 "CONFLICT (node_id) DO UPDATE SET address = ?2, iscsi_initiator = "
                                 "?3, topology = ?4, version = ?5, last_seen_ns = ?7",
                                 kNodeColumns),
                     node.node_id, node.address, node.iscsi_initiator, to_json(node.topology),
                     node.version, node.registered_at_ns, node.last_seen_ns)));
-    Expected<std::optional<int64_t>> first = select_one(
-        prepare(connection, "SELECT registered_at_ns FROM nodes WHERE node_id = ?1", node.node_id),
-        read_int64);
-    if (!first) return first.status();
-    stored.registered_at_ns = first->value_or(node.registered_at_ns);
+    // What the first registration set, and the cordon, which no registration changes.
+    Expected<std::optional<NodeRecord>> row = select_one(
+        prepare(connection, fmt::format("SELECT {} FROM nodes WHERE node_id = ?1", kNodeColumns),
+                node.node_id),
+        read_node);
+    if (!row) return row.status();
+    if (row->has_value()) {
+      stored.registered_at_ns = (*row)->registered_at_ns;
+      stored.cordoned_at_ns = (*row)->cordoned_at_ns;
+    }
     return Status::ok();
   });
   if (!status) return status;
@@ -136,6 +143,28 @@ Expected<NodeRemoval> StateStore::delete_node(std::string_view node_id, bool for
   });
   if (!status) return status;
   return removal;
+}
+
+Expected<std::optional<NodeRecord>> StateStore::set_node_cordoned(std::string_view node_id,
+                                                                  int64_t now_ns) {
+  std::optional<NodeRecord> stored;
+  Status status = write([&](sqlite::Connection& connection) -> Status {
+    // Cordoning again keeps the first time: "since when" is what an operator asks.
+    ROSETCTL_RETURN_IF_ERROR(
+        run(prepare(connection,
+                    "UPDATE nodes SET cordoned_at_ns = CASE WHEN ?2 = 0 THEN 0 WHEN "
+                    "cordoned_at_ns != 0 THEN cordoned_at_ns ELSE ?2 END WHERE node_id = ?1",
+                    node_id, now_ns)));
+    Expected<std::optional<NodeRecord>> row = select_one(
+        prepare(connection, fmt::format("SELECT {} FROM nodes WHERE node_id = ?1", kNodeColumns),
+                node_id),
+        read_node);
+    if (!row) return row.status();
+    stored = std::move(*row);
+    return Status::ok();
+  });
+  if (!status) return status;
+  return stored;
 }
 
 }  // namespace rosetctl

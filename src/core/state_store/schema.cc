@@ -184,6 +184,12 @@ CREATE TABLE IF NOT EXISTS volume_replicas (
   last_error_unix INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 )sql"},
+    // A node cordoned (`node cordon`, `node drain`): no new volume is placed on it until it is
+    // uncordoned. A column of nodes: it is the node's state in the registry, and goes with the
+    // node's record. Nodes from before are not cordoned (0).
+    {15, R"sql(
+ALTER TABLE nodes ADD COLUMN cordoned_at_ns INTEGER NOT NULL DEFAULT 0;
+)sql"},
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion,
               "kSchemaVersion must name the last migration");

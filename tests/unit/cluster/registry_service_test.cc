@@ -320,3 +320,69 @@ TEST_CASE("registry: a registration that moves a node's name waits for its publi
   REQUIRE(held);
   CHECK(f.register_node(moved).ok());
 }
+
+namespace {
+
+grpc::Status cordon(Fixture& f, const std::string& id, bool cordoned, v1::CordonNodeResponse* out) {
+  grpc::ClientContext context;
+  v1::CordonNodeRequest request;
+  request.set_node_id(id);
+  request.set_cordoned(cordoned);
+  return f.registry->CordonNode(&context, request, out);
+}
+
+grpc::Status create_on(Fixture& f, const std::string& name, const std::vector<std::string>& nodes,
+                       csi::v1::CreateVolumeResponse* response) {
+  csi::v1::CreateVolumeRequest request;
+  request.set_name(name);
+  *request.add_volume_capabilities() = Fixture::capability();
+  for (const std::string& node : nodes) {
+    (*request.mutable_accessibility_requirements()
+          ->add_preferred()
+          ->mutable_segments())["topology.rosetctl.io/node"] = node;
+  }
+  grpc::ClientContext context;
+  return f.controller->CreateVolume(&context, request, response);
+}
+
+}  // namespace
+
+TEST_CASE("registry: a cordon is idempotent, kept across registrations, and lifted",
+          "[registry][cordon]") {
+  Fixture f;
+  v1::CordonNodeResponse response;
+  grpc::Status unknown = cordon(f, "node-b", true, &response);
+  CHECK(unknown.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK_THAT(unknown.error_message(), Catch::Contains("node \"node-b\" is not registered"));
+
+  v1::RegisterNodeRequest registration;
+  registration.set_node_id("node-b");
+  registration.set_version("0.1.0");
+  REQUIRE(f.register_node(registration).ok());
+  REQUIRE(cordon(f, "node-b", true, &response).ok());
+  CHECK(response.changed());
+  const int64_t since = response.node().cordoned_at();
+  CHECK(since > 0);
+  REQUIRE(cordon(f, "node-b", true, &response).ok());
+  CHECK_FALSE(response.changed());
+  CHECK(response.node().cordoned_at() == since);
+  v1::Node registered;
+  REQUIRE(f.register_node(registration, &registered).ok());  // its heartbeat
+  CHECK(registered.cordoned_at() == since);
+
+  // Placed on it: refused with the spec's code for a topology that cannot be met, unless the
+  // topology allows another node (here the plugin's own, node-a).
+  csi::v1::CreateVolumeResponse made;
+  grpc::Status refused = create_on(f, "late", {"node-b"}, &made);
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(refused.error_message(), Catch::Contains("node \"node-b\" is cordoned") &&
+                                          Catch::Contains("rosetctl node uncordon node-b"));
+  REQUIRE(create_on(f, "either", {"node-b", "node-a"}, &made).ok());
+  CHECK(made.volume().volume_id().find("node-b") == std::string::npos);
+
+  REQUIRE(cordon(f, "node-b", false, &response).ok());
+  CHECK(response.changed());
+  CHECK(response.node().cordoned_at() == 0);
+  REQUIRE(cordon(f, "node-b", false, &response).ok());
+  CHECK_FALSE(response.changed());
+}

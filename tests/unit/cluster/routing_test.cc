@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "rosetctl.grpc.pb.h"
 #include "unit/daemon/plugin_fixture.h"
@@ -41,6 +42,35 @@ TEST_CASE("routing: a call goes to the node its placed id names, other than this
   CHECK_FALSE(node_of_id(placed("node-a", "vol-1"), "node-a"));  // this host's own, placed
   CHECK_FALSE(node_of_id("vol-0123456789abcdef", "node-a"));     // an id this host issued
   CHECK_FALSE(node_of_id("", "node-a"));
+}
+
+TEST_CASE("routing: past a cordon, the nodes a create may go to, and its topology narrowed",
+          "[routing][cordon]") {
+  auto request = create_request("v");
+  CHECK(requested_nodes(request.accessibility_requirements()).empty());
+  auto* requirement = request.mutable_accessibility_requirements();
+  add_topology(requirement->mutable_requisite(), "node-c");
+  add_topology(requirement->mutable_requisite(), "node-b");
+  add_topology(requirement->mutable_preferred(), "node-b");
+  (*requirement->mutable_preferred(0)->mutable_segments())["zone"] = "z1";
+  add_topology(requirement->mutable_preferred(), "node-d");
+  // Preferred first, then requisite, each node once.
+  CHECK(requested_nodes(*requirement) == std::vector<std::string>{"node-b", "node-d", "node-c"});
+
+  auto narrowed = narrowed_to_node(request, "node-b");
+  REQUIRE(narrowed.accessibility_requirements().requisite_size() == 1);
+  REQUIRE(narrowed.accessibility_requirements().preferred_size() == 1);
+  // The topology as the request gave it, zone and all.
+  CHECK(narrowed.accessibility_requirements().preferred(0).segments().at("zone") == "z1");
+  CHECK(placement_of(narrowed, "node-a") == "node-b");
+  CHECK(narrowed.name() == "v");
+  CHECK(placement_of(narrowed_to_node(request, "node-c"), "node-a") == "node-c");
+  CHECK_FALSE(placement_of(narrowed_to_node(request, "node-a"), "node-a"));  // here
+
+  Status refused = cordoned_error("node-b");
+  CHECK(refused.code() == Code::kResourceExhausted);
+  CHECK_THAT(refused.message(), Catch::Contains("node \"node-b\" is cordoned") &&
+                                    Catch::Contains("rosetctl node uncordon node-b"));
 }
 
 TEST_CASE("routing: a create goes to the first node its topology asks for, else its source's",

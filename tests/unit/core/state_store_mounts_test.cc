@@ -46,7 +46,8 @@ TEST_CASE("state store: records from schema 9 keep their mount id, with no names
                        "COLUMN mount_fingerprint; ALTER TABLE node_publications DROP COLUMN "
                        "mount_ns; ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
                        "ALTER TABLE node_publications DROP COLUMN volume_context; "
-                       "DROP TABLE volume_moves; PRAGMA user_version = 9")
+                       "DROP TABLE volume_moves; ALTER TABLE nodes DROP COLUMN cordoned_at_ns; "
+                       "PRAGMA user_version = 9")
                 .is_ok());
   }
   auto store = open_store(dir.path);

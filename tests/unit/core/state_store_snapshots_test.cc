@@ -244,8 +244,8 @@ TEST_CASE("snapshots: a version 8 database migrates; rows pulled before say \"?\
                    "mount_fingerprint; ALTER TABLE node_publications DROP COLUMN mount_ns; "
                    "ALTER TABLE node_publications DROP COLUMN mount_fingerprint; "
                    "ALTER TABLE node_publications DROP COLUMN volume_context; "
-                   "ALTER TABLE snapshots DROP COLUMN pulled_from; DROP TABLE volume_moves; PRAGMA "
-                   "user_version = 8")
+                   "ALTER TABLE snapshots DROP COLUMN pulled_from; DROP TABLE volume_moves; "
+                   "ALTER TABLE nodes DROP COLUMN cordoned_at_ns; PRAGMA user_version = 8")
             .is_ok());
   }
   auto store = open_store(dir.path);

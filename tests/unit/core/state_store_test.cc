@@ -446,6 +446,48 @@ TEST_CASE("state store: a version 7 database migrates to 8 and keeps its records
   CHECK(store->delete_node("n1", false).status().code() == Code::kFailedPrecondition);
 }
 
+TEST_CASE("state store: a version 14 database migrates to 15; its nodes are not cordoned",
+          "[state_store][nodes]") {
+  TempDir tmp;
+  const std::string db_path = tmp / "state.db";
+  {
+    auto store = open_store(tmp.path);
+    REQUIRE(store->upsert_node(make_node("n1", 5)).has_value());
+  }
+  {
+    // Turn it back into what rosetctl with schema 14 wrote.
+    auto connection = sqlite::Connection::open(db_path);
+    REQUIRE(connection.has_value());
+    REQUIRE(
+        connection->exec("ALTER TABLE nodes DROP COLUMN cordoned_at_ns; PRAGMA user_version = 14")
+            .is_ok());
+  }
+  auto store = open_store(tmp.path);
+  CHECK(schema_version_on_disk(db_path) == StateStore::kSchemaVersion);
+  auto node = store->find_node("n1");
+  REQUIRE(node.has_value());
+  REQUIRE(node->has_value());
+  CHECK((*node)->cordoned_at_ns == 0);
+  CHECK((*node)->registered_at_ns == make_node("n1", 5).registered_at_ns);
+}
+
+TEST_CASE("state store: a cordon outlives registrations and keeps its first time",
+          "[state_store][nodes]") {
+  TempDir tmp;
+  auto store = open_store(tmp.path);
+  CHECK(!store->set_node_cordoned("n1", 100)->has_value());  // not registered
+  REQUIRE(store->upsert_node(make_node("n1", 5)).has_value());
+  CHECK((*store->set_node_cordoned("n1", 100))->cordoned_at_ns == 100);
+  CHECK((*store->set_node_cordoned("n1", 200))->cordoned_at_ns == 100);
+  // A registration (the node's heartbeat) neither clears the cordon nor says it is gone.
+  auto registered = store->upsert_node(make_node("n1", 6));
+  REQUIRE(registered.has_value());
+  CHECK(registered->cordoned_at_ns == 100);
+  CHECK(store->find_node("n1")->value().cordoned_at_ns == 100);
+  CHECK((*store->set_node_cordoned("n1", 0))->cordoned_at_ns == 0);
+  CHECK(store->list_nodes()->at(0).cordoned_at_ns == 0);
+}
+
 TEST_CASE("state store: threads share one store", "[state_store]") {
   TempDir tmp;
   auto store = open_store(tmp.path);
