@@ -18,11 +18,21 @@ Status GroupCommit::run(const Body& body, Durability durability) {
   Pending me{&body, durability, Status::ok()};
   std::unique_lock lock(mutex_);
   queue_.push_back(&me);
+  int woken = 0;  // posts waited for
   while (leading_) {
     lock.unlock();
     me.wakeup.wait();  // this write's batch is done, or this writer is first in the queue
     lock.lock();
-    if (me.done) return me.result;  // a batch led by another writer took it
+    ++woken;
+    if (me.done) {                // a batch led by another writer took it
+      while (woken < me.posts) {  // its leader's post is still to come
+        lock.unlock();
+        me.wakeup.wait();
+        lock.lock();
+        ++woken;
+      }
+      return me.result;
+    }
   }
 
   // No batch in progress: lead one with everything queued so far, this write included.
@@ -33,16 +43,22 @@ Status GroupCommit::run(const Body& body, Durability durability) {
   run_batch(batch);
   lock.lock();
   leading_ = false;
-  for (Pending* pending : batch)
+  for (Pending* pending : batch) {
     pending->done = true;
+    if (pending != &me) ++pending->posts;  // posted below, after the unlock
+  }
   // The first writer queued meanwhile leads the next batch, unless a writer arriving before it
   // wakes does (no batch waits for one thread to be scheduled). Posted under mutex_: while it is
   // queued and not done it cannot return, so its Pending is alive.
-  if (!queue_.empty()) queue_.front()->wakeup.post();
+  if (!queue_.empty()) {
+    ++queue_.front()->posts;
+    queue_.front()->wakeup.post();
+  }
   lock.unlock();
   // This batch's writers after the unlock, so that none wakes only to block on mutex_. Each is
-  // posted once, for being done: it may then return and end its Pending, which nothing here
-  // touches afterwards (sem_post itself may, as POSIX allows).
+  // posted once, for being done, and returns only after this post's wait (Pending::posts): it
+  // may then end its Pending, which nothing here touches afterwards (sem_post itself may, as
+  // POSIX allows).
   for (Pending* pending : batch) {
     if (pending != &me) pending->wakeup.post();
   }

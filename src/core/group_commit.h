@@ -72,6 +72,11 @@ class GroupCommit {
     Durability durability;
     Status result;
     bool done = false;  // guarded by mutex_: the write committed (or failed)
+    // Guarded by mutex_: wakeups posted to this writer, or promised (counted before a leader
+    // posts them after unlocking). The writer returns only once it has waited for each: a writer
+    // woken to lead, then taken into a batch another arrival led, would otherwise return while
+    // that leader's post is still to come, and the post would land on its ended Pending.
+    int posts = 0;
     // Each writer sleeps on its own: woken when its batch is done, or when it is first in the
     // queue as a batch ends. A semaphore, not a condition variable under mutex_: the leader wakes
     // writers after releasing mutex_, so a woken writer does not at once block on the lock its
