@@ -274,6 +274,18 @@ class StateStore {
       std::string_view volume_id, std::string_view staging_path);
   Status delete_node_publication(std::string_view target_path);
 
+  // What NodePublishVolume reads before it binds, from one snapshot of the database (one read
+  // transaction: one WAL read lock and one look at what changed, instead of one per record).
+  struct NodePublishState {
+    std::optional<VolumeRecord> volume;  // none where the volume lives on another host
+    std::optional<VolumeMove> move;
+    std::optional<Staging> staging;              // of (volume_id, staging_path)
+    std::optional<NodePublication> publication;  // at target_path, of whatever volume
+  };
+  Expected<NodePublishState> node_publish_state(std::string_view volume_id,
+                                                std::string_view staging_path,
+                                                std::string_view target_path);
+
   // Snapshots. insert_snapshot is ALREADY_EXISTS when the id or the name is taken.
   Status insert_snapshot(const SnapshotRecord& snapshot);
   Expected<std::optional<SnapshotRecord>> find_snapshot(std::string_view id);

@@ -62,6 +62,18 @@ Expected<std::string> checked_mount_path(const StateLayout& layout, std::string_
 
 namespace {
 
+// rmdir of `at`'s name, already pinned: a directory left non-empty is kept.
+Status remove_directory_at(const PinnedParent& at, const std::string& path) {
+  if (::unlinkat(at.parent.fd(), at.name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT)
+    return Status::ok();
+  if (errno == ENOTEMPTY || errno == EEXIST) {
+    // Files someone put there after our mount went away: theirs to keep.
+    spdlog::warn("left directory \"{}\" in place: it is not empty", path);
+    return Status::ok();
+  }
+  return errno_status(errno, fmt::format("cannot remove directory \"{}\"", path));
+}
+
 // A mount point the CSI call would create is fine; one that exists must be what
 // check_mount_point asks for.
 Status check_target(const std::string& target, bool file) {
@@ -112,7 +124,7 @@ Status remove_target(const std::string& path) {
     if (errno == ENOENT) return Status::ok();
     return errno_status(errno, fmt::format("cannot inspect \"{}\"", path));
   }
-  if (S_ISDIR(st.st_mode)) return remove_directory(path);
+  if (S_ISDIR(st.st_mode)) return remove_directory_at(*at, path);  // the parent pinned once
   // Only the empty file a block publication was bound onto: data someone wrote there since
   // the device was unbound stays.
   if (!S_ISREG(st.st_mode) || st.st_size != 0) {
@@ -144,14 +156,7 @@ Expected<bool> ensure_directory(const std::string& path, std::string_view field)
 Status remove_directory(const std::string& path) {
   auto at = pin_parent(path, "directory");
   if (!at) return at.status().code() == Code::kNotFound ? Status::ok() : at.status();
-  if (::unlinkat(at->parent.fd(), at->name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT)
-    return Status::ok();
-  if (errno == ENOTEMPTY || errno == EEXIST) {
-    // Files someone put there after our mount went away: theirs to keep.
-    spdlog::warn("left directory \"{}\" in place: it is not empty", path);
-    return Status::ok();
-  }
-  return errno_status(errno, fmt::format("cannot remove directory \"{}\"", path));
+  return remove_directory_at(*at, path);
 }
 
 }  // namespace rosetctl

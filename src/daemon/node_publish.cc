@@ -53,22 +53,21 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
 
   auto node = context_.providers.node_for_volume(request.volume_id());
   if (!node) return node.status();
-  // Read once for every check below and the provider's publish.
-  auto volume = context_.store.find_volume(request.volume_id());
-  if (!volume) return volume.status();
-  const VolumeRecord* volume_here = volume->has_value() ? &**volume : nullptr;
+  // The volume, its move, the staging and the target's publication, read once under the locks
+  // from one snapshot for every check below and the provider's publish.
+  auto state = context_.store.node_publish_state(request.volume_id(), *staging, *target);
+  if (!state) return state.status();
+  const VolumeRecord* volume_here = state->volume ? &*state->volume : nullptr;
   ROSETCTL_RETURN_IF_ERROR((*node)->check_volume_on_node_given(request.volume_id(), volume_here));
   ROSETCTL_RETURN_IF_ERROR(check_access_type(request.volume_id(), volume_here, *capability));
-  ROSETCTL_RETURN_IF_ERROR(refuse_moving_volume(context_, request.volume_id()));
+  ROSETCTL_RETURN_IF_ERROR(refuse_move(request.volume_id(), state->move ? &*state->move : nullptr));
 
-  auto staged = context_.store.find_staging(request.volume_id(), *staging);
-  if (!staged) return staged.status();
-  if (!staged->has_value()) {
+  if (!state->staging) {
     return error(Code::kFailedPrecondition,
                  "volume \"{}\" is not staged at \"{}\"; call NodeStageVolume first",
                  request.volume_id(), *staging);
   }
-  auto staging_mount = judge_staging(context_.store, *staging, &**staged);
+  auto staging_mount = judge_staging(context_.store, *staging, &*state->staging);
   if (!staging_mount) return staging_mount.status();
   if (!staging_mount->top) {
     return error(Code::kFailedPrecondition,
@@ -78,8 +77,10 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
   ROSETCTL_RETURN_IF_ERROR(
       refuse_foreign_mount(*staging_mount, request.volume_id(), "staging", *staging));
 
-  auto repaired = repair_dead_staging(context_, **node, request.volume_id(), *staging,
-                                      PublicationCheck::kUnlessCheckedAtThisMount);
+  bool records_changed = false;
+  auto repaired =
+      repair_dead_staging(context_, **node, request.volume_id(), *staging,
+                          PublicationCheck::kUnlessCheckedAtThisMount, &records_changed);
   if (!repaired) return repaired.status();
   if (*repaired) {  // mounted anew
     ROSETCTL_RETURN_IF_ERROR(
@@ -91,7 +92,9 @@ Status NodeService::publish_volume(const csi::v1::NodePublishVolumeRequest& requ
                    request.volume_id(), *staging);
     }
   }
-  auto existing = context_.store.find_node_publication(*target);
+  // The repair may have bound this target again and recorded its new mount: read it anew then.
+  Expected<std::optional<NodePublication>> existing = std::move(state->publication);
+  if (records_changed || *repaired) existing = context_.store.find_node_publication(*target);
   if (!existing) return existing.status();
   bool recorded_here = existing->has_value() && (*existing)->volume_id == request.volume_id();
   auto target_mount =

@@ -84,7 +84,8 @@ bool is_dead_mount(const std::string& path) {
 
 Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
                                    std::string_view volume_id, const std::string& staging_path,
-                                   PublicationCheck check) {
+                                   PublicationCheck check, bool* records_changed) {
+  if (records_changed != nullptr) *records_changed = false;
   bool dead = is_dead_mount(staging_path);
   // The staging's mount now, read before its publications are: what they were checked at.
   MountId checked_at = 0;
@@ -105,6 +106,7 @@ Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
   // Also when the staging answers: its provider may have revived it already (roset's start-up
   // reconcile restarts roset-fuse and binds its stagings), leaving the pods' targets dead.
   auto all_answered = rebind_dead_publications(context, node, volume_id, staging_path);
+  if (records_changed != nullptr) *records_changed = !all_answered || !*all_answered;
   if (!all_answered) return all_answered.status();
   if (*all_answered) context.checked_stagings.remember(staging_path, checked_at);
   return dead;

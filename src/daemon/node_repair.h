@@ -22,10 +22,13 @@ enum class PublicationCheck { kAlways, kUnlessCheckedAtThisMount };
 // Revives the staging when it does not answer, then binds again every recorded publication of
 // it that does not answer (with the volume's stored context, when this host has the record;
 // else their own NodePublish repairs them). Call with the volume's stage lock held. True when
-// the staging was mounted anew (its mount changed).
+// the staging was mounted anew (its mount changed). `records_changed`, when given, is set when a
+// publication of the staging did not answer (its record may have been rewritten): a caller
+// holding records read before must read them again.
 Expected<bool> repair_dead_staging(ServiceContext& context, NodeSide& node,
                                    std::string_view volume_id, const std::string& staging_path,
-                                   PublicationCheck check = PublicationCheck::kAlways);
+                                   PublicationCheck check = PublicationCheck::kAlways,
+                                   bool* records_changed = nullptr);
 
 // repair_dead_staging for every recorded staging of this node with a dead mount (its own or a
 // publication's), each under the locks a NodeStage takes; one in use by a call right now is

@@ -12,8 +12,12 @@ Status refuse_moving_volume(const ServiceContext& context, std::string_view volu
                             bool paused_refuses) {
   auto move = context.store.find_volume_move(volume_id);
   if (!move) return move.status();
-  if (!move->has_value()) return Status::ok();
-  const VolumeMove& found = **move;
+  return refuse_move(volume_id, move->has_value() ? &**move : nullptr, paused_refuses);
+}
+
+Status refuse_move(std::string_view volume_id, const VolumeMove* move, bool paused_refuses) {
+  if (move == nullptr) return Status::ok();
+  const VolumeMove& found = *move;
   if (found.moved) {
     return error(Code::kFailedPrecondition,
                  "volume \"{}\" has moved to node \"{}\": it is {} now (this node keeps its old "

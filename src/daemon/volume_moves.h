@@ -19,6 +19,8 @@ namespace rosetctl {
 // (`paused_refuses`: a publication; a snapshot is the move's own last delta and goes on).
 Status refuse_moving_volume(const ServiceContext& context, std::string_view volume_id,
                             bool paused_refuses = true);
+// The same for a move record already read (null: none).
+Status refuse_move(std::string_view volume_id, const VolumeMove* move, bool paused_refuses = true);
 
 // What ControllerGetVolume and ListVolumes say of a volume paused or moved ("" for neither).
 Expected<std::string> move_condition(const ServiceContext& context, std::string_view volume_id);

@@ -108,6 +108,37 @@ def test_kill_9_of_roset_fuse_is_repaired_by_the_next_publish(cli, roset, workdi
     assert not cli.volume("vol")["condition"]["abnormal"]
 
 
+def test_publishing_again_at_the_killed_target_repairs_it_and_succeeds(roset, workdir, start_serve,
+                                                                      csi):
+    # NodePublish alone (no NodeStage retry first): its repair binds the target again and
+    # records the new mount in the same call, which must then judge the target by that record,
+    # not by the one it read before the repair (it would find "another mount" there).
+    pb2 = csi.pb2
+    server = start_serve()
+    capability = pb2.VolumeCapability(mount=pb2.VolumeCapability.MountVolume(),
+                                      access_mode=pb2.VolumeCapability.AccessMode(mode=pb2.VolumeCapability.AccessMode.MULTI_NODE_MULTI_WRITER))
+    volume = server.controller.CreateVolume(pb2.CreateVolumeRequest(name="pvc-k", volume_capabilities=[capability])).volume
+    staging = workdir / "state" / "staging" / "pvc-k"
+    target = workdir / "pod"
+    server.node.NodeStageVolume(pb2.NodeStageVolumeRequest(volume_id=volume.volume_id, staging_target_path=str(staging),
+                                                           volume_capability=capability, volume_context=volume.volume_context))
+    publish = pb2.NodePublishVolumeRequest(volume_id=volume.volume_id, staging_target_path=str(staging),
+                                           target_path=str(target), volume_capability=capability,
+                                           volume_context=volume.volume_context)
+    server.node.NodePublishVolume(publish)
+    (target / "before").write_text("1")
+    [old_pid] = roset.fuse_pids()
+    os.kill(old_pid, signal.SIGKILL)
+    wait_until(lambda: is_dead(target), what="the mount to die with its FUSE process")
+
+    server.node.NodePublishVolume(publish)  # the same call again, as kubelet retries it
+    assert (target / "before").read_text() == "1"
+    [new_pid] = roset.fuse_pids()
+    assert new_pid != old_pid
+    server.node.NodeUnpublishVolume(pb2.NodeUnpublishVolumeRequest(volume_id=volume.volume_id, target_path=str(target)))
+    server.node.NodeUnstageVolume(pb2.NodeUnstageVolumeRequest(volume_id=volume.volume_id, staging_target_path=str(staging)))
+
+
 def test_serve_restart_keeps_mounts_working(cli, roset, workdir, start_serve, csi):
     pb2 = csi.pb2
     server = start_serve()

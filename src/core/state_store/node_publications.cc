@@ -57,14 +57,19 @@ Status StateStore::set_node_publication_mount(std::string_view target_path,
       Durability::kUntilReboot);
 }
 
+Expected<std::optional<NodePublication>> state_sql::node_publication_row(
+    sqlite::Connection& connection, std::string_view target_path) {
+  return select_one(prepare(connection,
+                            fmt::format("SELECT {} FROM node_publications WHERE target_path = ?1",
+                                        kNodePublicationColumns),
+                            target_path),
+                    read_node_publication);
+}
+
 Expected<std::optional<NodePublication>> StateStore::find_node_publication(
     std::string_view target_path) {
   return read([&](sqlite::Connection& connection) {
-    return select_one(prepare(connection,
-                              fmt::format("SELECT {} FROM node_publications WHERE target_path = ?1",
-                                          kNodePublicationColumns),
-                              target_path),
-                      read_node_publication);
+    return state_sql::node_publication_row(connection, target_path);
   });
 }
 

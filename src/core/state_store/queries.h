@@ -120,6 +120,18 @@ RecordedMount read_recorded_mount(const sqlite::Statement& row, int first);
 Expected<std::map<std::string, int64_t>> count_by_provider(sqlite::Connection& connection,
                                                            const char* sql);
 
+// One record by its key, read on a connection the caller holds: several of them between BEGIN
+// and COMMIT read one snapshot (StateStore::node_publish_state).
+Expected<std::optional<VolumeRecord>> volume_row(sqlite::Connection& connection,
+                                                 std::string_view id);
+Expected<std::optional<VolumeMove>> volume_move_row(sqlite::Connection& connection,
+                                                    std::string_view volume_id);
+Expected<std::optional<Staging>> staging_row(sqlite::Connection& connection,
+                                             std::string_view volume_id,
+                                             std::string_view staging_path);
+Expected<std::optional<NodePublication>> node_publication_row(sqlite::Connection& connection,
+                                                              std::string_view target_path);
+
 // What still holds a volume, as phrases: `published to node "n1"`, `staged at "/p"`, ...
 Expected<std::vector<std::string>> volume_users(sqlite::Connection& connection,
                                                 std::string_view id);

@@ -41,15 +41,21 @@ Status StateStore::set_staging_mount(std::string_view volume_id, std::string_vie
   });
 }
 
+Expected<std::optional<Staging>> state_sql::staging_row(sqlite::Connection& connection,
+                                                        std::string_view volume_id,
+                                                        std::string_view staging_path) {
+  return select_one(
+      prepare(connection,
+              fmt::format("SELECT {} FROM stagings WHERE volume_id = ?1 AND staging_path = ?2",
+                          kStagingColumns),
+              volume_id, staging_path),
+      read_staging);
+}
+
 Expected<std::optional<Staging>> StateStore::find_staging(std::string_view volume_id,
                                                           std::string_view staging_path) {
   return read([&](sqlite::Connection& connection) {
-    return select_one(
-        prepare(connection,
-                fmt::format("SELECT {} FROM stagings WHERE volume_id = ?1 AND staging_path = ?2",
-                            kStagingColumns),
-                volume_id, staging_path),
-        read_staging);
+    return state_sql::staging_row(connection, volume_id, staging_path);
   });
 }
 

@@ -28,6 +28,11 @@ Expected<std::optional<VolumeMove>> move_of(sqlite::Connection& connection,
 
 }  // namespace
 
+Expected<std::optional<VolumeMove>> state_sql::volume_move_row(sqlite::Connection& connection,
+                                                               std::string_view volume_id) {
+  return move_of(connection, volume_id);
+}
+
 Status StateStore::pause_volume_move(std::string_view volume_id, std::string_view to_node) {
   return write([&](sqlite::Connection& connection) -> Status {
     Expected<std::optional<std::string>> name = select_one<std::string>(

@@ -64,13 +64,16 @@ Status StateStore::insert_volume(const VolumeRecord& volume) {
   });
 }
 
+Expected<std::optional<VolumeRecord>> state_sql::volume_row(sqlite::Connection& connection,
+                                                            std::string_view id) {
+  return select_one(
+      prepare(connection, fmt::format("SELECT {} FROM volumes WHERE id = ?1", kVolumeColumns), id),
+      read_volume);
+}
+
 Expected<std::optional<VolumeRecord>> StateStore::find_volume(std::string_view id) {
-  return read([&](sqlite::Connection& connection) {
-    return select_one(
-        prepare(connection, fmt::format("SELECT {} FROM volumes WHERE id = ?1", kVolumeColumns),
-                id),
-        read_volume);
-  });
+  return read(
+      [&](sqlite::Connection& connection) { return state_sql::volume_row(connection, id); });
 }
 
 Expected<std::optional<VolumeRecord>> StateStore::find_volume_by_name(std::string_view name) {

@@ -496,7 +496,8 @@ TEST_CASE("real_path: a directory's canonical path, as realpath(3) gives it", "[
   REQUIRE(write_file(scratch + "/file", "x") == 0);
 
   for (const std::string& path : {scratch, scratch + "/a/with space", scratch + "/link",
-                                  scratch + "/a/../link/", scratch + "/./a", std::string("/")}) {
+                                  scratch + "/a/../link/", scratch + "/./a", std::string("/"),
+                                  scratch + "//a", scratch + "/a/", scratch + "/link/.."}) {
     char expected[PATH_MAX];
     REQUIRE(::realpath(path.c_str(), expected) != nullptr);
     auto resolved = rosetctl::real_directory_path(path);
@@ -509,4 +510,11 @@ TEST_CASE("real_path: a directory's canonical path, as realpath(3) gives it", "[
   CHECK(errno == ENOENT);
   CHECK_FALSE(rosetctl::real_directory_path(scratch + "/file").has_value());
   CHECK(errno == ENOTDIR);
+  // Through a symlink the answer is the same as along the real path: the link's target missing.
+  REQUIRE(::symlink("missing", (scratch + "/dangling").c_str()) == 0);
+  errno = 0;
+  CHECK_FALSE(rosetctl::real_directory_path(scratch + "/dangling").has_value());
+  CHECK(errno == ENOENT);
+  CHECK_FALSE(rosetctl::real_directory_path(scratch + "/link/missing").has_value());
+  CHECK(errno == ENOENT);
 }
