@@ -4,6 +4,9 @@
 //   pre-copy  CreateSnapshot of the volume on A, PullSnapshot of it into B (only what B lacks),
 //             again until a round sends little (the volume stays in use on A meanwhile);
 //             then the snapshots of all rounds but the last are removed;
+//   ahead     B restores the last round ahead (PullSnapshot's prepare_restore), and one more
+//             round takes what was written meanwhile: the restore in the pause then moves the
+//             files that did not change instead of copying them;
 //   pause     Catalog/SetVolumeMove PAUSE on A: no new publication, refused while anything
 //             holds the volume (--wait-unpublished waits for the last writer to let go);
 //   delta     one more snapshot on A ("final"), pulled into B, and CreateVolume of the name on B
@@ -38,6 +41,7 @@
 #include <chrono>
 #include <thread>
 
+#include "cli/move_plan.h"
 #include "cli/move_snapshots.h"
 #include "cli/render.h"
 #include "cli/snapshot_move.h"
@@ -49,7 +53,6 @@
 #include "core/size.h"
 #include "core/validate.h"
 #include "daemon/convert.h"
-#include "daemon/snapshot_parameters.h"
 #include "providers/provider_registration.h"
 #include "providers/volume_context.h"
 
@@ -75,7 +78,6 @@ Status check_movable_kind(const VolumeInfo& info) {
 
 namespace {
 
-constexpr std::chrono::milliseconds kMoveSnapshotPoll{100};
 // The wait for the last writer of a paused volume: the writer is stopped while the move
 // waits, so each moment of the wait is a moment without writes. The disconnect usually comes
 // soon after the move asks for it (an operator, a script): asked for often at first, then
@@ -84,32 +86,10 @@ constexpr std::chrono::milliseconds kMoveInUsePollSoon{100};
 constexpr std::chrono::seconds kMoveInUseSoon{60};
 constexpr std::chrono::seconds kMoveInUsePoll{1};
 
-struct PreCopyRound {
-  std::string snapshot;  // A's placed id
-  int64_t bytes_sent = 0;
-  int64_t objects_sent = 0;
-};
-
-// The move's plan: what it moves, from where, to where.
-struct MovePlan {
-  std::string name;
-  std::string old_id;
-  PlacedId from;
-  std::string to;
-  std::string tag;  // the same for every run of this move: its snapshots' names start with it
-  std::string run;  // this run's, in the names of the snapshots it takes
-  csi::v1::Volume volume;
-  bool to_cordoned = false;  // the controller places no new volume on `to` (node cordon)
-};
-
 // Each step on stderr, in JSON output too: a move takes a while, and its wait for the last
 // user is what the operator must act on.
 void say_move_step(const std::string& line) {
   std::fprintf(stderr, "rosetctl: %s\n", line.c_str());
-}
-
-std::string move_snapshot_prefix(const MovePlan& move) {
-  return fmt::format("move-{}-", move.tag);
 }
 
 Status plan_move(Session& session, const VolumeInfo& info, const std::string& to_node,
@@ -141,71 +121,6 @@ Status plan_move(Session& session, const VolumeInfo& info, const std::string& to
   move->tag = sha256_hex(fmt::format("{}\n{}", move->old_id, move->to)).substr(0, 16);
   move->run = random_hex(4);
   return Status::ok();
-}
-
-// A snapshot of the volume on A, ready; its placed id. A pre-copy round's keeps a file written to
-// while it is read as read (the volume is in use): only the final delta must be consistent.
-enum class MoveSnapshot { kPreCopy, kFinal };
-Expected<std::string> take_move_snapshot(Session& session, const MovePlan& move,
-                                         const std::string& step, MoveSnapshot kind) {
-  csi::v1::CreateSnapshotRequest request;
-  request.set_source_volume_id(move.old_id);
-  request.set_name(move_snapshot_prefix(move) + step);
-  auto& parameters = *request.mutable_parameters();
-  parameters[std::string(kSnapshotMessageParameter)] = fmt::format(
-      "taken to move volume \"{}\" to node \"{}\"; removed once that is done", move.name, move.to);
-  if (kind == MoveSnapshot::kPreCopy) parameters[std::string(kSnapshotPreCopyParameter)] = "true";
-  csi::v1::CreateSnapshotResponse response;
-  for (;;) {
-    ROSETCTL_RETURN_IF_ERROR(session.client().controller(&csi::v1::Controller::Stub::CreateSnapshot,
-                                                         request, &response,
-                                                         CsiClient::kDataCallDeadline));
-    if (response.snapshot().ready_to_use()) return response.snapshot().snapshot_id();
-    std::this_thread::sleep_for(kMoveSnapshotPoll);
-  }
-}
-
-// The move's snapshots earlier runs left, by their names, wherever they are (A's, and copies
-// on B that an undo could not remove while B was down), as A's placed ids: removing one removes
-// both copies. And the name of A's "final" one, if there is one.
-struct MoveLeftovers {
-  std::vector<std::string> ids;
-  std::optional<std::string> final_name;
-};
-
-Expected<MoveLeftovers> move_snapshots_left(Session& session, const MovePlan& move) {
-  v1::ListSnapshotDetailsResponse response;
-  ROSETCTL_RETURN_IF_ERROR(session.client().catalog(&v1::Catalog::Stub::ListSnapshotDetails,
-                                                    v1::ListSnapshotDetailsRequest(), &response));
-  MoveLeftovers left;
-  for (const v1::SnapshotDetails& details : response.snapshots()) {
-    if (!details.name().starts_with(move_snapshot_prefix(move))) continue;
-    auto placed = decode_placed_id(details.id());
-    if (placed && placed->node == move.from.node &&
-        details.name().starts_with(move_snapshot_prefix(move) + "final")) {
-      left.final_name = details.name();
-    }
-    auto id = encode_placed_id(move.from.node, placed ? placed->local_id : details.id());
-    if (id && std::find(left.ids.begin(), left.ids.end(), *id) == left.ids.end())
-      left.ids.push_back(*id);
-  }
-  return left;
-}
-
-// B pulls the snapshot from A: only the objects it lacks travel. `prepare`: B then restores it
-// ahead, so the restore of the final delta in the pause moves the files that did not change.
-Expected<PreCopyRound> pull_to_receiver(Session& session, const MovePlan& move,
-                                        const std::string& snapshot, bool prepare = false) {
-  auto placed = decode_placed_id(snapshot);
-  if (!placed) return error(Code::kInternal, "snapshot id {} names no node", snapshot);
-  v1::PullSnapshotRequest request;
-  request.set_node_id(move.to);
-  request.set_from_node_id(move.from.node);
-  request.set_reference(placed->local_id);
-  request.set_prepare_restore(prepare);
-  auto done = pull_into(session, move.to, request);
-  if (!done) return done.status();
-  return PreCopyRound{snapshot, done->bytes_sent(), done->objects_sent()};
 }
 
 Status set_move(Session& session, const MovePlan& move, v1::SetVolumeMoveRequest::Step step,
@@ -264,12 +179,6 @@ Expected<std::string> create_on_receiver(Session& session, const MovePlan& move,
   ROSETCTL_RETURN_IF_ERROR(session.client().controller(
       &csi::v1::Controller::Stub::CreateVolume, request, &response, CsiClient::kDataCallDeadline));
   return response.volume().volume_id();
-}
-
-// The move's snapshots, from B (its pulled copies) and A (cli/move_snapshots.h).
-bool remove_move_snapshots(Session& session, const MovePlan& move,
-                           const std::vector<std::string>& snapshots) {
-  return remove_snapshot_copies(session, move.from.node, move.to, snapshots);
 }
 
 // Whether a CreateVolume that failed so may have been made all the same: its answer was lost.
@@ -358,18 +267,24 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
       remove_move_snapshots(session, move, snapshots);
       return failed;
     };
-    for (int round = 1; !earlier && round <= settings.max_rounds; ++round) {
+    // One round: a snapshot of A (a file written meanwhile kept as read), and B pulls it.
+    auto pre_copy_round = [&]() -> Status {
+      int round = static_cast<int>(rounds.size()) + 1;
       auto snapshot = take_move_snapshot(session, move, fmt::format("{}-{}", move.run, round),
                                          MoveSnapshot::kPreCopy);
-      if (!snapshot) return forget(snapshot.status());
+      if (!snapshot) return snapshot.status();
       snapshots.push_back(*snapshot);
       auto pulled = pull_to_receiver(session, move, *snapshot);
-      if (!pulled) return forget(pulled.status());
+      if (!pulled) return pulled.status();
       rounds.push_back(*pulled);
       say_move_step(fmt::format("volume \"{}\": pre-copy round {}: {} sent to node \"{}\"",
                                 move.name, round, approximate_size(pulled->bytes_sent), move.to));
+      return Status::ok();
+    };
+    for (int round = 1; !earlier && round <= settings.max_rounds; ++round) {
+      if (Status done = pre_copy_round(); !done) return forget(done);
       crash_point("volume-move-pre-copied");
-      if (pulled->bytes_sent <= settings.small) break;
+      if (rounds.back().bytes_sent <= settings.small) break;
     }
     // B holds the last round whole (and A the files' objects in it): the earlier rounds only
     // hold objects it has, or ones that changed since. Removed now, before the pause, so the
@@ -388,16 +303,7 @@ Expected<nlohmann::json> move_volume(Session& session, const VolumeInfo& info,
       // The writes during that restore (a big volume's takes seconds) travel now, not in the
       // pause: one more round, kept with the one restored ahead (the final delta's restore
       // finds that one among its snapshot's ancestors).
-      auto snapshot = take_move_snapshot(
-          session, move, fmt::format("{}-{}", move.run, rounds.size() + 1), MoveSnapshot::kPreCopy);
-      if (!snapshot) return forget(snapshot.status());
-      snapshots.push_back(*snapshot);
-      auto pulled = pull_to_receiver(session, move, *snapshot);
-      if (!pulled) return forget(pulled.status());
-      rounds.push_back(*pulled);
-      say_move_step(fmt::format("volume \"{}\": pre-copy round {}: {} sent to node \"{}\"",
-                                move.name, rounds.size(), approximate_size(pulled->bytes_sent),
-                                move.to));
+      if (Status done = pre_copy_round(); !done) return forget(done);
     }
 
     if (Status paused = pause_on_source(session, move, settings); !paused) return forget(paused);
