@@ -131,7 +131,21 @@ def test_publishing_again_at_the_killed_target_repairs_it_and_succeeds(roset, wo
     os.kill(old_pid, signal.SIGKILL)
     wait_until(lambda: is_dead(target), what="the mount to die with its FUSE process")
 
-    server.node.NodePublishVolume(publish)  # the same call again, as kubelet retries it
+    # The same call again, as kubelet retries it (until it succeeds). Right after the FUSE process
+    # died, one attempt may still fail INTERNAL "Transport endpoint is not connected" (noted in
+    # issue 35's closing note, not this test's subject); what must never happen is the failure
+    # this test is about, "another mount", which no retry would cure.
+    failures = []
+    for _ in range(5):
+        try:
+            server.node.NodePublishVolume(publish)
+            break
+        except grpc.RpcError as failed:
+            failures.append(f"{failed.code().name}: {failed.details()}")
+            assert "another mount" not in failed.details(), failures
+            time.sleep(0.5)
+    else:
+        raise AssertionError(f"expected NodePublishVolume to repair the target within 5 attempts: {failures}")
     assert (target / "before").read_text() == "1"
     [new_pid] = roset.fuse_pids()
     assert new_pid != old_pid
