@@ -237,27 +237,27 @@ class Pull {
     return files;
   }
 
-  // Blob `id` of the file at `path` begun with the earlier version of that file held here, when
-  // it may have been appended to since: the bytes begun with (0: none).
-  Expected<int64_t> seed(const std::map<std::string, StoredFile>& earlier, const std::string& id,
-                         const std::string& path, int64_t size) {
+  // The earlier version held here of the file at `path`, when the file (now `size` bytes) may
+  // have been appended to since.
+  const StoredFile* earlier_version_of(const std::map<std::string, StoredFile>& earlier,
+                                       const std::string& path, int64_t size) const {
     auto found = earlier.find(path);
     if (found == earlier.end() || found->second.size >= size ||
         !store_->has_blob(found->second.blob)) {
-      return 0;
+      return nullptr;
     }
-    return receiver_->seed_part(id, found->second.blob);
+    return &found->second;
   }
 
   // Every blob the tree names that this store lacks, resumed where a part is staged (or begun
   // with the file's earlier version), on the source's lanes side by side.
   Status blobs(const std::map<std::string, StoredFile>& earlier) {
     std::map<std::string, int64_t>& sizes = blob_sizes_;
-    std::map<std::string, std::string> paths;  // a path of each blob
+    std::map<std::string, std::string> paths;  // a path of each blob, when there are versions
     for (const TreeEntry& entry : tree_.entries) {
       if (entry.type == EntryType::kRegular && !entry.content.empty()) {
         sizes.emplace(entry.content, entry.size);
-        paths.emplace(entry.content, entry.path);
+        if (!earlier.empty()) paths.emplace(entry.content, entry.path);
       }
     }
     std::vector<Want> wants;
@@ -271,12 +271,14 @@ class Pull {
       int64_t kept = receiver_->partial_size(id);
       if (kept > size) kept = 0;
       v1::ObjectRef ref = object_ref(v1::OBJECT_BLOB, id, kept);
-      if (kept == 0) {
-        auto seeded = seed(earlier, id, paths.at(id), size);
+      const StoredFile* base =
+          kept == 0 && !earlier.empty() ? earlier_version_of(earlier, paths.at(id), size) : nullptr;
+      if (base != nullptr) {
+        auto seeded = receiver_->seed_part(id, base->blob);
         if (!seeded) return seeded.status();
         if (*seeded > 0) {
           ref.set_offset(*seeded);
-          ref.set_prefix_sha256(earlier.at(paths.at(id)).blob);
+          ref.set_prefix_sha256(base->blob);
           result_.set_bytes_seeded(result_.bytes_seeded() + *seeded);
           seeded_.emplace(id, *seeded);
           kept = *seeded;

@@ -159,15 +159,15 @@ bool Materializer::take_reused(const TreeEntry& entry) {
   if (found == reusable_.end()) return false;
   const TreeEntry& earlier = *found->second;
   if (earlier.content != entry.content || earlier.size != entry.size) return false;
-  UniqueFd held(open_beneath(options_.reuse_fd, entry.path, O_RDONLY));
+  auto from = locate(entry.path, options_.reuse_fd);
   struct stat st;
-  if (!held.valid() || ::fstat(held.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      st.st_size != entry.size || mtime_ns_of(st) != earlier.mtime_ns || st.st_nlink != 1) {
+  if (!from || ::fstatat(from->parent.get(), from->leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+      !S_ISREG(st.st_mode) || st.st_size != entry.size || mtime_ns_of(st) != earlier.mtime_ns ||
+      st.st_nlink != 1) {
     return false;
   }
-  auto from = locate(entry.path, options_.reuse_fd);
   auto to = locate(entry.path);
-  if (!from || !to) return false;
+  if (!to) return false;
   if (::renameat(from->parent.get(), from->leaf.c_str(), to->parent.get(), to->leaf.c_str()) != 0)
     return false;
   if (options_.reused_files != nullptr) ++*options_.reused_files;

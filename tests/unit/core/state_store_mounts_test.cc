@@ -4,17 +4,12 @@
 
 #include "core/sqlite.h"
 #include "core/state_store.h"
+#include "unit/core/open_state_store.h"
 #include "unit/scratch_dir.h"
 
 using namespace rosetctl;
 
 namespace {
-
-std::unique_ptr<StateStore> open_store(const std::string& dir) {
-  auto store = StateStore::open(dir);
-  REQUIRE(store.has_value());
-  return std::move(*store);
-}
 
 const RecordedMount kMount{0x1'0000'0042, 0x1'0000'0001, {7, 3, "ext4", "/sub dir/x"}};
 

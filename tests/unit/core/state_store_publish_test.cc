@@ -6,17 +6,11 @@
 #include <string>
 
 #include "core/state_store.h"
+#include "unit/core/open_state_store.h"
 #include "unit/scratch_dir.h"
 
 namespace rosetctl {
 namespace {
-
-std::unique_ptr<StateStore> open_store(const std::string& dir) {
-  Expected<std::unique_ptr<StateStore>> store = StateStore::open(dir);
-  INFO(store.status().message());
-  REQUIRE(store.has_value());
-  return std::move(*store);
-}
 
 VolumeRecord volume(const std::string& id) {
   VolumeRecord record;

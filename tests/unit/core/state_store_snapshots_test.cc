@@ -4,17 +4,12 @@
 
 #include "core/sqlite.h"
 #include "core/state_store.h"
+#include "unit/core/open_state_store.h"
 #include "unit/scratch_dir.h"
 
 using namespace rosetctl;
 
 namespace {
-
-std::unique_ptr<StateStore> open_store(const std::string& dir) {
-  auto store = StateStore::open(dir);
-  REQUIRE(store.has_value());
-  return std::move(*store);
-}
 
 SnapshotRecord make_snapshot(const std::string& id, const std::string& name,
                              const std::string& volume, int64_t created) {

@@ -18,19 +18,13 @@
 #include <vector>
 
 #include "core/sqlite.h"
+#include "unit/core/open_state_store.h"
 #include "unit/scratch_dir.h"
 
 namespace rosetctl {
 namespace {
 
 using TempDir = testing::ScratchDir;
-
-std::unique_ptr<StateStore> open_store(const std::string& dir) {
-  Expected<std::unique_ptr<StateStore>> store = StateStore::open(dir);
-  INFO(store.status().message());
-  REQUIRE(store.has_value());
-  return std::move(*store);
-}
 
 VolumeRecord make_volume(const std::string& id, const std::string& name) {
   VolumeRecord volume;
